@@ -1,0 +1,1 @@
+"""Readers of robot descriptions."""

@@ -1,0 +1,399 @@
+"""URDF -> RobotDescription: the kinematic tree as the URDF states it, checked.
+
+The XML is read by urdf-parser-py after a pre-pass that keeps only what the
+dynamics uses (links with their <inertial>, joints). Visuals, collisions,
+meshes (package:// URIs), materials, transmissions and <gazebo> tags never
+matter, so a broken one never stops a robot from loading.
+
+Checks follow DESIGN.md §3: refuse what makes the dynamics meaningless (not a
+robot, no links, a link with two parents, a cycle, several roots, an unknown
+joint type, a zero axis, a mimic of a missing joint, NaN/inf numbers, a
+negative mass, an inertia eigenvalue below -1e-6 * max(1, trace)); load the
+imperfections real URDFs have (slightly indefinite inertias, inertias that
+break the triangle inequality, massless links), with one warning each that
+names the link. ``strict=True`` turns those warnings into errors.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+import numpy as np
+
+JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
+AXIS_JOINT_TYPES = ("revolute", "continuous", "prismatic", "planar")
+
+# An inertia eigenvalue below -INERTIA_TOLERANCE * max(1, trace) is refused;
+# smaller defects (TIAGo's -3.5e-8) are loaded with a warning.
+INERTIA_TOLERANCE = 1e-6
+
+
+class URDFError(ValueError):
+    """A URDF the dynamics cannot use. The message names the offending element."""
+
+
+@dataclass(frozen=True)
+class Inertial:
+    """Mass properties of a link, in the link frame."""
+
+    mass: float
+    com: np.ndarray  # (3,) centre of mass in the link frame (m)
+    inertia: np.ndarray  # (3, 3) rotational inertia about the CoM, link axes (kg m^2)
+
+
+@dataclass(frozen=True)
+class Mimic:
+    """q_joint = multiplier * q_master + offset."""
+
+    joint: str
+    multiplier: float
+    offset: float
+
+
+@dataclass(frozen=True)
+class LinkDescription:
+    name: str
+    inertial: Inertial | None  # None: no <inertial>, a massless link
+
+
+@dataclass(frozen=True)
+class JointDescription:
+    name: str
+    type: str
+    parent: str
+    child: str
+    origin: np.ndarray  # (4, 4) parent link frame <- joint frame at q = 0
+    axis: np.ndarray  # (3,) unit axis in the joint frame
+    lower: float  # position limits (rad or m); -inf/inf when absent
+    upper: float
+    effort: float  # effort limit (N m or N); inf when absent
+    velocity: float  # velocity limit (rad/s or m/s); inf when absent
+    damping: float  # viscous damping (N m s/rad or N s/m)
+    friction: float  # Coulomb friction (N m or N)
+    mimic: Mimic | None
+
+
+@dataclass(frozen=True)
+class RobotDescription:
+    """The checked kinematic tree of a URDF.
+
+    ``joints`` is in depth-first pre-order from ``root``, children in the order
+    their joints appear in the document (DESIGN.md §2); ``links`` in the same
+    order, root first.
+    """
+
+    name: str
+    root: str
+    links: dict[str, LinkDescription]
+    joints: dict[str, JointDescription]
+    warnings: tuple[str, ...] = field(default=())
+
+    def child_joints(self, link: str) -> list[JointDescription]:
+        return [j for j in self.joints.values() if j.parent == link]
+
+
+def parse_urdf_file(path, strict: bool = False) -> RobotDescription:
+    try:
+        with open(path, encoding="utf-8") as f:
+            xml = f.read()
+    except OSError as error:
+        raise URDFError(f"cannot read URDF file {path}: {error.strerror}") from error
+    return parse_urdf_string(xml, strict=strict)
+
+
+def parse_urdf_string(xml: str, strict: bool = False) -> RobotDescription:
+    """Parse and check a URDF document; raise URDFError if it is unusable."""
+    if not isinstance(xml, (str, bytes)):
+        raise URDFError(f"a URDF must be a string, got {type(xml).__name__}")
+    if isinstance(xml, str) and not xml.strip():
+        raise URDFError("the URDF is empty")
+    try:
+        tree = ET.fromstring(xml)
+    except ET.ParseError as error:
+        raise URDFError(f"the URDF is not XML: {error}") from error
+    if tree.tag != "robot":
+        raise URDFError(f"the URDF's root element is <{tree.tag}>, expected <robot>")
+
+    robot, parser_notes = _read_with_urdf_parser_py(_dynamics_only(tree))
+    notes: list[str] = []  # what is physically questionable, one per element
+    links = _links(robot, notes)
+    joints = _joints(robot, links, notes)
+    root = _tree_root(robot.name, links, joints)
+    ordered_links, ordered_joints = _depth_first(root, links, joints)
+
+    if strict and notes:
+        raise URDFError("; ".join(notes))
+    if parser_notes:  # unknown attributes and tags (e.g. Franka's <dynamics D=...>): one line
+        notes.append(f"ignored {len(parser_notes)} unknown URDF attributes or tags, e.g. {parser_notes[0]}")
+    return RobotDescription(
+        name=robot.name,
+        root=root,
+        links=ordered_links,
+        joints=ordered_joints,
+        warnings=tuple(notes),
+    )
+
+
+def _dynamics_only(tree: ET.Element) -> str:
+    """The <robot> with only links (and their <inertial>) and joints."""
+    robot = ET.Element("robot", {k: v for k, v in tree.attrib.items() if k == "name"})
+    if "name" not in robot.attrib:
+        robot.set("name", "")
+    for element in tree:
+        if element.tag == "link":
+            link = ET.SubElement(robot, "link", element.attrib)
+            for child in element:
+                if child.tag == "inertial":
+                    link.append(child)
+        elif element.tag == "joint":
+            robot.append(element)
+    return ET.tostring(robot, encoding="unicode")
+
+
+_urdf_parser_lock = threading.Lock()
+
+
+def _read_with_urdf_parser_py(xml: str):
+    from urdf_parser_py import urdf as urdf_parser
+    from urdf_parser_py.xml_reflection import core
+
+    notes: list[str] = []
+    with _urdf_parser_lock:
+        previous = core.on_error
+        core.on_error = notes.append  # its warnings, instead of stderr
+        try:
+            robot = urdf_parser.URDF.from_xml_string(xml)
+        except Exception as error:  # urdf-parser-py raises ParseError, ValueError, ...
+            message = " ".join(str(error).split())
+            raise URDFError(f"invalid URDF: {message}") from error
+        finally:
+            core.on_error = previous
+    return robot, notes
+
+
+def _finite(values, what: str) -> np.ndarray:
+    array = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(array)):
+        raise URDFError(f"{what} is not finite: {array.tolist()}")
+    return array
+
+
+def _pose(origin, what: str) -> np.ndarray:
+    """4x4 transform of a URDF <origin xyz rpy> (fixed-axis roll, pitch, yaw)."""
+    xyz = _finite(origin.xyz if origin is not None and origin.xyz is not None else (0, 0, 0), f"{what} xyz")
+    rpy = _finite(origin.rpy if origin is not None and origin.rpy is not None else (0, 0, 0), f"{what} rpy")
+    if xyz.shape != (3,) or rpy.shape != (3,):
+        raise URDFError(f"{what} must have 3 numbers in xyz and rpy")
+    roll, pitch, yaw = rpy
+    cr, sr, cp, sp, cy, sy = (math.cos(roll), math.sin(roll), math.cos(pitch),
+                              math.sin(pitch), math.cos(yaw), math.sin(yaw))
+    pose = np.eye(4)
+    pose[:3, :3] = [
+        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+        [-sp, cp * sr, cp * cr],
+    ]
+    pose[:3, 3] = xyz
+    return pose
+
+
+def _links(robot, notes: list[str]) -> dict[str, LinkDescription]:
+    if not robot.links:
+        raise URDFError(f"the <robot name='{robot.name}'> has no <link> element")
+    links: dict[str, LinkDescription] = {}
+    for link in robot.links:
+        if not link.name:
+            raise URDFError("a <link> has no name")
+        if link.name in links:
+            raise URDFError(f"link '{link.name}' is defined twice")
+        links[link.name] = LinkDescription(link.name, _inertial(link, notes))
+    return links
+
+
+def _inertial(link, notes: list[str]) -> Inertial | None:
+    if link.inertial is None:
+        return None
+    what = f"link '{link.name}' <inertial>"
+    mass = link.inertial.mass
+    if mass is None:
+        raise URDFError(f"{what} has no <mass>")
+    mass = float(_finite(mass, f"{what} mass"))
+    if mass < 0:
+        raise URDFError(f"{what} has a negative mass ({mass} kg)")
+    origin = _pose(link.inertial.origin, f"{what} <origin>")
+    i = link.inertial.inertia
+    if i is None:
+        inertia_local = np.zeros((3, 3))
+    else:
+        inertia_local = _finite(
+            [[i.ixx, i.ixy, i.ixz], [i.ixy, i.iyy, i.iyz], [i.ixz, i.iyz, i.izz]],
+            f"{what} inertia",
+        )
+    rotation = origin[:3, :3]
+    inertia = rotation @ inertia_local @ rotation.T
+    _check_inertia(link.name, mass, inertia_local, notes)
+    return Inertial(mass=mass, com=origin[:3, 3].copy(), inertia=0.5 * (inertia + inertia.T))
+
+
+def _check_inertia(link: str, mass: float, inertia: np.ndarray, notes: list[str]) -> None:
+    eigenvalues = np.linalg.eigvalsh(inertia)
+    trace = float(np.trace(inertia))
+    scale = max(1.0, abs(trace))
+    if eigenvalues[0] < -INERTIA_TOLERANCE * scale:
+        raise URDFError(
+            f"link '{link}' has an inertia that is not positive semi-definite "
+            f"(eigenvalues {eigenvalues.tolist()} kg m^2)"
+        )
+    if eigenvalues[0] < -1e-12 * scale:  # below that: round-off of eigvalsh
+        notes.append(
+            f"link '{link}': inertia slightly indefinite (smallest eigenvalue "
+            f"{eigenvalues[0]:.3g} kg m^2), used as given"
+        )
+    a, b, c = eigenvalues
+    violation = max(a - (b + c), b - (a + c), c - (a + b))
+    if violation > 1e-12 * scale:
+        notes.append(
+            f"link '{link}': principal moments {a:.6g}, {b:.6g}, {c:.6g} kg m^2 break "
+            f"the triangle inequality by {violation:.3g}, used as given"
+        )
+    if mass == 0 and np.any(inertia != 0):
+        notes.append(f"link '{link}': zero mass but non-zero rotational inertia, used as given")
+
+
+def _joints(robot, links: dict[str, LinkDescription], notes: list[str]) -> dict[str, JointDescription]:
+    joints: dict[str, JointDescription] = {}
+    for joint in robot.joints:
+        what = f"joint '{joint.name}'"
+        if not joint.name:
+            raise URDFError("a <joint> has no name")
+        if joint.name in joints:
+            raise URDFError(f"{what} is defined twice")
+        if joint.type not in JOINT_TYPES:
+            raise URDFError(f"{what} has unknown type '{joint.type}' (known: {', '.join(JOINT_TYPES)})")
+        for role, link in (("parent", joint.parent), ("child", joint.child)):
+            if not link:
+                raise URDFError(f"{what} has no <{role} link=...>")
+            if link not in links:
+                raise URDFError(f"{what} names {role} link '{link}', which does not exist")
+        if joint.parent == joint.child:
+            raise URDFError(f"{what} connects link '{joint.parent}' to itself")
+
+        axis = _finite(joint.axis if joint.axis is not None else (1.0, 0.0, 0.0), f"{what} axis")
+        if joint.type in AXIS_JOINT_TYPES:
+            norm = float(np.linalg.norm(axis))
+            if axis.shape != (3,) or norm < 1e-12:
+                raise URDFError(f"{what} has a zero axis {axis.tolist()}")
+            axis = axis / norm
+
+        limit = joint.limit
+        lower, upper, effort, velocity = -math.inf, math.inf, math.inf, math.inf
+        if limit is not None:
+            if joint.type in ("revolute", "prismatic"):
+                lower = float(_finite(limit.lower if limit.lower is not None else 0.0, f"{what} lower limit"))
+                upper = float(_finite(limit.upper if limit.upper is not None else 0.0, f"{what} upper limit"))
+                if lower > upper:
+                    raise URDFError(f"{what} has lower limit {lower} above upper limit {upper}")
+            if limit.effort is not None:
+                effort = float(limit.effort)
+            if limit.velocity is not None:
+                velocity = float(limit.velocity)
+            if not (effort >= 0 and velocity >= 0):  # also catches NaN
+                raise URDFError(f"{what} has a negative or NaN effort/velocity limit")
+
+        damping = friction = 0.0
+        if joint.dynamics is not None:
+            damping = float(_finite(joint.dynamics.damping or 0.0, f"{what} damping"))
+            friction = float(_finite(joint.dynamics.friction or 0.0, f"{what} friction"))
+
+        mimic = None
+        if joint.mimic is not None and joint.type == "fixed":
+            notes.append(f"{what} is fixed: its <mimic> is ignored")
+        elif joint.mimic is not None:
+            multiplier = joint.mimic.multiplier if joint.mimic.multiplier is not None else 1.0
+            offset = joint.mimic.offset if joint.mimic.offset is not None else 0.0
+            mimic = Mimic(
+                joint=joint.mimic.joint,
+                multiplier=float(_finite(multiplier, f"{what} mimic multiplier")),
+                offset=float(_finite(offset, f"{what} mimic offset")),
+            )
+
+        joints[joint.name] = JointDescription(
+            name=joint.name,
+            type=joint.type,
+            parent=joint.parent,
+            child=joint.child,
+            origin=_pose(joint.origin, f"{what} <origin>"),
+            axis=axis,
+            lower=lower,
+            upper=upper,
+            effort=effort,
+            velocity=velocity,
+            damping=damping,
+            friction=friction,
+            mimic=mimic,
+        )
+    _check_mimics(joints)
+    return joints
+
+
+def _check_mimics(joints: dict[str, JointDescription]) -> None:
+    for joint in joints.values():
+        if joint.mimic is None:
+            continue
+        what = f"joint '{joint.name}'"
+        master = joints.get(joint.mimic.joint)
+        if master is None:
+            raise URDFError(f"{what} mimics joint '{joint.mimic.joint}', which does not exist")
+        if master.type not in ("revolute", "continuous", "prismatic") or joint.type not in (
+            "revolute", "continuous", "prismatic"
+        ):
+            raise URDFError(
+                f"{what} ({joint.type}) mimics '{master.name}' ({master.type}): "
+                "only revolute, continuous and prismatic joints can mimic each other"
+            )
+        seen = {joint.name}
+        while master.mimic is not None:
+            if master.name in seen:
+                raise URDFError(f"{what}: mimic joints form a cycle through '{master.name}'")
+            seen.add(master.name)
+            master = joints[master.mimic.joint]
+
+
+def _tree_root(robot_name: str, links, joints) -> str:
+    parent_joint: dict[str, str] = {}
+    for joint in joints.values():
+        if joint.child in parent_joint:
+            raise URDFError(
+                f"link '{joint.child}' has two parents: joints "
+                f"'{parent_joint[joint.child]}' and '{joint.name}'"
+            )
+        parent_joint[joint.child] = joint.name
+    roots = [name for name in links if name not in parent_joint]
+    if not roots:
+        raise URDFError(f"robot '{robot_name}': every link has a parent, the joints form a cycle")
+    if len(roots) > 1:
+        raise URDFError(
+            f"robot '{robot_name}' has {len(roots)} root links ({', '.join(roots)}): "
+            "a URDF is one tree, connect them with joints"
+        )
+    return roots[0]
+
+
+def _depth_first(root: str, links, joints):
+    children: dict[str, list[JointDescription]] = {name: [] for name in links}
+    for joint in joints.values():
+        children[joint.parent].append(joint)
+    ordered_links = {root: links[root]}
+    ordered_joints: dict[str, JointDescription] = {}
+    stack = list(reversed(children[root]))
+    while stack:
+        joint = stack.pop()
+        ordered_joints[joint.name] = joint
+        ordered_links[joint.child] = links[joint.child]
+        stack.extend(reversed(children[joint.child]))
+    unreached = [name for name in links if name not in ordered_links]
+    if unreached:  # one root and every other link with one parent: the rest is a cycle
+        raise URDFError(f"links {', '.join(unreached)} form a cycle not connected to root '{root}'")
+    return ordered_links, ordered_joints

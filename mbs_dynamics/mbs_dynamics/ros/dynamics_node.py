@@ -1,0 +1,211 @@
+"""What the three nodes share: getting the robot from robot_description,
+parameters declared with descriptors, and a main() that inits, spins and
+shuts down.
+
+robot_description comes, in this order of precedence (DESIGN.md §7), from
+the parameter ``robot_description`` (the URDF XML), the parameter
+``robot_description_file`` (a path), or the latched ``robot_description``
+topic (std_msgs/String, transient local, as robot_state_publisher publishes
+it). The node waits for the topic and says so. An unusable URDF stops the
+node with a message that names the offending element.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.exceptions import ParameterUninitializedException
+from rclpy.parameter import Parameter as RclpyParameter
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.task import Future
+from rcl_interfaces.msg import ParameterDescriptor
+from std_msgs.msg import String
+
+from mbs_dynamics import RobotDescription, URDFError, parse_urdf_file, parse_urdf_string
+
+# How often a node that waits for robot_description says so again (s).
+WAITING_REMINDER_PERIOD = 10.0
+
+ROBOT_DESCRIPTION_QOS = QoSProfile(
+    depth=1,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+
+
+# An empty array parameter: declared by its type (a params file cannot hold an
+# empty array, and rclpy would take [] for a byte array); reads as [].
+EMPTY_STRING_ARRAY = RclpyParameter.Type.STRING_ARRAY
+EMPTY_DOUBLE_ARRAY = RclpyParameter.Type.DOUBLE_ARRAY
+
+
+@dataclass(frozen=True)
+class ParameterSpec:
+    """A node parameter: its name, default (which fixes its type) and meaning."""
+
+    name: str
+    default: Any  # a value, or EMPTY_STRING_ARRAY / EMPTY_DOUBLE_ARRAY
+    description: str
+    read_only: bool = False
+
+
+# Parameters every node has.
+COMMON_PARAMETERS = (
+    ParameterSpec("robot_description", "", "URDF XML of the robot. Empty: use robot_description_file, "
+              "else wait for the robot_description topic.", read_only=True),
+    ParameterSpec("robot_description_file", "", "Path of a URDF file, used when robot_description is empty.",
+              read_only=True),
+    ParameterSpec("robot_description_timeout", 0.0, "Seconds to wait for the robot_description topic "
+              "before giving up; 0 waits for ever.", read_only=True),
+    ParameterSpec("floating_base", False, "Add a floating root_joint (6 DoF) above the URDF root link: "
+              "for legged and humanoid robots.", read_only=True),
+    ParameterSpec("mimic", "coupled", "Mimic joints: 'coupled' (follow their master, no coordinate of "
+              "their own) or 'independent' (free joints).", read_only=True),
+    ParameterSpec("gravity", [0.0, 0.0, -9.81], "Gravity in the world frame (m/s^2).", read_only=True),
+)
+
+
+class DynamicsNode(Node):
+    """Base of the nodes: declares parameters and obtains the robot.
+
+    Subclasses list their own PARAMETERS and implement on_robot(robot), called
+    once with the checked robot description.
+    """
+
+    PARAMETERS: Sequence[ParameterSpec] = ()
+
+    def __init__(self, node_name: str, stop: Future | None = None, **kwargs):
+        super().__init__(node_name, **kwargs)
+        self._stop = stop if stop is not None else Future()
+        self.fatal_error: str | None = None
+        self.robot: RobotDescription | None = None
+        self._description_subscription = None
+        self._waiting_timer = None
+        for parameter in (*COMMON_PARAMETERS, *self.PARAMETERS):
+            self.declare_parameter(
+                parameter.name,
+                parameter.default,
+                ParameterDescriptor(description=parameter.description, read_only=parameter.read_only),
+            )
+        self._obtain_robot_description()
+
+    def parameter(self, name: str) -> Any:
+        """The value of a declared parameter ([] for an unset empty array)."""
+        try:
+            return self.get_parameter(name).value
+        except ParameterUninitializedException:
+            return []
+
+    @property
+    def stop_requested(self) -> Future:
+        """Done when the node cannot go on (fatal_error says why)."""
+        return self._stop
+
+    # --- robot_description ---------------------------------------------
+
+    def _obtain_robot_description(self) -> None:
+        xml = self.parameter("robot_description")
+        path = self.parameter("robot_description_file")
+        if xml:
+            self._load(lambda: parse_urdf_string(xml), "parameter robot_description")
+        elif path:
+            self._load(lambda: parse_urdf_file(path), f"file {path}")
+        else:
+            self._description_subscription = self.create_subscription(
+                String, "robot_description", self._on_description_message, ROBOT_DESCRIPTION_QOS
+            )
+            topic = self._description_subscription.topic_name
+            self.get_logger().info(
+                f"waiting for the robot description on {topic} (or set the parameter "
+                "robot_description or robot_description_file)"
+            )
+            self._waited = 0.0
+            self._waiting_timer = self.create_timer(WAITING_REMINDER_PERIOD, self._still_waiting)
+
+    def _still_waiting(self) -> None:
+        self._waited += WAITING_REMINDER_PERIOD
+        timeout = self.parameter("robot_description_timeout")
+        topic = self._description_subscription.topic_name
+        if timeout > 0 and self._waited >= timeout:
+            self._fail(f"no robot description arrived on {topic} within {timeout:g} s")
+        else:
+            self.get_logger().info(f"still waiting for the robot description on {topic} ({self._waited:g} s)")
+
+    def _on_description_message(self, message: String) -> None:
+        if self.robot is not None or self.fatal_error is not None:
+            return
+        self.destroy_timer(self._waiting_timer)
+        self._load(lambda: parse_urdf_string(message.data), f"topic {self._description_subscription.topic_name}")
+
+    def _load(self, parse: Callable[[], RobotDescription], source: str) -> None:
+        try:
+            robot = parse()
+        except URDFError as error:
+            self._fail(f"unusable robot description from {source}: {error}")
+            return
+        for warning in robot.warnings:
+            self.get_logger().warning(f"robot description: {warning}")
+        self.robot = robot
+        self.get_logger().info(f"robot '{robot.name}' from {source}: {describe_joints(robot)}")
+        self.on_robot(robot)
+
+    def _fail(self, message: str) -> None:
+        self.fatal_error = message
+        self.get_logger().fatal(f"{message}; stopping")
+        if not self._stop.done():
+            self._stop.set_result(message)
+
+    def on_robot(self, robot: RobotDescription) -> None:
+        """Called once the robot description is loaded."""
+
+
+def describe_joints(robot: RobotDescription) -> str:
+    """One line: the joints that move, in model order, and the fixed ones."""
+    moving = [f"{j.name} ({j.type}{', mimics ' + j.mimic.joint if j.mimic else ''})"
+              for j in robot.joints.values() if j.type != "fixed"]
+    fixed = sum(j.type == "fixed" for j in robot.joints.values())
+    return (f"{len(robot.links)} links from root '{robot.root}', {len(moving)} moving joints: "
+            f"{', '.join(moving) or 'none'}; {fixed} fixed joints")
+
+
+def spin_nodes(node_factories: Sequence[Callable[[Future], DynamicsNode]], args=None,
+               multithreaded: bool = False) -> int:
+    """Init rclpy, create the nodes, spin until Ctrl-C or a fatal error, shut down.
+
+    Returns the process exit code: 0 after Ctrl-C or an external shutdown,
+    1 when a node stopped on a fatal error.
+    """
+    rclpy.init(args=args)
+    stop = Future()
+    nodes: list[DynamicsNode] = []
+    executor = MultiThreadedExecutor() if multithreaded else SingleThreadedExecutor()
+    try:
+        for factory in node_factories:
+            nodes.append(factory(stop))
+            if stop.done():
+                break
+        for node in nodes:
+            executor.add_node(node)
+        if not stop.done():
+            executor.spin_until_future_complete(stop)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        executor.shutdown()
+        for node in nodes:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 1 if stop.done() else 0
+
+
+def node_main(node_class: type[DynamicsNode], default_name: str) -> Callable[[], None]:
+    """The console-script entry point of one node: NAME [--ros-args ...]."""
+
+    def main(args=None) -> None:
+        sys.exit(spin_nodes([lambda stop: node_class(default_name, stop=stop)], args=args))
+
+    return main

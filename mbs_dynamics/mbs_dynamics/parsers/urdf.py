@@ -148,6 +148,10 @@ def _dynamics_only(tree: ET.Element) -> str:
                 if child.tag == "inertial":
                     link.append(child)
         elif element.tag == "joint":
+            kind = element.get("type")
+            if kind not in JOINT_TYPES:
+                raise URDFError(f"joint '{element.get('name')}' has unknown type '{kind}' "
+                                f"(known: {', '.join(JOINT_TYPES)})")
             robot.append(element)
     return ET.tostring(robot, encoding="unicode")
 
@@ -238,28 +242,27 @@ def _inertial(link, notes: list[str]) -> Inertial | None:
 
 
 def _check_inertia(link: str, mass: float, inertia: np.ndarray, notes: list[str]) -> None:
+    """Refuse a clearly indefinite inertia; note what else is wrong, in one line."""
     eigenvalues = np.linalg.eigvalsh(inertia)
-    trace = float(np.trace(inertia))
-    scale = max(1.0, abs(trace))
+    scale = max(1.0, abs(float(np.trace(inertia))))
     if eigenvalues[0] < -INERTIA_TOLERANCE * scale:
         raise URDFError(
             f"link '{link}' has an inertia that is not positive semi-definite "
             f"(eigenvalues {eigenvalues.tolist()} kg m^2)"
         )
-    if eigenvalues[0] < -1e-12 * scale:  # below that: round-off of eigvalsh
-        notes.append(
-            f"link '{link}': inertia slightly indefinite (smallest eigenvalue "
-            f"{eigenvalues[0]:.3g} kg m^2), used as given"
-        )
+    problems = []
     a, b, c = eigenvalues
-    violation = max(a - (b + c), b - (a + c), c - (a + b))
-    if violation > 1e-12 * scale:
-        notes.append(
-            f"link '{link}': principal moments {a:.6g}, {b:.6g}, {c:.6g} kg m^2 break "
-            f"the triangle inequality by {violation:.3g}, used as given"
-        )
+    if a < -1e-12 * scale:  # below that: round-off of eigvalsh
+        problems.append(f"inertia slightly indefinite (smallest eigenvalue {a:.3g} kg m^2)")
+    else:
+        violation = max(a - (b + c), b - (a + c), c - (a + b))
+        if violation > 1e-12 * scale:
+            problems.append(f"principal moments {a:.6g}, {b:.6g}, {c:.6g} kg m^2 break the "
+                            f"triangle inequality by {violation:.3g}")
     if mass == 0 and np.any(inertia != 0):
-        notes.append(f"link '{link}': zero mass but non-zero rotational inertia, used as given")
+        problems.append("zero mass but non-zero rotational inertia")
+    if problems:
+        notes.append(f"link '{link}': {'; '.join(problems)}; used as given")
 
 
 def _joints(robot, links: dict[str, LinkDescription], notes: list[str]) -> dict[str, JointDescription]:
@@ -270,8 +273,6 @@ def _joints(robot, links: dict[str, LinkDescription], notes: list[str]) -> dict[
             raise URDFError("a <joint> has no name")
         if joint.name in joints:
             raise URDFError(f"{what} is defined twice")
-        if joint.type not in JOINT_TYPES:
-            raise URDFError(f"{what} has unknown type '{joint.type}' (known: {', '.join(JOINT_TYPES)})")
         for role, link in (("parent", joint.parent), ("child", joint.child)):
             if not link:
                 raise URDFError(f"{what} has no <{role} link=...>")

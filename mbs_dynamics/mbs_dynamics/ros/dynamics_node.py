@@ -123,11 +123,13 @@ class DynamicsNode(Node):
                 f"waiting for the robot description on {topic} (or set the parameter "
                 "robot_description or robot_description_file)"
             )
+            timeout = self.parameter("robot_description_timeout")
             self._waited = 0.0
-            self._waiting_timer = self.create_timer(WAITING_REMINDER_PERIOD, self._still_waiting)
+            self._waiting_period = min(WAITING_REMINDER_PERIOD, timeout) if timeout > 0 else WAITING_REMINDER_PERIOD
+            self._waiting_timer = self.create_timer(self._waiting_period, self._still_waiting)
 
     def _still_waiting(self) -> None:
-        self._waited += WAITING_REMINDER_PERIOD
+        self._waited += self._waiting_period
         timeout = self.parameter("robot_description_timeout")
         topic = self._description_subscription.topic_name
         if timeout > 0 and self._waited >= timeout:

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import os
 import random
-import re
-import shutil
 import signal
 import subprocess
-import sys
-import threading
-import time
-from pathlib import Path
 
 import pytest
+
+from ros_processes import NodeProcess
 
 if "MBS_TEST_DOMAIN_ID" in os.environ:
     os.environ["ROS_DOMAIN_ID"] = os.environ["MBS_TEST_DOMAIN_ID"]
@@ -23,85 +19,8 @@ os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ["RCUTILS_LOGGING_BUFFERED_STREAM"] = "0"
 os.environ["PYTHONUNBUFFERED"] = "1"
 
-BIN = Path(sys.executable).parent
-
-
 def pytest_report_header(config):
     return f"ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']}"
-
-
-def executable(name: str) -> str:
-    """A console script of this environment."""
-    path = BIN / name
-    if not path.exists():
-        found = shutil.which(name)
-        assert found, f"console script {name} is not installed"
-        return found
-    return str(path)
-
-
-class NodeProcess:
-    """A node executable in its own process, its output collected line by line."""
-
-    def __init__(self, command: list[str]):
-        self.command = command
-        self.lines: list[str] = []
-        self._changed = threading.Condition()
-        self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
-        )
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self):
-        for line in self.process.stdout:
-            with self._changed:
-                self.lines.append(line.rstrip("\n"))
-                self._changed.notify_all()
-        with self._changed:
-            self._changed.notify_all()
-
-    @property
-    def output(self) -> str:
-        with self._changed:
-            return "\n".join(self.lines)
-
-    def wait_for(self, pattern: str, timeout: float = 20.0, count: int = 1) -> list[str]:
-        """The first `count` output lines matching `pattern`; fails after `timeout` s."""
-        regex = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                matches = [line for line in self.lines if regex.search(line)]
-                if len(matches) >= count:
-                    return matches[:count]
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or (self.process.poll() is not None and not self._reader.is_alive()):
-                    raise AssertionError(
-                        f"{count} line(s) matching {pattern!r} not seen from {' '.join(self.command)} "
-                        f"(exit code {self.process.poll()}); output:\n" + "\n".join(self.lines)
-                    )
-                self._changed.wait(min(remaining, 0.2))
-
-    def wait_exit(self, timeout: float = 20.0) -> int:
-        try:
-            code = self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise AssertionError(f"{' '.join(self.command)} did not exit; output:\n{self.output}")
-        self._reader.join(5)
-        return code
-
-    def interrupt(self, timeout: float = 20.0) -> int:
-        """Ctrl-C, as a person stops a node; returns the exit code."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-        return self.wait_exit(timeout)
-
-    def kill(self):
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(10)
 
 
 @pytest.fixture
@@ -126,12 +45,12 @@ def start_process():
 
 @pytest.fixture(scope="session")
 def ros_context():
+    """rclpy's default context, initialised once for the test session."""
     import rclpy
 
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    yield context
-    rclpy.try_shutdown(context=context)
+    rclpy.init()
+    yield
+    rclpy.try_shutdown()
 
 
 @pytest.fixture
@@ -139,6 +58,6 @@ def test_node(ros_context):
     """An rclpy node of the test process, on the same DDS domain as the nodes under test."""
     from rclpy.node import Node
 
-    node = Node(f"mbs_test_{os.getpid()}_{random.randrange(1 << 30)}", context=ros_context)
+    node = Node(f"mbs_test_{os.getpid()}_{random.randrange(1 << 30)}")
     yield node
     node.destroy_node()

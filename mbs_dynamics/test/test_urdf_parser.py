@@ -277,3 +277,25 @@ def test_core_does_not_import_ros():
 
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_the_installed_package_is_under_test():
+    import sysconfig
+
+    assert mbs.__file__.startswith(sysconfig.get_paths()["purelib"]), mbs.__file__
+
+
+def test_concurrent_parsing_keeps_each_robot_and_its_own_warnings():
+    """The nodes of the bringup parse on several threads at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    imperfect = urdf(link("rod", 1.0, (0.0, 0.0, 3e-6, 0, 0, 0)), name="imperfect")
+    with open(mbs.bundled_robot("arm7")) as f:
+        clean = f.read()
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(mbs.parse_urdf_string, [imperfect, clean] * 50))
+    for robot in results:
+        if robot.name == "imperfect":
+            assert len(robot.warnings) == 1 and "link 'rod'" in robot.warnings[0]
+        else:
+            assert robot.name == "mbs_arm7" and robot.warnings == () and len(robot.joints) == 9

@@ -21,6 +21,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 import numpy as np
+from urdf_parser_py import urdf as urdf_parser
+from urdf_parser_py.xml_reflection import core as urdf_parser_core
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 AXIS_JOINT_TYPES = ("revolute", "continuous", "prismatic", "planar")
@@ -160,20 +162,17 @@ _urdf_parser_lock = threading.Lock()
 
 
 def _read_with_urdf_parser_py(xml: str):
-    from urdf_parser_py import urdf as urdf_parser
-    from urdf_parser_py.xml_reflection import core
-
     notes: list[str] = []
-    with _urdf_parser_lock:
-        previous = core.on_error
-        core.on_error = notes.append  # its warnings, instead of stderr
+    with _urdf_parser_lock:  # on_error is global to urdf-parser-py
+        previous = urdf_parser_core.on_error
+        urdf_parser_core.on_error = notes.append  # its warnings, instead of stderr
         try:
             robot = urdf_parser.URDF.from_xml_string(xml)
         except Exception as error:  # urdf-parser-py raises ParseError, ValueError, ...
             message = " ".join(str(error).split())
             raise URDFError(f"invalid URDF: {message}") from error
         finally:
-            core.on_error = previous
+            urdf_parser_core.on_error = previous
     return robot, notes
 
 

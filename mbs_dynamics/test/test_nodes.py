@@ -1,0 +1,226 @@
+"""The nodes over real DDS: each starts from its own executable and from the
+bringup, gets robot_description through each of its three routes, says it is
+waiting, and stops with a clear message (exit code 1) on an unusable URDF."""
+from __future__ import annotations
+
+import time
+
+import pytest
+import yaml
+from ros_processes import executable, wait_for_node
+
+import mbs_dynamics as mbs
+
+NODES = {  # default node name -> executable
+    "inverse_dynamics": "inverse_dynamics_node",
+    "dynamics_server": "dynamics_server_node",
+    "simulator": "simulator_node",
+}
+ROUTES = ("parameter", "file", "topic")
+
+ARM = mbs.bundled_robot("arm7")
+QUADRUPED = mbs.bundled_robot("quadruped")
+ARM_JOINTS = "7 moving joints: joint1 \\(revolute\\), joint2 .* joint7 \\(revolute\\); 2 fixed joints"
+
+
+def read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def params_file(tmp_path, node_names, **parameters) -> str:
+    """A ROS 2 params file giving `parameters` to the named nodes."""
+    path = tmp_path / "params.yaml"
+    # A copy per node: YAML aliases (what safe_dump makes of a shared dict) are refused by rcl.
+    path.write_text(yaml.safe_dump({name: {"ros__parameters": dict(parameters)} for name in node_names}))
+    return str(path)
+
+
+def publish_robot_description(node, xml: str):
+    """A latched robot_description, as robot_state_publisher offers it."""
+    from std_msgs.msg import String
+
+    from mbs_dynamics.ros.dynamics_node import ROBOT_DESCRIPTION_QOS
+
+    publisher = node.create_publisher(String, "/robot_description", ROBOT_DESCRIPTION_QOS)
+    publisher.publish(String(data=xml))
+    return publisher
+
+
+def route_arguments(route: str, node_names, xml_path: str, tmp_path, test_node) -> list[str]:
+    """--ros-args that hand the URDF of xml_path to the nodes by `route`."""
+    if route == "parameter":  # the XML itself, through a params file (a -p would break on ': ')
+        return ["--params-file", params_file(tmp_path, node_names, robot_description=read(xml_path))]
+    if route == "file":
+        return ["-p", f"robot_description_file:={xml_path}"]
+    publish_robot_description(test_node, read(xml_path))
+    return []
+
+
+def get_parameters(test_node, node_name: str, names: list[str]) -> dict:
+    """Ask a node for parameter values through its parameter service."""
+    import rclpy
+    from rcl_interfaces.srv import GetParameters
+    from rclpy.parameter import parameter_value_to_python
+
+    client = test_node.create_client(GetParameters, f"/{node_name}/get_parameters")
+    try:
+        assert client.wait_for_service(timeout_sec=15.0), f"/{node_name}/get_parameters not available"
+        future = client.call_async(GetParameters.Request(names=names))
+        rclpy.spin_until_future_complete(test_node, future, timeout_sec=15.0)
+        assert future.done(), f"/{node_name}/get_parameters did not answer"
+        return {n: parameter_value_to_python(v) for n, v in zip(names, future.result().values)}
+    finally:
+        test_node.destroy_client(client)
+
+
+# --- each node from its own executable ------------------------------------
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("name", sorted(NODES))
+def test_node_gets_the_robot_by_each_route(name, route, start_process, test_node, tmp_path):
+    arguments = route_arguments(route, [name], ARM, tmp_path, test_node)
+    node = start_process([executable(NODES[name]), "--ros-args", *arguments])
+    if route == "topic":
+        node.wait_for(f"\\[{name}\\]: waiting for the robot description on /robot_description")
+    source = {"parameter": "parameter robot_description", "file": f"file {ARM}",
+              "topic": "topic /robot_description"}[route]
+    node.wait_for(f"\\[{name}\\]: robot 'mbs_arm7' from {source}: 10 links from root 'base_link', {ARM_JOINTS}")
+    wait_for_node(test_node, name)
+    values = get_parameters(test_node, name, ["robot_description_file", "floating_base", "mimic"])
+    assert values == {"robot_description_file": ARM if route == "file" else "",
+                      "floating_base": False, "mimic": "coupled"}
+    assert node.interrupt() == 0, node.output
+
+
+def test_node_name_and_parameters_can_be_set_from_the_command_line(start_process, test_node):
+    node = start_process([executable("simulator_node"), "--ros-args", "-r", "__node:=sim2",
+                          "-p", f"robot_description_file:={QUADRUPED}", "-p", "floating_base:=true",
+                          "-p", "dt:=0.002"])
+    node.wait_for("\\[sim2\\]: robot 'mbs_quadruped' .* 12 moving joints")
+    wait_for_node(test_node, "sim2")
+    assert get_parameters(test_node, "sim2", ["floating_base", "dt", "integrator"]) == {
+        "floating_base": True, "dt": 0.002, "integrator": "semi_implicit_euler"}
+    assert node.interrupt() == 0
+
+
+def test_parameter_takes_precedence_over_file_and_file_over_topic(start_process, test_node, tmp_path):
+    publish_robot_description(test_node, read(QUADRUPED))
+    both = params_file(tmp_path, ["inverse_dynamics"], robot_description=read(ARM),
+                       robot_description_file=QUADRUPED)
+    node = start_process([executable("inverse_dynamics_node"), "--ros-args", "--params-file", both])
+    node.wait_for("robot 'mbs_arm7' from parameter robot_description")
+    assert node.interrupt() == 0
+    node = start_process([executable("inverse_dynamics_node"), "--ros-args", "-p",
+                          f"robot_description_file:={ARM}"])
+    node.wait_for(f"robot 'mbs_arm7' from file {ARM}")
+    assert "waiting" not in node.output
+    assert node.interrupt() == 0
+
+
+# --- unusable URDFs: a clear message, exit code 1 --------------------------
+
+BROKEN = {
+    "parameter": ("<robot name='twin'><link name='a'/><link name='b'/></robot>",
+                  "unusable robot description from parameter robot_description: robot 'twin' has 2 root "
+                  "links \\(a, b\\)"),
+    "file": ("<robot name='r'><link name='a'/><link name='b'/><joint name='elbow' type='ball'>"
+             "<parent link='a'/><child link='b'/></joint></robot>",
+             "unusable robot description from file .*broken.urdf: joint 'elbow' has unknown type 'ball'"),
+    "topic": ("this is not a URDF", "unusable robot description from topic /robot_description: "
+              "the URDF is not XML"),
+}
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_unusable_urdf_stops_the_node_with_a_clear_message(route, start_process, test_node, tmp_path):
+    xml, message = BROKEN[route]
+    broken = tmp_path / "broken.urdf"
+    broken.write_text(xml)
+    arguments = route_arguments(route, ["dynamics_server"], str(broken), tmp_path, test_node)
+    node = start_process([executable("dynamics_server_node"), "--ros-args", *arguments])
+    node.wait_for(f"FATAL.*\\[dynamics_server\\]: {message}.*; stopping")
+    assert node.wait_exit() == 1
+
+
+def test_missing_urdf_file_stops_the_node(start_process):
+    node = start_process([executable("simulator_node"), "--ros-args", "-p",
+                          "robot_description_file:=/no/such/robot.urdf"])
+    node.wait_for("cannot read URDF file /no/such/robot.urdf: No such file or directory; stopping")
+    assert node.wait_exit() == 1
+
+
+def test_waiting_for_the_topic_gives_up_after_the_timeout(start_process):
+    node = start_process([executable("inverse_dynamics_node"), "--ros-args", "-r",
+                          "robot_description:=/nobody_publishes_this", "-p", "robot_description_timeout:=1.0"])
+    node.wait_for("waiting for the robot description on /nobody_publishes_this")
+    node.wait_for("no robot description arrived on /nobody_publishes_this within 1 s; stopping")
+    assert node.wait_exit() == 1
+
+
+# --- the bringup: the chosen nodes in one process ---------------------------
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_bringup_starts_all_nodes_by_each_route(route, start_process, test_node, tmp_path):
+    arguments = route_arguments(route, list(NODES), QUADRUPED, tmp_path, test_node)
+    if route == "file":  # the bringup's own option for it
+        arguments, options = [], ["--robot-description-file", QUADRUPED]
+    else:
+        options = []
+    bringup = start_process([executable("mbs_dynamics_bringup"), *options, "--ros-args", *arguments])
+    lines = bringup.wait_for("robot 'mbs_quadruped' from .*: 17 links from root 'base_link', 12 moving joints",
+                             count=3)
+    assert {line.split("[")[3].split("]")[0] for line in lines} == set(NODES)
+    for name in NODES:
+        wait_for_node(test_node, name)
+    assert bringup.interrupt() == 0, bringup.output
+
+
+def test_bringup_starts_the_chosen_nodes_on_a_bundled_robot(start_process, test_node):
+    bringup = start_process([executable("mbs_dynamics_bringup"), "--robot", "arm7",
+                             "--nodes", "simulator,inverse_dynamics", "--use-sim-time"])
+    bringup.wait_for("robot 'mbs_arm7'", count=2)
+    wait_for_node(test_node, "simulator")
+    wait_for_node(test_node, "inverse_dynamics")
+    assert get_parameters(test_node, "simulator", ["use_sim_time", "robot_description_file", "dt"]) == {
+        "use_sim_time": True, "robot_description_file": ARM, "dt": 0.001}
+    time.sleep(0.5)
+    assert "dynamics_server" not in test_node.get_node_names()
+    assert "[dynamics_server]" not in bringup.output
+    assert bringup.interrupt() == 0
+
+
+def test_bringup_reads_its_config(start_process, test_node, tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({
+        "/**": {"ros__parameters": {"robot_description_file": ARM}},
+        "dynamics_server": {"ros__parameters": {"max_trajectory_points": 5000}},
+    }))
+    bringup = start_process([executable("mbs_dynamics_bringup"), "--config", str(config),
+                             "--nodes", "dynamics_server"])
+    bringup.wait_for("\\[dynamics_server\\]: robot 'mbs_arm7' from file")
+    wait_for_node(test_node, "dynamics_server")
+    assert get_parameters(test_node, "dynamics_server", ["max_trajectory_points", "quaternion_tolerance"]) == {
+        "max_trajectory_points": 5000, "quaternion_tolerance": 0.001}
+    assert bringup.interrupt() == 0
+
+
+def test_bringup_stops_on_an_unusable_urdf(start_process, tmp_path):
+    broken = tmp_path / "broken.urdf"
+    broken.write_text(BROKEN["file"][0])
+    bringup = start_process([executable("mbs_dynamics_bringup"), "--robot-description-file", str(broken)])
+    bringup.wait_for("FATAL.*joint 'elbow' has unknown type 'ball'.*; stopping")
+    assert bringup.wait_exit() == 1
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--nodes", "planner"], "--nodes: unknown planner"),
+    (["--config", "/no/such.yaml"], "--config: no such file /no/such.yaml"),
+    (["--robot", "hexapod"], "invalid choice: 'hexapod'"),
+])
+def test_bringup_refuses_bad_arguments(arguments, message, start_process):
+    bringup = start_process([executable("mbs_dynamics_bringup"), *arguments])
+    assert bringup.wait_exit() == 2
+    assert message in bringup.output

@@ -111,3 +111,18 @@ def test_ros2_launch_starts_the_nodes(start_process, test_node):
     wait_for_node(test_node, "inverse_dynamics")
     wait_for_node(test_node, "dynamics_server")
     assert launch.interrupt() == 0
+
+
+def test_readme_lists_every_node_executable_and_parameter():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for name, node_class in BRINGUP_NODES.items():
+        section = readme.split(f"`{name}`:\n", 1)
+        assert len(section) == 2, f"README has no parameter table for {name}"
+        table = section[1].strip().split("\n\n", 1)[0]
+        for parameter in node_class.PARAMETERS:
+            assert f"| `{parameter.name}` |" in table, f"README: {name}.{parameter.name} missing"
+    common = readme.split("Every node:\n", 1)[1].strip().split("\n\n", 1)[0]
+    for parameter in COMMON_PARAMETERS:
+        assert f"| `{parameter.name}` |" in common, f"README: {parameter.name} missing"
+    for script in console_scripts():
+        assert f"`{script}`" in readme, f"README does not name {script}"

@@ -48,9 +48,10 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 mkdir -p "$stamps"
 py="$venv/bin/python"
-export PIP_CONSTRAINT="$root/constraints.txt"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
-pip_install() { "$py" -m pip install --quiet --no-warn-script-location "$@"; }
+# Every install is held to constraints.txt; builds run without isolation, in
+# this environment, so nothing is resolved outside it.
+pip_install() { "$py" -m pip install --quiet --no-warn-script-location -c "$root/constraints.txt" "$@"; }
 
 # Runs "$@" unless the stamp NAME records the same hash of the given inputs.
 #   step NAME "input files..." command...

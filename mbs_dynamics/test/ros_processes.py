@@ -81,7 +81,7 @@ class NodeProcess:
             code = self.process.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise AssertionError(f"{' '.join(self.command)} did not exit; output:\n{self.output}")
+            raise AssertionError(f"{' '.join(self.command)} did not exit; output:\n{self.output}") from None
         self._reader.join(5)
         return code
 

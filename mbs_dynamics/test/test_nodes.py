@@ -69,7 +69,7 @@ def get_parameters(test_node, node_name: str, names: list[str]) -> dict:
         future = client.call_async(GetParameters.Request(names=names))
         rclpy.spin_until_future_complete(test_node, future, timeout_sec=15.0)
         assert future.done(), f"/{node_name}/get_parameters did not answer"
-        return {n: parameter_value_to_python(v) for n, v in zip(names, future.result().values)}
+        return {n: parameter_value_to_python(v) for n, v in zip(names, future.result().values, strict=True)}
     finally:
         test_node.destroy_client(client)
 

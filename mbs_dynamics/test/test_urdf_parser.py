@@ -64,14 +64,14 @@ def test_bundled_robots_are_physically_sensible():
         joints = list(robot.joints.values())
         assert sum(j.type != "fixed" for j in joints) == moving
         assert sum(j.type == "fixed" for j in joints) == fixed
-        total = sum(l.inertial.mass for l in robot.links.values() if l.inertial)
+        total = sum(body.inertial.mass for body in robot.links.values() if body.inertial)
         assert total == pytest.approx(mass, rel=1e-12)
-        for l in robot.links.values():
-            if l.inertial is None:
+        for body in robot.links.values():
+            if body.inertial is None:
                 continue
-            eigenvalues = np.linalg.eigvalsh(l.inertial.inertia)
-            assert eigenvalues[0] > 0, l.name
-            assert eigenvalues[2] <= eigenvalues[0] + eigenvalues[1], l.name
+            eigenvalues = np.linalg.eigvalsh(body.inertial.inertia)
+            assert eigenvalues[0] > 0, body.name
+            assert eigenvalues[2] <= eigenvalues[0] + eigenvalues[1], body.name
         for j in joints:
             if j.type == "revolute":
                 assert j.lower < 0 < j.upper and 0 < j.effort < math.inf and 0 < j.velocity < math.inf
@@ -241,7 +241,7 @@ def test_real_robot_tree_matches_pinocchio(name):
         if j.parent in parent_joint:
             assert order.index(parent_joint[j.parent].name) < order.index(j.name)
     # Same mass, and the same position limits where the URDF gives them.
-    mass = sum(l.inertial.mass for l in robot.links.values() if l.inertial)
+    mass = sum(body.inertial.mass for body in robot.links.values() if body.inertial)
     assert mass == pytest.approx(sum(i.mass for i in model.inertias), rel=1e-12)
     for joint_name, j in moving.items():
         if j.type in ("revolute", "prismatic"):

@@ -55,17 +55,22 @@ class ParameterSpec:
 
 # Parameters every node has.
 COMMON_PARAMETERS = (
-    ParameterSpec("robot_description", "", "URDF XML of the robot. Empty: use robot_description_file, "
-              "else wait for the robot_description topic.", read_only=True),
-    ParameterSpec("robot_description_file", "", "Path of a URDF file, used when robot_description is empty.",
-              read_only=True),
-    ParameterSpec("robot_description_timeout", 0.0, "Seconds to wait for the robot_description topic "
-              "before giving up; 0 waits for ever.", read_only=True),
-    ParameterSpec("floating_base", False, "Add a floating root_joint (6 DoF) above the URDF root link: "
-              "for legged and humanoid robots.", read_only=True),
-    ParameterSpec("mimic", "coupled", "Mimic joints: 'coupled' (follow their master, no coordinate of "
-              "their own) or 'independent' (free joints).", read_only=True),
-    ParameterSpec("gravity", [0.0, 0.0, -9.81], "Gravity in the world frame (m/s^2).", read_only=True),
+    ParameterSpec("robot_description", "",
+                  "URDF XML of the robot. Empty: use robot_description_file, else wait for the "
+                  "robot_description topic.", read_only=True),
+    ParameterSpec("robot_description_file", "",
+                  "Path of a URDF file, used when robot_description is empty.", read_only=True),
+    ParameterSpec("robot_description_timeout", 0.0,
+                  "Seconds to wait for the robot_description topic before giving up; 0 waits for ever.",
+                  read_only=True),
+    ParameterSpec("floating_base", False,
+                  "Add a floating root_joint (6 DoF) above the URDF root link: for legged and humanoid "
+                  "robots.", read_only=True),
+    ParameterSpec("mimic", "coupled",
+                  "Mimic joints: 'coupled' (follow their master, no coordinate of their own) or "
+                  "'independent' (free joints).", read_only=True),
+    ParameterSpec("gravity", [0.0, 0.0, -9.81],
+                  "Gravity in the world frame (m/s^2).", read_only=True),
 )
 
 
@@ -79,6 +84,7 @@ class DynamicsNode(Node):
     PARAMETERS: Sequence[ParameterSpec] = ()
 
     def __init__(self, node_name: str, stop: Future | None = None, **kwargs):
+        """stop: completed, with the reason, when the node cannot go on."""
         super().__init__(node_name, **kwargs)
         self._stop = stop if stop is not None else Future()
         self.fatal_error: str | None = None
@@ -100,11 +106,6 @@ class DynamicsNode(Node):
         except ParameterUninitializedException:
             return []
 
-    @property
-    def stop_requested(self) -> Future:
-        """Done when the node cannot go on (fatal_error says why)."""
-        return self._stop
-
     # --- robot_description ---------------------------------------------
 
     def _obtain_robot_description(self) -> None:
@@ -125,7 +126,9 @@ class DynamicsNode(Node):
             )
             timeout = self.parameter("robot_description_timeout")
             self._waited = 0.0
-            self._waiting_period = min(WAITING_REMINDER_PERIOD, timeout) if timeout > 0 else WAITING_REMINDER_PERIOD
+            self._waiting_period = WAITING_REMINDER_PERIOD
+            if timeout > 0:
+                self._waiting_period = min(WAITING_REMINDER_PERIOD, timeout)
             self._waiting_timer = self.create_timer(self._waiting_period, self._still_waiting)
 
     def _still_waiting(self) -> None:

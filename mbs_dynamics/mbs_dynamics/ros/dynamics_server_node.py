@@ -5,9 +5,11 @@ from mbs_dynamics.ros.dynamics_node import DynamicsNode, ParameterSpec, node_mai
 
 class DynamicsServerNode(DynamicsNode):
     PARAMETERS = (
-        ParameterSpec("quaternion_tolerance", 1e-3, "A base orientation whose quaternion norm differs from 1 "
-                  "by more than this is refused; closer ones are normalised."),
-        ParameterSpec("max_trajectory_points", 100000, "Longest trajectory ~/inverse_dynamics_trajectory accepts."),
+        ParameterSpec("quaternion_tolerance", 1e-3,
+                      "A base orientation whose quaternion norm differs from 1 by more than this is "
+                      "refused; closer ones are normalised."),
+        ParameterSpec("max_trajectory_points", 100000,
+                      "Longest trajectory ~/inverse_dynamics_trajectory accepts."),
     )
 
 

@@ -3,7 +3,8 @@
 The core (this package minus ``mbs_dynamics.ros``) never imports ROS.
 
     import mbs_dynamics as mbs
-    robot = mbs.parse_urdf_file(mbs.bundled_robot("arm7"))
+    model = mbs.Model.from_urdf_file(mbs.bundled_robot("arm7"))
+    tau = mbs.inverse_dynamics(model, q, v, a)
 """
 from mbs_dynamics.parsers.urdf import (
     JointDescription,
@@ -14,11 +15,21 @@ from mbs_dynamics.parsers.urdf import (
     parse_urdf_string,
 )
 from mbs_dynamics.robots import BUNDLED_ROBOTS, bundled_robot
+from mbs_dynamics.model import Frame, Model
+from mbs_dynamics.kinematics import body_poses, frame_pose
+from mbs_dynamics.rnea import gravity_torques, inverse_dynamics, nonlinear_effects
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BUNDLED_ROBOTS",
+    "Frame",
+    "Model",
+    "body_poses",
+    "frame_pose",
+    "gravity_torques",
+    "inverse_dynamics",
+    "nonlinear_effects",
     "JointDescription",
     "LinkDescription",
     "RobotDescription",

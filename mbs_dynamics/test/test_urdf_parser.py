@@ -2,36 +2,14 @@
 against Pinocchio's reading of the same real robots (a test-only oracle)."""
 from __future__ import annotations
 
-import importlib.metadata
 import math
 import sys
 
 import numpy as np
 import pytest
+from oracles import REAL_ROBOTS, ROBOTS_DIR, robot_path
 
 import mbs_dynamics as mbs
-
-ROBOTS_DIR = importlib.metadata.distribution("example-robot-data").locate_file(
-    "cmeel.prefix/share/example-robot-data/robots"
-)
-
-# Real robots (example-robot-data) and what they exercise.
-REAL_ROBOTS = {
-    "ur5": "ur_description/urdf/ur5_robot.urdf",  # fixed base, 6 revolute
-    "panda": "panda_description/urdf/panda.urdf",  # unknown <dynamics> attributes
-    "solo12": "solo_description/robots/solo12.urdf",  # quadruped
-    "anymal": "anymal_b_simple_description/robots/anymal.urdf",
-    "talos": "talos_data/robots/talos_full_v2.urdf",  # humanoid, <mimic> on fixed joints
-    "tiago": "tiago_description/robots/tiago.urdf",  # slightly indefinite inertias
-    "icub": "icub_description/robots/icub.urdf",
-    "romeo": "romeo_description/urdf/romeo_small.urdf",
-    "pr2": "pr2_description/urdf/pr2.urdf",  # continuous joints
-}
-
-
-def robot_path(name: str) -> str:
-    return str(ROBOTS_DIR / REAL_ROBOTS[name])
-
 
 def urdf(body: str, name: str = "r") -> str:
     return f'<?xml version="1.0"?><robot name="{name}">{body}</robot>'

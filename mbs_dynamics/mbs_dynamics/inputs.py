@@ -1,0 +1,63 @@
+"""Checks of what users pass to the algorithms: shapes, finite values and
+floating-base quaternions. Errors are ValueErrors that say what and where.
+
+Quaternions: a floating joint's quaternion is normalised by the algorithms
+when its norm is within QUATERNION_TOLERANCE of 1 (float32 round trips,
+estimator drift); a quaternion further from unit length is an error, not
+something to guess around.
+"""
+import math
+
+import numpy as np
+
+from mbs_dynamics.model import Model
+
+QUATERNION_TOLERANCE = 1e-3
+
+
+def vector(model: Model, value, size: int, name: str, batch: bool = True) -> np.ndarray:
+    """value as float64 of shape (size,) or, when batch, (N, size); finite."""
+    array = np.asarray(value, dtype=np.float64)
+    if array.ndim == 1 or not batch:
+        if array.shape != (size,):
+            raise ValueError(f"{name} must have shape ({size},) for model '{model.name}', got {array.shape}")
+    elif array.ndim != 2 or array.shape[1] != size:
+        raise ValueError(f"{name} must have shape ({size},) or (N, {size}) for model '{model.name}', "
+                         f"got {array.shape}")
+    if not math.isfinite(array.sum()):  # NaN or inf anywhere makes the sum non-finite
+        bad = np.argwhere(~np.isfinite(array))
+        if len(bad):
+            where = tuple(bad[0].tolist())
+            raise ValueError(f"{name} has a non-finite value ({array[where]}) at index {where}")
+        raise ValueError(f"{name} has values too large to compute with (their sum overflows)")
+    return array
+
+
+def configuration(model: Model, q, batch: bool = True) -> np.ndarray:
+    """q checked as above, and its floating-base quaternions near unit length."""
+    q = vector(model, q, model.nq, "q", batch)
+    for start, joint in model.quaternions:
+        quaternion = q[..., start:start + 4]
+        norm = math.sqrt(float(quaternion @ quaternion)) if q.ndim == 1 else None
+        if norm is not None and abs(norm - 1.0) <= QUATERNION_TOLERANCE:
+            continue
+        norms = np.atleast_1d(np.linalg.norm(quaternion, axis=-1))
+        bad = np.abs(norms - 1.0) > QUATERNION_TOLERANCE
+        if np.any(bad):
+            row = int(np.argmax(bad))
+            where = f"q[{start}:{start + 4}]" if q.ndim == 1 else f"q[{row}, {start}:{start + 4}]"
+            raise ValueError(
+                f"{where}, the quaternion of joint '{joint}', has norm {norms[row]:.6g}; it must be a "
+                f"unit quaternion (x, y, z, w) within {QUATERNION_TOLERANCE:g}"
+            )
+    return q
+
+
+def same_batch(*arrays) -> int:
+    """The batch size N shared by the arrays (0 when none is batched)."""
+    sizes = {a.shape[0] for a in arrays if a.ndim == 2}
+    single = any(a.ndim == 1 for a in arrays)
+    if len(sizes) > 1 or (sizes and single):
+        shapes = ", ".join(str(a.shape) for a in arrays)
+        raise ValueError(f"batched inputs must all have the same leading size N, got shapes {shapes}")
+    return sizes.pop() if sizes else 0

@@ -1,0 +1,103 @@
+"""Joint models (RBDL §4, jcalc): the transform X_J(q), the motion subspace S
+and the bias c_J of each joint type, in the child body frame.
+
+Coordinates (DESIGN.md §2):
+    revolute, continuous   q = angle, v = dq/dt, S = [axis; 0]
+    prismatic              q = displacement, v = dq/dt, S = [0; axis]
+    planar                 q = [x, y, theta] in the plane normal to the axis
+                           (x, y along the in-plane vectors u1, u2 of the joint
+                           frame), v = dq/dt
+    floating               q = [x, y, z, qx, qy, qz, qw], v = body twist [w; v]
+                           of the child frame in the child frame, S = 1
+A coupled (mimic) joint reads its master's coordinate: q = m q_master + o,
+so its S carries the multiplier m.
+"""
+import math
+
+from numba import njit
+
+from mbs_dynamics.model import PLANAR, PRISMATIC, REVOLUTE
+from mbs_dynamics.spatial import quaternion_to_rotation, rotation_about_axis
+
+
+@njit(cache=True, inline="always")
+def joint_placement(kind, axis, plane, tree_R, tree_p, q, q0, coupling, R_out, p_out, RJ):
+    """parent <- child of one body at q: X_T X_J (RBDL eq. 47). RJ: 3x3 scratch."""
+    px = py = pz = 0.0
+    if kind == REVOLUTE:
+        rotation_about_axis(axis, coupling[0] * q[q0] + coupling[1], RJ)
+    elif kind == PRISMATIC:
+        d = coupling[0] * q[q0] + coupling[1]
+        px, py, pz = axis[0] * d, axis[1] * d, axis[2] * d
+        for r in range(3):
+            for c in range(3):
+                RJ[r, c] = 1.0 if r == c else 0.0
+    elif kind == PLANAR:
+        rotation_about_axis(axis, q[q0 + 2], RJ)
+        x, y = q[q0], q[q0 + 1]
+        px = x * plane[0, 0] + y * plane[1, 0]
+        py = x * plane[0, 1] + y * plane[1, 1]
+        pz = x * plane[0, 2] + y * plane[1, 2]
+    else:  # FLOATING: the quaternion is normalised here (its norm is checked on input)
+        qx, qy, qz, qw = q[q0 + 3], q[q0 + 4], q[q0 + 5], q[q0 + 6]
+        norm = math.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
+        quaternion_to_rotation(qx / norm, qy / norm, qz / norm, qw / norm, RJ)
+        px, py, pz = q[q0], q[q0 + 1], q[q0 + 2]
+    for r in range(3):
+        for c in range(3):
+            R_out[r, c] = tree_R[r, 0] * RJ[0, c] + tree_R[r, 1] * RJ[1, c] + tree_R[r, 2] * RJ[2, c]
+        p_out[r] = tree_p[r] + tree_R[r, 0] * px + tree_R[r, 1] * py + tree_R[r, 2] * pz
+
+
+@njit(cache=True, inline="always")
+def motion_subspace(kind, axis, plane, q, q0, coupling, S_out):
+    """S of one body (6 x nv_joint, child frame) into S_out[:, :nv_joint]; returns nv_joint."""
+    if kind == REVOLUTE or kind == PRISMATIC:
+        offset = 0 if kind == REVOLUTE else 3
+        for r in range(6):
+            S_out[r, 0] = 0.0
+        for k in range(3):
+            S_out[offset + k, 0] = coupling[0] * axis[k]
+        return 1
+    if kind == PLANAR:
+        # Linear columns: u1, u2 seen from the child frame, R_J^T u = cos(t) u - sin(t) axis x u.
+        c, s = math.cos(q[q0 + 2]), math.sin(q[q0 + 2])
+        for j in range(2):
+            u = plane[j]
+            S_out[0, j] = S_out[1, j] = S_out[2, j] = 0.0
+            S_out[3, j] = c * u[0] - s * (axis[1] * u[2] - axis[2] * u[1])
+            S_out[4, j] = c * u[1] - s * (axis[2] * u[0] - axis[0] * u[2])
+            S_out[5, j] = c * u[2] - s * (axis[0] * u[1] - axis[1] * u[0])
+        for k in range(3):
+            S_out[k, 2] = axis[k]
+            S_out[3 + k, 2] = 0.0
+        return 3
+    for r in range(6):  # FLOATING
+        for c in range(6):
+            S_out[r, c] = 1.0 if r == c else 0.0
+    return 6
+
+
+@njit(cache=True, inline="always")
+def joint_bias_add(kind, axis, S, v, v0, out):
+    """out += c_J = (dS/dt) v_J: zero but for the planar joint, whose linear
+    columns turn with theta: c_J = [0; -theta_dot axis x (linear part of S v)]."""
+    if kind != PLANAR:
+        return
+    theta_dot = v[v0 + 2]
+    l0 = S[3, 0] * v[v0] + S[3, 1] * v[v0 + 1]
+    l1 = S[4, 0] * v[v0] + S[4, 1] * v[v0 + 1]
+    l2 = S[5, 0] * v[v0] + S[5, 1] * v[v0 + 1]
+    out[3] -= theta_dot * (axis[1] * l2 - axis[2] * l1)
+    out[4] -= theta_dot * (axis[2] * l0 - axis[0] * l2)
+    out[5] -= theta_dot * (axis[0] * l1 - axis[1] * l0)
+
+
+@njit(cache=True, inline="always")
+def forward_pass(arrays, q, R, p, S, nv_joint, RJ):
+    """Every body's placement in its parent (R, p) and motion subspace (S, nv_joint) at q."""
+    parent, kind, q_start, v_start, coupling, tree_R, tree_p, axis, plane = arrays[:9]
+    for i in range(parent.shape[0]):
+        joint_placement(kind[i], axis[i], plane[i], tree_R[i], tree_p[i], q, q_start[i], coupling[i],
+                        R[i], p[i], RJ)
+        nv_joint[i] = motion_subspace(kind[i], axis[i], plane[i], q, q_start[i], coupling[i], S[i])

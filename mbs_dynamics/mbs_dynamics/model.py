@@ -1,0 +1,275 @@
+"""Model: the constant description of a robot that every algorithm reads.
+
+A body is what a joint with coordinates moves; links attached by fixed joints
+are merged into their parent body (inertia lumped), their frames kept
+addressable by name. Bodies are numbered in depth-first pre-order from the
+root (DESIGN.md §2), parent[i] < i, parent -1 = the world.
+
+Everything the compiled recursions need is a flat per-body array:
+
+    parent[i]                 parent body, -1 for the world
+    joint_type[i]             REVOLUTE, PRISMATIC, PLANAR or FLOATING
+    q_start[i], v_start[i]    first coordinate of the body's joint in q and v
+    coupling[i] = (multiplier, offset)
+                              a joint coupled to another's coordinate (mimic):
+                              q = multiplier * q[q_start] + offset; (1, 0) otherwise
+    tree_rotation[i], tree_translation[i]
+                              parent body frame <- joint frame at q = 0
+    axis[i], plane[i]         joint axis (joint frame); for PLANAR, the two
+                              in-plane unit vectors
+    mass[i], first_moment[i], rotational_inertia[i]
+                              spatial inertia in the body frame, as m, h = m c
+                              and the rotational inertia about the body origin
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mbs_dynamics.parsers.urdf import RobotDescription, URDFError, parse_urdf_file, parse_urdf_string
+
+REVOLUTE, PRISMATIC, PLANAR, FLOATING = 0, 1, 2, 3
+JOINT_TYPE_CODES = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC,
+                    "planar": PLANAR, "floating": FLOATING}
+JOINT_NQ = {REVOLUTE: 1, PRISMATIC: 1, PLANAR: 3, FLOATING: 7}
+JOINT_NV = {REVOLUTE: 1, PRISMATIC: 1, PLANAR: 3, FLOATING: 6}
+
+ROOT_JOINT = "root_joint"
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A link frame: the body that carries it and its placement in that body."""
+
+    name: str
+    body: int  # -1: fixed to the world
+    rotation: np.ndarray  # (3, 3) body frame <- link frame
+    translation: np.ndarray  # (3,) link origin in the body frame
+
+
+class Model:
+    """A robot's constant model. Build it with from_urdf_file / from_urdf_string."""
+
+    def __init__(self, description: RobotDescription, floating_base: bool = False,
+                 mimic: str = "coupled", gravity=(0.0, 0.0, -9.81)):
+        if mimic not in ("coupled", "independent"):
+            raise ValueError(f"mimic must be 'coupled' or 'independent', got {mimic!r}")
+        gravity = np.asarray(gravity, dtype=float)
+        if gravity.shape != (3,) or not np.all(np.isfinite(gravity)):
+            raise ValueError(f"gravity must be 3 finite numbers, got {gravity.tolist()}")
+        self.name = description.name
+        self.description = description
+        self.floating_base = bool(floating_base)
+        self.mimic = mimic
+        self.gravity = gravity
+        self.gravity.setflags(write=False)
+        self.warnings = description.warnings
+        _Builder(self, description).build()
+        for array in vars(self).values():
+            if isinstance(array, np.ndarray):
+                array.setflags(write=False)
+
+    @classmethod
+    def from_urdf_file(cls, path, floating_base=False, mimic="coupled", gravity=(0.0, 0.0, -9.81),
+                       strict=False) -> Model:
+        return cls(parse_urdf_file(path, strict=strict), floating_base, mimic, gravity)
+
+    @classmethod
+    def from_urdf_string(cls, xml, floating_base=False, mimic="coupled", gravity=(0.0, 0.0, -9.81),
+                         strict=False) -> Model:
+        return cls(parse_urdf_string(xml, strict=strict), floating_base, mimic, gravity)
+
+    # --- names and indices ---------------------------------------------
+
+    @property
+    def frame_names(self) -> list[str]:
+        return list(self.frames)
+
+    def q_index(self, joint: str) -> int:
+        """First index of a joint's coordinates in q."""
+        return self._joint_index(joint, self._q_index)
+
+    def v_index(self, joint: str) -> int:
+        """First index of a joint's coordinates in v."""
+        return self._joint_index(joint, self._v_index)
+
+    def _joint_index(self, joint: str, table: dict[str, int]) -> int:
+        if joint not in table:
+            mimic = " (a mimic joint: it has no coordinate of its own)" if joint in self._coupled else ""
+            raise ValueError(f"model '{self.name}' has no joint '{joint}' with coordinates{mimic}")
+        return table[joint]
+
+    def frame(self, name: str) -> Frame:
+        frame = self.frames.get(name)
+        if frame is None:
+            raise ValueError(f"model '{self.name}' has no frame '{name}'")
+        return frame
+
+    def neutral_configuration(self) -> np.ndarray:
+        q = np.zeros(self.nq)
+        for body in range(self.nbodies):
+            if self.joint_type[body] == FLOATING:
+                q[self.q_start[body] + 6] = 1.0
+        return q
+
+    def __repr__(self):
+        return (f"Model('{self.name}', nq={self.nq}, nv={self.nv}, bodies={self.nbodies}, "
+                f"floating_base={self.floating_base}, mass={self.total_mass:.6g} kg)")
+
+
+class _Builder:
+    """Turns a RobotDescription into the Model's arrays."""
+
+    def __init__(self, model: Model, description: RobotDescription):
+        self.model = model
+        self.description = description
+
+    def build(self):
+        model, description = self.model, self.description
+        joints = list(description.joints.values())
+        coupled = {j.name for j in joints if j.mimic is not None and model.mimic == "coupled"}
+
+        parent, joint_type, axis, plane, tree_rotation, tree_translation = [], [], [], [], [], []
+        joint_of_body: list[str] = []
+        placement: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}  # link -> (body, R, p)
+        inertias: list[list] = []  # per body: (mass, com, inertia about com), in the body frame
+
+        def add_body(parent_body, kind, rotation, translation, joint_axis, name):
+            parent.append(parent_body)
+            joint_type.append(kind)
+            tree_rotation.append(rotation)
+            tree_translation.append(translation)
+            axis.append(joint_axis)
+            plane.append(_plane_basis(joint_axis))
+            joint_of_body.append(name)
+            inertias.append([])
+            return len(parent) - 1
+
+        root = description.root
+        if model.floating_base:
+            body = add_body(-1, FLOATING, np.eye(3), np.zeros(3), np.array([0.0, 0.0, 1.0]), ROOT_JOINT)
+            placement[root] = (body, np.eye(3), np.zeros(3))
+        else:
+            placement[root] = (-1, np.eye(3), np.zeros(3))
+
+        for joint in joints:
+            parent_body, rotation, translation = placement[joint.parent]
+            # parent body frame <- joint frame at q = 0
+            origin_rotation = rotation @ joint.origin[:3, :3]
+            origin_translation = rotation @ joint.origin[:3, 3] + translation
+            if joint.type == "fixed":
+                placement[joint.child] = (parent_body, origin_rotation, origin_translation)
+                continue
+            body = add_body(parent_body, JOINT_TYPE_CODES[joint.type], origin_rotation, origin_translation,
+                            joint.axis.copy(), joint.name)
+            placement[joint.child] = (body, np.eye(3), np.zeros(3))
+
+        for link in description.links.values():
+            body, rotation, translation = placement[link.name]
+            if link.inertial is not None and body >= 0:
+                inertias[body].append((link.inertial.mass, rotation @ link.inertial.com + translation,
+                                       rotation @ link.inertial.inertia @ rotation.T))
+
+        nbodies = len(parent)
+        model.nbodies = nbodies
+        model.parent = np.array(parent, dtype=np.int64)
+        model.joint_type = np.array(joint_type, dtype=np.int64)
+        model.axis = np.array(axis, dtype=float).reshape(nbodies, 3)
+        model.plane = np.array(plane, dtype=float).reshape(nbodies, 2, 3)
+        model.tree_rotation = np.array(tree_rotation, dtype=float).reshape(nbodies, 3, 3)
+        model.tree_translation = np.array(tree_translation, dtype=float).reshape(nbodies, 3)
+        model.body_joint_names = tuple(joint_of_body)
+
+        # Spatial inertia of each body at its origin: m, h = m c, I_O = I_C + m (|c|^2 1 - c c^T).
+        model.mass = np.zeros(nbodies)
+        model.first_moment = np.zeros((nbodies, 3))
+        model.rotational_inertia = np.zeros((nbodies, 3, 3))
+        for body, parts in enumerate(inertias):
+            for mass, com, inertia in parts:
+                model.mass[body] += mass
+                model.first_moment[body] += mass * com
+                model.rotational_inertia[body] += inertia + mass * (com @ com * np.eye(3) - np.outer(com, com))
+        model.total_mass = float(model.mass.sum())
+
+        # Coordinates: joints own them in body order; coupled mimics borrow their master's.
+        by_name = {name: body for body, name in enumerate(joint_of_body)}
+        q_start = np.zeros(nbodies, dtype=np.int64)
+        v_start = np.zeros(nbodies, dtype=np.int64)
+        coupling = np.tile([1.0, 0.0], (nbodies, 1))
+        model.joint_names, model._q_index, model._v_index = [], {}, {}
+        nq = nv = 0
+        for body, name in enumerate(joint_of_body):
+            if name in coupled:
+                continue
+            q_start[body], v_start[body] = nq, nv
+            model.joint_names.append(name)
+            model._q_index[name], model._v_index[name] = nq, nv
+            nq += JOINT_NQ[joint_type[body]]
+            nv += JOINT_NV[joint_type[body]]
+        for body, name in enumerate(joint_of_body):
+            if name not in coupled:
+                continue
+            multiplier, offset, master = 1.0, 0.0, name
+            while master in coupled:  # a mimic of a mimic: compose the couplings
+                mimic = description.joints[master].mimic
+                multiplier, offset = multiplier * mimic.multiplier, offset + multiplier * mimic.offset
+                master = mimic.joint
+            if master not in by_name:
+                raise URDFError(f"joint '{name}' mimics '{master}', which is fixed")
+            q_start[body], v_start[body] = q_start[by_name[master]], v_start[by_name[master]]
+            coupling[body] = (multiplier, offset)
+        model.nq, model.nv = nq, nv
+        model.q_start, model.v_start, model.coupling = q_start, v_start, coupling
+        model._coupled = frozenset(coupled)
+        model.joint_names = tuple(model.joint_names)
+        model.has_coupled_joints = bool(coupled)
+
+        # Frames: every link, placed on its body.
+        model.frames = {name: Frame(name, body, rotation, translation)
+                        for name, (body, rotation, translation) in placement.items()}
+        for frame in model.frames.values():
+            frame.rotation.setflags(write=False)
+            frame.translation.setflags(write=False)
+
+        self._limits(by_name)
+
+        # (first index in q, joint name) of every floating joint's quaternion
+        model.quaternions = tuple((int(model.q_start[b]) + 3, joint_of_body[b]) for b in range(nbodies)
+                                  if joint_type[b] == FLOATING)
+
+        # What the compiled recursions read (joints.forward_pass and the algorithms).
+        model.arrays = (model.parent, model.joint_type, model.q_start, model.v_start, model.coupling,
+                        model.tree_rotation, model.tree_translation, model.axis, model.plane,
+                        model.mass, model.first_moment, model.rotational_inertia)
+
+    def _limits(self, by_name):
+        """Position limits (nq), velocity and effort limits, damping, friction (nv)."""
+        model, joints = self.model, self.description.joints
+        model.lower_position_limit = np.full(model.nq, -np.inf)
+        model.upper_position_limit = np.full(model.nq, np.inf)
+        model.velocity_limit = np.full(model.nv, np.inf)
+        model.effort_limit = np.full(model.nv, np.inf)
+        model.damping = np.zeros(model.nv)
+        model.friction = np.zeros(model.nv)
+        for name in model.joint_names:
+            if name not in joints:  # root_joint
+                continue
+            joint, body = joints[name], by_name[name]
+            q0, v0 = model.q_start[body], model.v_start[body]
+            nv = JOINT_NV[model.joint_type[body]]
+            if joint.type in ("revolute", "prismatic"):
+                model.lower_position_limit[q0], model.upper_position_limit[q0] = joint.lower, joint.upper
+            model.velocity_limit[v0:v0 + nv] = joint.velocity
+            model.effort_limit[v0:v0 + nv] = joint.effort
+            model.damping[v0:v0 + nv] = joint.damping
+            model.friction[v0:v0 + nv] = joint.friction
+
+
+def _plane_basis(axis: np.ndarray) -> np.ndarray:
+    """In-plane unit vectors (u1, u2) with u1 x u2 = axis; x and y for the z axis."""
+    axis = axis / np.linalg.norm(axis)
+    helper = np.array([1.0, 0.0, 0.0]) if abs(axis[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    first = helper - (helper @ axis) * axis
+    first /= np.linalg.norm(first)
+    return np.array([first, np.cross(axis, first)])

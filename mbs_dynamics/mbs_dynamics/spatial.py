@@ -1,0 +1,195 @@
+"""Spatial algebra on flat arrays, compiled (RBDL §3, F&O §3, Müller kinematics App. A).
+
+Motion vectors are [w; v] (angular first), force vectors [n; f]. A rigid
+transform is kept as (R, p): rotation and translation of a child frame in its
+parent, i.e. parent <- child. Then (RBDL eq. 2-4, with E = R^T, r = p):
+
+    child <- parent on motion:  [R^T w; R^T (v - p x w)]
+    parent <- child on force:   [R n + p x (R f); R f]
+
+A spatial inertia is kept as (m, h = m c, I_O): mass, first moment and
+rotational inertia about the frame origin (RBDL §7.3's compact form):
+I [w; v] = [I_O w + h x v; m v - h x w].
+
+Every function writes into `out` arguments; nothing allocates.
+"""
+import math
+
+from numba import njit
+
+
+@njit(cache=True, inline="always")
+def cross(a, b, out):
+    x = a[1] * b[2] - a[2] * b[1]
+    y = a[2] * b[0] - a[0] * b[2]
+    z = a[0] * b[1] - a[1] * b[0]
+    out[0], out[1], out[2] = x, y, z
+
+
+@njit(cache=True, inline="always")
+def rotation_about_axis(axis, angle, out):
+    """Rodrigues: rotation by `angle` about the unit `axis` (Müller kinematics eq. 69)."""
+    c, s = math.cos(angle), math.sin(angle)
+    t = 1.0 - c
+    x, y, z = axis[0], axis[1], axis[2]
+    out[0, 0] = c + t * x * x
+    out[0, 1] = t * x * y - s * z
+    out[0, 2] = t * x * z + s * y
+    out[1, 0] = t * x * y + s * z
+    out[1, 1] = c + t * y * y
+    out[1, 2] = t * y * z - s * x
+    out[2, 0] = t * x * z - s * y
+    out[2, 1] = t * y * z + s * x
+    out[2, 2] = c + t * z * z
+
+
+@njit(cache=True, inline="always")
+def quaternion_to_rotation(x, y, z, w, out):
+    """Rotation matrix of a unit quaternion (x, y, z, w)."""
+    out[0, 0] = 1.0 - 2.0 * (y * y + z * z)
+    out[0, 1] = 2.0 * (x * y - z * w)
+    out[0, 2] = 2.0 * (x * z + y * w)
+    out[1, 0] = 2.0 * (x * y + z * w)
+    out[1, 1] = 1.0 - 2.0 * (x * x + z * z)
+    out[1, 2] = 2.0 * (y * z - x * w)
+    out[2, 0] = 2.0 * (x * z - y * w)
+    out[2, 1] = 2.0 * (y * z + x * w)
+    out[2, 2] = 1.0 - 2.0 * (x * x + y * y)
+
+
+@njit(cache=True, inline="always")
+def motion_to_child(R, p, m, out):
+    """child <- parent on a motion vector: [R^T w; R^T (v - p x w)]."""
+    w0, w1, w2 = m[0], m[1], m[2]
+    v0 = m[3] - (p[1] * w2 - p[2] * w1)
+    v1 = m[4] - (p[2] * w0 - p[0] * w2)
+    v2 = m[5] - (p[0] * w1 - p[1] * w0)
+    for k in range(3):
+        out[k] = R[0, k] * w0 + R[1, k] * w1 + R[2, k] * w2
+        out[3 + k] = R[0, k] * v0 + R[1, k] * v1 + R[2, k] * v2
+
+
+@njit(cache=True, inline="always")
+def motion_to_parent(R, p, m, out):
+    """parent <- child on a motion vector: [R w; R v + p x (R w)]."""
+    w0 = R[0, 0] * m[0] + R[0, 1] * m[1] + R[0, 2] * m[2]
+    w1 = R[1, 0] * m[0] + R[1, 1] * m[1] + R[1, 2] * m[2]
+    w2 = R[2, 0] * m[0] + R[2, 1] * m[1] + R[2, 2] * m[2]
+    v0 = R[0, 0] * m[3] + R[0, 1] * m[4] + R[0, 2] * m[5]
+    v1 = R[1, 0] * m[3] + R[1, 1] * m[4] + R[1, 2] * m[5]
+    v2 = R[2, 0] * m[3] + R[2, 1] * m[4] + R[2, 2] * m[5]
+    out[0], out[1], out[2] = w0, w1, w2
+    out[3] = v0 + p[1] * w2 - p[2] * w1
+    out[4] = v1 + p[2] * w0 - p[0] * w2
+    out[5] = v2 + p[0] * w1 - p[1] * w0
+
+
+@njit(cache=True, inline="always")
+def force_to_parent_add(R, p, f, out):
+    """out += parent <- child on a force vector: [R n + p x (R f); R f]."""
+    f0 = R[0, 0] * f[3] + R[0, 1] * f[4] + R[0, 2] * f[5]
+    f1 = R[1, 0] * f[3] + R[1, 1] * f[4] + R[1, 2] * f[5]
+    f2 = R[2, 0] * f[3] + R[2, 1] * f[4] + R[2, 2] * f[5]
+    for k in range(3):
+        out[k] += R[k, 0] * f[0] + R[k, 1] * f[1] + R[k, 2] * f[2]
+    out[0] += p[1] * f2 - p[2] * f1
+    out[1] += p[2] * f0 - p[0] * f2
+    out[2] += p[0] * f1 - p[1] * f0
+    out[3] += f0
+    out[4] += f1
+    out[5] += f2
+
+
+@njit(cache=True, inline="always")
+def force_to_child(R, p, f, out):
+    """child <- parent on a force vector: [R^T (n - p x f); R^T f]."""
+    n0 = f[0] - (p[1] * f[5] - p[2] * f[4])
+    n1 = f[1] - (p[2] * f[3] - p[0] * f[5])
+    n2 = f[2] - (p[0] * f[4] - p[1] * f[3])
+    for k in range(3):
+        out[k] = R[0, k] * n0 + R[1, k] * n1 + R[2, k] * n2
+        out[3 + k] = R[0, k] * f[3] + R[1, k] * f[4] + R[2, k] * f[5]
+
+
+@njit(cache=True, inline="always")
+def cross_motion_add(v, m, out):
+    """out += v x m = [w x mw; w x mv + vl x mw]."""
+    out[0] += v[1] * m[2] - v[2] * m[1]
+    out[1] += v[2] * m[0] - v[0] * m[2]
+    out[2] += v[0] * m[1] - v[1] * m[0]
+    out[3] += v[1] * m[5] - v[2] * m[4] + v[4] * m[2] - v[5] * m[1]
+    out[4] += v[2] * m[3] - v[0] * m[5] + v[5] * m[0] - v[3] * m[2]
+    out[5] += v[0] * m[4] - v[1] * m[3] + v[3] * m[1] - v[4] * m[0]
+
+
+@njit(cache=True, inline="always")
+def cross_force_add(v, f, out):
+    """out += v x* f = [w x n + vl x f; w x f]."""
+    out[0] += v[1] * f[2] - v[2] * f[1] + v[4] * f[5] - v[5] * f[4]
+    out[1] += v[2] * f[0] - v[0] * f[2] + v[5] * f[3] - v[3] * f[5]
+    out[2] += v[0] * f[1] - v[1] * f[0] + v[3] * f[4] - v[4] * f[3]
+    out[3] += v[1] * f[5] - v[2] * f[4]
+    out[4] += v[2] * f[3] - v[0] * f[5]
+    out[5] += v[0] * f[4] - v[1] * f[3]
+
+
+@njit(cache=True, inline="always")
+def inertia_times_motion(m, h, I_O, v, out):  # noqa: N803
+    """out = I v for the spatial inertia (m, h, I_O): [I_O w + h x vl; m vl - h x w]."""
+    I = I_O  # noqa: E741
+    w0, w1, w2, l0, l1, l2 = v[0], v[1], v[2], v[3], v[4], v[5]
+    out[0] = I[0, 0] * w0 + I[0, 1] * w1 + I[0, 2] * w2 + h[1] * l2 - h[2] * l1
+    out[1] = I[1, 0] * w0 + I[1, 1] * w1 + I[1, 2] * w2 + h[2] * l0 - h[0] * l2
+    out[2] = I[2, 0] * w0 + I[2, 1] * w1 + I[2, 2] * w2 + h[0] * l1 - h[1] * l0
+    out[3] = m * l0 - (h[1] * w2 - h[2] * w1)
+    out[4] = m * l1 - (h[2] * w0 - h[0] * w2)
+    out[5] = m * l2 - (h[0] * w1 - h[1] * w0)
+
+
+@njit(cache=True, inline="always")
+def spatial_inertia_matrix(m, h, I_O, out):  # noqa: N803
+    """The 6x6 matrix of (m, h, I_O): [[I_O, h~], [h~^T, m 1]]."""
+    I = I_O  # noqa: E741
+    for r in range(3):
+        for c in range(3):
+            out[r, c] = I[r, c]
+            out[3 + r, 3 + c] = m if r == c else 0.0
+    out[0, 3], out[0, 4], out[0, 5] = 0.0, -h[2], h[1]
+    out[1, 3], out[1, 4], out[1, 5] = h[2], 0.0, -h[0]
+    out[2, 3], out[2, 4], out[2, 5] = -h[1], h[0], 0.0
+    for r in range(3):
+        for c in range(3):
+            out[3 + r, c] = out[c, 3 + r]
+
+
+@njit(cache=True, inline="always")
+def motion_matrix_to_child(R, p, out):
+    """The 6x6 matrix X of child <- parent on motion vectors: [[R^T, 0], [-R^T p~, R^T]]."""
+    for r in range(6):
+        for c in range(6):
+            out[r, c] = 0.0
+    for r in range(3):
+        for c in range(3):
+            out[r, c] = R[c, r]
+            out[3 + r, 3 + c] = R[c, r]
+        # row r of R^T p~, whose columns are p~ e_c = p x e_c
+        out[3 + r, 0] = -(R[1, r] * p[2] - R[2, r] * p[1])
+        out[3 + r, 1] = -(R[2, r] * p[0] - R[0, r] * p[2])
+        out[3 + r, 2] = -(R[0, r] * p[1] - R[1, r] * p[0])
+
+
+@njit(cache=True, inline="always")
+def congruence_add(X, M, work, out):
+    """out += X^T M X for 6x6 matrices (an inertia moved from child to parent: ^λX*_i M ^iX_λ)."""
+    for r in range(6):
+        for c in range(6):
+            acc = 0.0
+            for k in range(6):
+                acc += M[r, k] * X[k, c]
+            work[r, c] = acc
+    for r in range(6):
+        for c in range(6):
+            acc = 0.0
+            for k in range(6):
+                acc += X[k, r] * work[k, c]
+            out[r, c] += acc

@@ -1,0 +1,100 @@
+"""Pinocchio as a test-only oracle: the same robot loaded by both, and the
+conversions between the conventions (joint order by name, angular-first
+spatial vectors, continuous joints as one angle instead of cos/sin)."""
+from __future__ import annotations
+
+import importlib.metadata
+
+import numpy as np
+import pytest
+
+import mbs_dynamics as mbs
+
+ROBOTS_DIR = importlib.metadata.distribution("example-robot-data").locate_file(
+    "cmeel.prefix/share/example-robot-data/robots"
+)
+
+REAL_ROBOTS = {
+    "ur5": "ur_description/urdf/ur5_robot.urdf",
+    "panda": "panda_description/urdf/panda.urdf",
+    "solo12": "solo_description/robots/solo12.urdf",
+    "anymal": "anymal_b_simple_description/robots/anymal.urdf",
+    "talos": "talos_data/robots/talos_reduced.urdf",
+    "talos_full": "talos_data/robots/talos_full_v2.urdf",
+    "tiago": "tiago_description/robots/tiago.urdf",
+    "icub": "icub_description/robots/icub.urdf",
+    "romeo": "romeo_description/urdf/romeo_small.urdf",
+    "pr2": "pr2_description/urdf/pr2.urdf",
+    "tiago_dual": "tiago_description/robots/tiago_dual.urdf",
+}
+
+
+def robot_path(name: str) -> str:
+    return str(ROBOTS_DIR / REAL_ROBOTS[name])
+
+
+class Pair:
+    """Our model and Pinocchio's of the same URDF, with conversions."""
+
+    def __init__(self, path: str, floating_base: bool = False, mimic: str = "independent"):
+        pin = pytest.importorskip("pinocchio")
+        self.pin = pin
+        self.model = mbs.Model.from_urdf_file(path, floating_base=floating_base, mimic=mimic)
+        kwargs = {"mimic": True} if mimic == "coupled" else {}
+        if floating_base:
+            self.pin_model = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer(), **kwargs)
+        else:
+            self.pin_model = pin.buildModelFromUrdf(path, **kwargs)
+        self.data = self.pin_model.createData()
+        m, pm = self.model, self.pin_model
+        # ours = P @ pinocchio for velocity-like vectors (and P @ M_pin @ P.T for matrices)
+        self.P = np.zeros((m.nv, pm.nv))
+        self.joints = []
+        for name in m.joint_names:
+            joint = pm.joints[pm.getJointId(name)]
+            qi, vi = m.q_index(name), m.v_index(name)
+            self.joints.append((qi, vi, joint.idx_q, joint.nq, joint.idx_v, joint.nv))
+            if joint.nv == 6:  # free flyer: Pinocchio is [linear; angular]
+                for k in range(3):
+                    self.P[vi + k, joint.idx_v + 3 + k] = 1.0
+                    self.P[vi + 3 + k, joint.idx_v + k] = 1.0
+            else:
+                for k in range(joint.nv):
+                    self.P[vi + k, joint.idx_v + k] = 1.0
+        assert np.allclose(self.P @ self.P.T, np.eye(m.nv)), "joint sets differ"
+
+    def random_state(self, rng):
+        m = self.model
+        q = m.neutral_configuration()
+        for qi, _, _, _, _, pnv in self.joints:
+            if pnv == 6:
+                q[qi:qi + 3] = rng.uniform(-1, 1, 3)
+                quaternion = rng.normal(size=4)
+                q[qi + 3:qi + 7] = quaternion / np.linalg.norm(quaternion)
+            else:
+                lower, upper = m.lower_position_limit[qi], m.upper_position_limit[qi]
+                lower, upper = max(lower, -np.pi), min(upper, np.pi)
+                q[qi] = rng.uniform(lower, upper)
+        return q, rng.normal(size=m.nv), rng.normal(size=m.nv)
+
+    def q(self, q):
+        qp = self.pin.neutral(self.pin_model)
+        for qi, _, pq, pnq, _, pnv in self.joints:
+            if pnq == 2 and pnv == 1:  # continuous: (cos, sin)
+                qp[pq:pq + 2] = np.cos(q[qi]), np.sin(q[qi])
+            else:
+                qp[pq:pq + pnq] = q[qi:qi + pnq]
+        return qp
+
+    def v(self, v):
+        return self.P.T @ v
+
+    def rnea(self, q, v, a, fext=None):
+        if fext is None:
+            return self.P @ self.pin.rnea(self.pin_model, self.data, self.q(q), self.v(v), self.v(a))
+        return self.P @ self.pin.rnea(self.pin_model, self.data, self.q(q), self.v(v), self.v(a), fext)
+
+    def frame_pose(self, q, frame):
+        pin, pm = self.pin, self.pin_model
+        pin.framesForwardKinematics(pm, self.data, self.q(q))
+        return self.data.oMf[pm.getFrameId(frame)].homogeneous

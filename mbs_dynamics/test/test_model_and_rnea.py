@@ -1,0 +1,293 @@
+"""The model, forward kinematics and RNEA: spatial algebra against explicit
+6x6 matrices, real robots against Pinocchio, synthetic chains with prismatic,
+planar and mimic joints against the Lagrangian by finite differences."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from oracles import REAL_ROBOTS, Pair, robot_path
+
+import mbs_dynamics as mbs
+from mbs_dynamics import spatial
+
+RTOL = 1e-9  # relative, against the largest magnitude of the reference
+
+
+def close(actual, expected, rtol=RTOL):
+    scale = max(1.0, float(np.max(np.abs(expected))))
+    error = float(np.max(np.abs(np.asarray(actual) - expected)))
+    assert error <= rtol * scale, f"error {error:.3g} > {rtol:g} x {scale:.3g}"
+
+
+def skew(x):
+    return np.array([[0, -x[2], x[1]], [x[2], 0, -x[0]], [-x[1], x[0], 0]])
+
+
+# --- spatial algebra (RBDL §3) against explicit 6x6 matrices --------------
+
+
+def test_spatial_operations_match_their_6x6_matrices():
+    rng = np.random.default_rng(0)
+    axis = rng.normal(size=3)
+    axis /= np.linalg.norm(axis)
+    R = np.empty((3, 3))
+    spatial.rotation_about_axis(axis, 0.7, R)
+    close(R @ R.T, np.eye(3), 1e-15)
+    close(R @ axis, axis, 1e-15)
+    p, m, f = rng.normal(size=3), rng.normal(size=6), rng.normal(size=6)
+    X = np.zeros((6, 6))  # child <- parent on motion vectors
+    X[:3, :3] = X[3:, 3:] = R.T
+    X[3:, :3] = -R.T @ skew(p)
+    out = np.empty((6, 6))
+    spatial.motion_matrix_to_child(R, p, out)
+    close(out, X, 1e-15)
+    o = np.empty(6)
+    spatial.motion_to_child(R, p, m, o)
+    close(o, X @ m, 1e-15)
+    spatial.motion_to_parent(R, p, m, o)
+    close(o, np.linalg.solve(X, m), 1e-14)
+    spatial.force_to_child(R, p, f, o)
+    close(o, np.linalg.solve(X.T, f), 1e-14)
+    o = np.zeros(6)
+    spatial.force_to_parent_add(R, p, f, o)
+    close(o, X.T @ f, 1e-15)
+    crm = np.zeros((6, 6))
+    crm[:3, :3] = crm[3:, 3:] = skew(m[:3])
+    crm[3:, :3] = skew(m[3:])
+    o = np.zeros(6)
+    spatial.cross_motion_add(m, f, o)
+    close(o, crm @ f, 1e-15)
+    o = np.zeros(6)
+    spatial.cross_force_add(m, f, o)
+    close(o, -crm.T @ f, 1e-15)
+    mass, com = 2.0, rng.normal(size=3)
+    inertia_com = np.diag([0.1, 0.2, 0.25])
+    inertia_origin = inertia_com + mass * (com @ com * np.eye(3) - np.outer(com, com))
+    I6 = np.block([[inertia_com + mass * skew(com) @ skew(com).T, mass * skew(com)],
+                   [mass * skew(com).T, mass * np.eye(3)]])  # RBDL eq. 9
+    spatial.spatial_inertia_matrix(mass, mass * com, inertia_origin, out)
+    close(out, I6, 1e-15)
+    spatial.inertia_times_motion(mass, mass * com, inertia_origin, m, o)
+    close(o, I6 @ m, 1e-14)
+    acc, work = np.zeros((6, 6)), np.empty((6, 6))
+    spatial.congruence_add(X, I6, work, acc)
+    close(acc, X.T @ I6 @ X, 1e-14)
+    quaternion = rng.normal(size=4)
+    quaternion /= np.linalg.norm(quaternion)
+    spatial.quaternion_to_rotation(*quaternion, R)
+    x, y, z, w = quaternion
+    angle = 2 * np.arctan2(np.linalg.norm([x, y, z]), w)
+    expected = np.empty((3, 3))
+    spatial.rotation_about_axis(np.array([x, y, z]) / np.linalg.norm([x, y, z]), angle, expected)
+    close(R, expected, 1e-14)
+
+
+# --- the model ------------------------------------------------------------
+
+
+def test_bundled_arm_model():
+    model = mbs.Model.from_urdf_file(mbs.bundled_robot("arm7"))
+    assert (model.nq, model.nv, model.nbodies) == (7, 7, 7)
+    assert model.joint_names == tuple(f"joint{i}" for i in range(1, 8))
+    assert [model.q_index(f"joint{i}") for i in range(1, 8)] == list(range(7))
+    # base_link is fixed to the world; tool and tcp are merged into link7.
+    assert model.total_mass == pytest.approx(20.7 - 3.0, rel=1e-12)
+    assert model.frame("base_link").body == -1 and model.frame("tcp").body == 6
+    assert set(model.frame_names) == {"base_link", *(f"link{i}" for i in range(1, 8)), "tool", "tcp"}
+    np.testing.assert_array_equal(model.effort_limit, [176, 176, 110, 110, 110, 40, 40])
+    assert model.damping[0] == 0.5 and model.friction[6] == 0.05
+    with pytest.raises(ValueError, match="has no joint 'joint8'"):
+        model.q_index("joint8")
+    with pytest.raises(ValueError, match="has no frame 'gripper'"):
+        model.frame("gripper")
+
+
+def test_floating_base_and_mimic_options():
+    model = mbs.Model.from_urdf_file(mbs.bundled_robot("quadruped"), floating_base=True)
+    assert (model.nq, model.nv) == (19, 18) and model.joint_names[0] == "root_joint"
+    assert model.q_index("LF_HAA") == 7 and model.v_index("LF_HAA") == 6
+    assert model.total_mass == pytest.approx(12.4, rel=1e-12)
+    np.testing.assert_array_equal(model.neutral_configuration()[:7], [0, 0, 0, 0, 0, 0, 1])
+    coupled = mbs.Model.from_urdf_file(robot_path("panda"))
+    independent = mbs.Model.from_urdf_file(robot_path("panda"), mimic="independent")
+    assert (coupled.nv, independent.nv) == (8, 9)
+    with pytest.raises(ValueError, match="mimic joint"):
+        coupled.v_index("panda_finger_joint2")
+    with pytest.raises(ValueError, match="mimic must be"):
+        mbs.Model.from_urdf_file(robot_path("panda"), mimic="loose")
+
+
+# --- forward kinematics and RNEA against Pinocchio -----------------------
+
+FLOATING = {"solo12", "anymal", "talos", "icub", "romeo"}
+PINOCCHIO_ROBOTS = sorted(set(REAL_ROBOTS) - {"talos_full"})
+
+
+@pytest.mark.parametrize("name", PINOCCHIO_ROBOTS)
+def test_frame_poses_match_pinocchio(name):
+    pair = Pair(robot_path(name), floating_base=name in FLOATING)
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        q, _, _ = pair.random_state(rng)
+        for frame in pair.model.frame_names[:: max(1, len(pair.model.frame_names) // 15)]:
+            close(mbs.frame_pose(pair.model, q, frame), pair.frame_pose(q, frame), 1e-12)
+
+
+@pytest.mark.parametrize("name", PINOCCHIO_ROBOTS)
+def test_inverse_dynamics_matches_pinocchio(name):
+    pair = Pair(robot_path(name), floating_base=name in FLOATING)
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        q, v, a = pair.random_state(rng)
+        close(mbs.inverse_dynamics(pair.model, q, v, a), pair.rnea(q, v, a))
+        close(mbs.nonlinear_effects(pair.model, q, v), pair.rnea(q, v, 0 * a))
+        close(mbs.gravity_torques(pair.model, q), pair.rnea(q, 0 * v, 0 * a))
+
+
+def test_coupled_mimic_inverse_dynamics_matches_pinocchio_mimic():
+    pair = Pair(robot_path("panda"), mimic="coupled")
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        q, v, a = pair.random_state(rng)
+        close(mbs.inverse_dynamics(pair.model, q, v, a), pair.rnea(q, v, a))
+
+
+def test_external_wrenches_match_pinocchio():
+    pair = Pair(robot_path("talos"), floating_base=True)
+    pin, pm, model = pair.pin, pair.pin_model, pair.model
+    rng = np.random.default_rng(4)
+    q, v, a = pair.random_state(rng)
+    wrenches = {"left_sole_link": rng.normal(size=6), "arm_right_7_link": rng.normal(size=6),
+                "base_link": rng.normal(size=6)}
+    # Pinocchio: forces per joint, in the joint frame, about the joint origin.
+    pin.forwardKinematics(pm, pair.data, pair.q(q))
+    pin.updateFramePlacements(pm, pair.data)
+    fext = [pin.Force.Zero() for _ in range(pm.njoints)]
+    for frame, (torque, force) in ((f, (w[:3], w[3:])) for f, w in wrenches.items()):
+        frame_id = pm.getFrameId(frame)
+        origin = pair.data.oMf[frame_id].translation
+        world = pin.Force(force, torque + np.cross(origin, force))  # about the world origin
+        joint = pm.frames[frame_id].parentJoint
+        fext[joint] += pair.data.oMi[joint].actInv(world)
+    close(mbs.inverse_dynamics(model, q, v, a, f_ext=wrenches), pair.rnea(q, v, a, fext))
+
+
+# --- synthetic chains: the Lagrangian, by finite differences --------------
+
+CHAIN = """<robot name="chain">
+  <link name="base"/>
+  {links}
+  <joint name="slide" type="prismatic"><parent link="base"/><child link="l1"/>
+    <origin xyz="0.1 0 0.2" rpy="0.3 0 0"/><axis xyz="1 1 0"/>
+    <limit lower="-1" upper="1" effort="10" velocity="1"/></joint>
+  <joint name="plane" type="planar"><parent link="l1"/><child link="l2"/>
+    <origin xyz="0 0.2 0" rpy="0 0.4 0.2"/><axis xyz="0 1 1"/></joint>
+  <joint name="hinge" type="revolute"><parent link="l2"/><child link="l3"/>
+    <origin xyz="0.3 0 0" rpy="0 0 0.5"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="10" velocity="1"/></joint>
+  <joint name="spin" type="continuous"><parent link="l3"/><child link="l4"/>
+    <origin xyz="0 0 0.25"/><axis xyz="1 0 0"/></joint>
+  <joint name="follower" type="revolute"><parent link="l3"/><child link="l5"/>
+    <origin xyz="0 0.1 0.1"/><axis xyz="0 1 0"/><mimic joint="hinge" multiplier="-1.5" offset="0.2"/>
+    <limit lower="-3" upper="3" effort="10" velocity="1"/></joint>
+  <joint name="tip" type="fixed"><parent link="l4"/><child link="l6"/><origin xyz="0.1 0 0"/></joint>
+</robot>"""
+
+
+def chain(mimic="coupled"):
+    rng = np.random.default_rng(5)
+    links = []
+    for i in range(1, 7):
+        a, b, c = rng.uniform(0.02, 0.1, 3)
+        x, y, z = rng.uniform(-0.1, 0.1, 3)
+        links.append(f'<link name="l{i}"><inertial><origin xyz="{x} {y} {z}" rpy="{a} {b} {c}"/>'
+                     f'<mass value="{1 + i * 0.3}"/><inertia ixx="{b + c}" iyy="{a + c}" izz="{a + b}" '
+                     f'ixy="0.001" ixz="0" iyz="0.002"/></inertial></link>')
+    return mbs.Model.from_urdf_string(CHAIN.format(links="".join(links)), mimic=mimic, gravity=(0.3, -0.2, -9.81))
+
+
+def mass_matrix_by_rnea(model, q):
+    """Columns of RNEA with unit accelerations and no gravity or velocity."""
+    zero = np.zeros(model.nv)
+    base = mbs.inverse_dynamics(model, q, zero, zero)
+    return np.column_stack([mbs.inverse_dynamics(model, q, zero, e) - base for e in np.eye(model.nv)])
+
+
+def potential_energy(model, q):
+    world_R, world_p = mbs.body_poses(model, q)
+    coms = np.einsum("bij,bj->bi", world_R, model.first_moment) + model.mass[:, None] * world_p
+    return -float(np.sum(coms @ model.gravity))
+
+
+@pytest.mark.parametrize("mimic", ["coupled", "independent"])
+def test_rnea_is_the_lagrangian_on_a_chain_with_prismatic_planar_and_mimic_joints(mimic):
+    """tau = M a + dM/dt v - 1/2 d(v^T M v)/dq + dV/dq (v = dq/dt for these joints)."""
+    model = chain(mimic)
+    assert model.nv == (6 if mimic == "coupled" else 7)
+    rng = np.random.default_rng(6)
+    q, v, a = rng.uniform(-1, 1, model.nq), rng.normal(size=model.nv), rng.normal(size=model.nv)
+    h = 1e-6
+    M = mass_matrix_by_rnea(model, q)
+    close(M, M.T, 1e-12)
+    assert np.linalg.eigvalsh(M)[0] > 0
+    dM_dt = (mass_matrix_by_rnea(model, q + h * v) - mass_matrix_by_rnea(model, q - h * v)) / (2 * h)
+    dT_dq = np.array([(v @ mass_matrix_by_rnea(model, q + h * e) @ v - v @ mass_matrix_by_rnea(model, q - h * e) @ v)
+                      / (4 * h) for e in np.eye(model.nq)])
+    dV_dq = np.array([(potential_energy(model, q + h * e) - potential_energy(model, q - h * e)) / (2 * h)
+                      for e in np.eye(model.nq)])
+    lagrangian = M @ a + dM_dt @ v - dT_dq + dV_dq
+    close(mbs.inverse_dynamics(model, q, v, a), lagrangian, 1e-7)  # finite differences of O(h^2)
+    close(mbs.gravity_torques(model, q), dV_dq, 1e-7)
+
+
+# --- batches and bad input ------------------------------------------------
+
+
+def test_batch_equals_one_state_at_a_time():
+    pair = Pair(robot_path("talos"), floating_base=True)
+    rng = np.random.default_rng(7)
+    states = [pair.random_state(rng) for _ in range(20)]
+    q, v, a = (np.array(x) for x in zip(*states, strict=True))
+    tau = mbs.inverse_dynamics(pair.model, q, v, a)
+    assert tau.shape == (20, pair.model.nv)
+    for k in range(20):
+        np.testing.assert_array_equal(tau[k], mbs.inverse_dynamics(pair.model, q[k], v[k], a[k]))
+    np.testing.assert_allclose(mbs.gravity_torques(pair.model, q)[3],
+                               mbs.gravity_torques(pair.model, q[3]), rtol=0, atol=0)
+
+
+def test_bad_inputs_raise_value_errors_that_say_what_and_where():
+    model = mbs.Model.from_urdf_file(mbs.bundled_robot("quadruped"), floating_base=True)
+    q, v = model.neutral_configuration(), np.zeros(model.nv)
+    with pytest.raises(ValueError, match=r"q must have shape \(19,\).*got \(18,\)"):
+        mbs.inverse_dynamics(model, q[:-1], v, v)
+    with pytest.raises(ValueError, match=r"v has a non-finite value \(nan\) at index \(4,\)"):
+        mbs.inverse_dynamics(model, q, np.where(np.arange(18) == 4, np.nan, 0.0), v)
+    with pytest.raises(ValueError, match=r"a has a non-finite value \(inf\)"):
+        mbs.inverse_dynamics(model, q, v, np.full(18, np.inf))
+    far = q.copy()
+    far[3:7] = [0, 0, 0, 0.5]
+    with pytest.raises(ValueError, match=r"q\[3:7\], the quaternion of joint 'root_joint', has norm 0.5"):
+        mbs.gravity_torques(model, far)
+    with pytest.raises(ValueError, match="same leading size"):
+        mbs.inverse_dynamics(model, np.tile(q, (3, 1)), np.zeros((2, 18)), np.zeros((3, 18)))
+    with pytest.raises(ValueError, match="has no frame 'hand'"):
+        mbs.inverse_dynamics(model, q, v, v, f_ext={"hand": np.zeros(6)})
+    with pytest.raises(ValueError, match="has no frame 'nowhere'"):
+        mbs.frame_pose(model, q, "nowhere")
+
+
+def test_nearly_unit_quaternions_are_normalised():
+    model = mbs.Model.from_urdf_file(mbs.bundled_robot("quadruped"), floating_base=True)
+    rng = np.random.default_rng(8)
+    q = model.neutral_configuration()
+    q[7:] = rng.uniform(-1, 1, 12)
+    quaternion = rng.normal(size=4)
+    q[3:7] = quaternion / np.linalg.norm(quaternion)
+    v, a = rng.normal(size=18), rng.normal(size=18)
+    scaled = q.copy()
+    scaled[3:7] *= 1 + 5e-4
+    close(mbs.inverse_dynamics(model, scaled, v, a), mbs.inverse_dynamics(model, q, v, a), 1e-14)
+    q_before = scaled.copy()
+    mbs.inverse_dynamics(model, scaled, v, a)
+    np.testing.assert_array_equal(scaled, q_before)  # inputs are never mutated

@@ -16,17 +16,34 @@ from mbs_dynamics.parsers.urdf import (
 )
 from mbs_dynamics.robots import BUNDLED_ROBOTS, bundled_robot
 from mbs_dynamics.model import Frame, Model
-from mbs_dynamics.kinematics import body_poses, frame_pose
+from mbs_dynamics.kinematics import body_poses, frame_jacobian, frame_pose
 from mbs_dynamics.rnea import gravity_torques, inverse_dynamics, nonlinear_effects
+from mbs_dynamics.crba import mass_matrix
+from mbs_dynamics.aba import InverseMassMatrix, SingularMassMatrix, forward_dynamics
+from mbs_dynamics.centroidal import (
+    center_of_mass,
+    center_of_mass_velocity,
+    centroidal_momentum,
+    centroidal_momentum_matrix,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BUNDLED_ROBOTS",
     "Frame",
+    "InverseMassMatrix",
     "Model",
+    "SingularMassMatrix",
     "body_poses",
+    "center_of_mass",
+    "center_of_mass_velocity",
+    "centroidal_momentum",
+    "centroidal_momentum_matrix",
+    "forward_dynamics",
+    "frame_jacobian",
     "frame_pose",
+    "mass_matrix",
     "gravity_torques",
     "inverse_dynamics",
     "nonlinear_effects",

@@ -6,6 +6,7 @@ from numba import njit
 from mbs_dynamics import inputs
 from mbs_dynamics.joints import forward_pass
 from mbs_dynamics.model import Model
+from mbs_dynamics.spatial import motion_to_parent
 
 
 @njit(cache=True)
@@ -62,3 +63,56 @@ def frame_pose(model: Model, q, frame: str) -> np.ndarray:
     pose[:3, :3] = R @ placement.rotation
     pose[:3, 3] = R @ placement.translation + p
     return pose
+
+
+REPRESENTATIONS = ("body", "spatial", "hybrid", "mixed")
+
+
+@njit(cache=True)
+def spatial_jacobian_kernel(arrays, q, body, J, R, p, S, nv_joint, RJ, world_R, world_p, column):
+    """J (6, nv): the spatial Jacobian of `body`, columns ^0X_j S_j for the joints j
+    that support it (RBDL §6.2), world axes, velocity of the point at the world origin."""
+    parent, v_start = arrays[0], arrays[3]
+    body_poses_kernel(arrays, q, R, p, S, nv_joint, RJ, world_R, world_p)
+    for r in range(6):
+        for c in range(J.shape[1]):
+            J[r, c] = 0.0
+    j = body
+    while j >= 0:
+        for k in range(nv_joint[j]):
+            motion_to_parent(world_R[j], world_p[j], S[j, :, k], column)
+            for r in range(6):
+                J[r, v_start[j] + k] += column[r]
+        j = parent[j]
+
+
+def frame_jacobian(model: Model, q, frame: str, representation: str = "body") -> np.ndarray:
+    """(6, nv) map from v to the frame's twist [w; v] (Müller kinematics §3):
+
+    body     [w_b; v_b]  frame axes, velocity of the frame origin
+    spatial  [w; v_s]    world axes, velocity of the body point at the world origin
+    hybrid   [w; dr/dt]  world axes, velocity of the frame origin
+    mixed    [w_b; dr/dt] angular in frame axes, linear = velocity of the frame origin in world axes
+    """
+    if representation not in REPRESENTATIONS:
+        raise ValueError(f"representation must be one of {', '.join(REPRESENTATIONS)}, got {representation!r}")
+    placement = model.frame(frame)
+    q = inputs.configuration(model, q, batch=False)
+    J = np.zeros((6, model.nv))
+    if placement.body < 0:
+        return J
+    w = Workspace(model)
+    spatial_jacobian_kernel(model.arrays, q, placement.body, J, w.R, w.p, w.S, w.nv_joint, w.RJ,
+                            w.world_R, w.world_p, np.empty(6))
+    if representation == "spatial":
+        return J
+    R_body, p_body = w.world_R[placement.body], w.world_p[placement.body]
+    R_frame = R_body @ placement.rotation
+    origin = R_body @ placement.translation + p_body
+    J[3:] += np.cross(J[:3].T, origin).T  # velocity of the frame origin: v_s + w x r
+    if representation == "hybrid":
+        return J
+    J[:3] = R_frame.T @ J[:3]
+    if representation == "body":
+        J[3:] = R_frame.T @ J[3:]
+    return J

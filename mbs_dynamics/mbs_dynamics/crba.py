@@ -1,0 +1,99 @@
+"""Joint-space mass matrix by the composite rigid body algorithm (F&O eqs.
+9-10, RBDL Alg. 2 with its loop corrected: walk j = λ(j) while λ(j) is a
+body). O(n·depth); blocks of bodies on different branches stay zero."""
+import numpy as np
+from numba import njit, prange
+
+from mbs_dynamics import inputs
+from mbs_dynamics.joints import forward_pass
+from mbs_dynamics.kinematics import Workspace
+from mbs_dynamics.model import Model
+from mbs_dynamics.spatial import congruence_add, force_to_parent_add, motion_matrix_to_child, spatial_inertia_matrix
+
+
+@njit(cache=True)
+def composite_inertias(arrays, R, p, composite, X, work):
+    """composite[i]: spatial inertia (6x6, body frame) of body i and all bodies it carries."""
+    parent, mass, first_moment, rotational_inertia = arrays[0], arrays[9], arrays[10], arrays[11]
+    n = parent.shape[0]
+    for i in range(n):
+        spatial_inertia_matrix(mass[i], first_moment[i], rotational_inertia[i], composite[i])
+    for i in range(n - 1, -1, -1):
+        lam = parent[i]
+        if lam >= 0:
+            motion_matrix_to_child(R[i], p[i], X)
+            congruence_add(X, composite[i], work, composite[lam])
+
+
+@njit(cache=True)
+def crba_kernel(arrays, q, M, R, p, S, nv_joint, RJ, composite, X, work, F):
+    parent, v_start = arrays[0], arrays[3]
+    forward_pass(arrays, q, R, p, S, nv_joint, RJ)
+    composite_inertias(arrays, R, p, composite, X, work)
+    for r in range(M.shape[0]):
+        for c in range(M.shape[1]):
+            M[r, c] = 0.0
+    for i in range(parent.shape[0] - 1, -1, -1):
+        ni, vi = nv_joint[i], v_start[i]
+        for k in range(ni):  # F = I^C_i S_i
+            for r in range(6):
+                acc = 0.0
+                for c in range(6):
+                    acc += composite[i, r, c] * S[i, c, k]
+                F[k, r] = acc
+        for k in range(ni):  # H_ii = S_i^T F, its lower triangle mirrored: M exactly symmetric
+            for m in range(k, ni):
+                acc = 0.0
+                for r in range(6):
+                    acc += S[i, r, m] * F[k, r]
+                M[vi + m, vi + k] += acc
+                if m != k:
+                    M[vi + k, vi + m] += acc
+        j = i
+        while parent[j] >= 0:
+            for k in range(ni):  # F = ^λ(j)X*_j F
+                for r in range(6):
+                    work[0, r] = 0.0
+                force_to_parent_add(R[j], p[j], F[k], work[0])
+                for r in range(6):
+                    F[k, r] = work[0, r]
+            j = parent[j]
+            nj, vj = nv_joint[j], v_start[j]
+            for k in range(ni):  # H_ji = S_j^T F, H_ij = H_ji^T
+                for m in range(nj):
+                    acc = 0.0
+                    for r in range(6):
+                        acc += S[j, r, m] * F[k, r]
+                    M[vj + m, vi + k] += acc
+                    M[vi + k, vj + m] += acc
+
+
+@njit(cache=True, parallel=True)
+def crba_batch_kernel(arrays, q, M):
+    n = arrays[0].shape[0]
+    for b in prange(q.shape[0]):
+        crba_kernel(arrays, q[b], M[b], np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6, 6)),
+                    np.empty(n, dtype=np.int64), np.empty((3, 3)), np.empty((n, 6, 6)), np.empty((6, 6)),
+                    np.empty((6, 6)), np.empty((6, 6)))
+
+
+class CrbaWorkspace(Workspace):
+    def __init__(self, model: Model):
+        super().__init__(model)
+        self.composite = np.empty((model.nbodies, 6, 6))
+        self.X = np.empty((6, 6))
+        self.work = np.empty((6, 6))
+        self.F = np.empty((6, 6))
+
+
+def mass_matrix(model: Model, q) -> np.ndarray:
+    """M(q), (nv, nv), full and symmetric (CRBA); q may carry a leading batch dimension."""
+    q = inputs.configuration(model, q)
+    if q.ndim == 2:
+        M = np.empty((q.shape[0], model.nv, model.nv))
+        crba_batch_kernel(model.arrays, q, M)
+        return M
+    w = CrbaWorkspace(model)
+    M = np.empty((model.nv, model.nv))
+    crba_kernel(model.arrays, q, M, w.R, w.p, w.S, w.nv_joint, w.RJ, w.composite, w.X, w.work, w.F)
+    return M

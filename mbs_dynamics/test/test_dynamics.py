@@ -1,0 +1,198 @@
+"""CRBA, ABA, M^-1, centre of mass, centroidal momentum and frame Jacobians:
+against Pinocchio on real robots, and against the invariants of DESIGN.md §5
+(ID(FD) = tau, ABA = M^-1 (tau - h), tree zeros, kinetic energy, Jv = the
+finite-difference twist, A_G v = h_G, l = m dc/dt)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from oracles import REAL_ROBOTS, Pair, robot_path
+from test_model_and_rnea import FLOATING, chain, close, mass_matrix_by_rnea
+
+import mbs_dynamics as mbs
+
+ROBOTS = sorted(set(REAL_ROBOTS) - {"talos_full"})
+
+
+@pytest.mark.parametrize("name", ROBOTS)
+def test_mass_matrix_and_forward_dynamics_match_pinocchio(name):
+    pair = Pair(robot_path(name), floating_base=name in FLOATING)
+    pin, pm, d, P = pair.pin, pair.pin_model, pair.data, pair.P
+    rng = np.random.default_rng(10)
+    for _ in range(3):
+        q, v, tau = pair.random_state(rng)
+        qp = pair.q(q)
+        M_pin = pin.crba(pm, d, qp)
+        M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T
+        M = mbs.mass_matrix(pair.model, q)
+        close(M, P @ M_pin @ P.T)
+        np.testing.assert_array_equal(M, M.T)
+        close(mbs.forward_dynamics(pair.model, q, v, tau), P @ pin.aba(pm, d, qp, pair.v(v), pair.v(tau)))
+
+
+@pytest.mark.parametrize("name", ROBOTS)
+def test_centroidal_quantities_match_pinocchio(name):
+    pair = Pair(robot_path(name), floating_base=name in FLOATING)
+    pin, pm, d = pair.pin, pair.pin_model, pair.data
+    rng = np.random.default_rng(11)
+    rows = np.r_[3:6, 0:3]
+    for _ in range(3):
+        q, v, _ = pair.random_state(rng)
+        qp, vp = pair.q(q), pair.v(v)
+        close(mbs.center_of_mass(pair.model, q), pin.centerOfMass(pm, d, qp), 1e-12)
+        pin.computeCentroidalMomentum(pm, d, qp, vp)
+        h = mbs.centroidal_momentum(pair.model, q, v)
+        close(h, d.hg.vector[rows])
+        A_pin = pin.computeCentroidalMap(pm, d, qp)
+        close(mbs.centroidal_momentum_matrix(pair.model, q), A_pin[rows] @ pair.P.T)
+
+
+@pytest.mark.parametrize("name", ["ur5", "panda", "talos", "pr2", "anymal"])
+def test_frame_jacobians_match_pinocchio(name):
+    pair = Pair(robot_path(name), floating_base=name in FLOATING)
+    pin, pm, d = pair.pin, pair.pin_model, pair.data
+    rng = np.random.default_rng(12)
+    rows = np.r_[3:6, 0:3]
+    references = {"body": pin.LOCAL, "spatial": pin.WORLD, "hybrid": pin.LOCAL_WORLD_ALIGNED}
+    q, _, _ = pair.random_state(rng)
+    qp = pair.q(q)
+    pin.computeJointJacobians(pm, d, qp)
+    pin.updateFramePlacements(pm, d)
+    for frame in pair.model.frame_names[:: max(1, len(pair.model.frame_names) // 8)]:
+        jacobians = {}
+        for representation, reference in references.items():
+            J_pin = pin.getFrameJacobian(pm, d, pm.getFrameId(frame), reference)[rows] @ pair.P.T
+            jacobians[representation] = mbs.frame_jacobian(pair.model, q, frame, representation)
+            close(jacobians[representation], J_pin, 1e-12)
+        mixed = mbs.frame_jacobian(pair.model, q, frame, "mixed")
+        close(mixed[:3], jacobians["body"][:3], 1e-15)
+        close(mixed[3:], jacobians["hybrid"][3:], 1e-15)
+
+
+def test_coupled_mimic_mass_matrix_matches_pinocchio_mimic():
+    pair = Pair(robot_path("panda"), mimic="coupled")
+    pin, pm, d = pair.pin, pair.pin_model, pair.data
+    rng = np.random.default_rng(13)
+    q, v, tau = pair.random_state(rng)
+    M_pin = pin.crba(pm, d, pair.q(q))
+    M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T
+    close(mbs.mass_matrix(pair.model, q), pair.P @ M_pin @ pair.P.T)
+    a = mbs.forward_dynamics(pair.model, q, v, tau)  # by M^-1 (tau - h) for a coupled model
+    close(mbs.inverse_dynamics(pair.model, q, v, a), tau)
+
+
+# --- invariants on synthetic and real robots ------------------------------
+
+
+@pytest.mark.parametrize("mimic", ["coupled", "independent"])
+def test_invariants_on_a_chain_with_prismatic_planar_and_mimic_joints(mimic):
+    model = chain(mimic)
+    rng = np.random.default_rng(14)
+    q, v, tau = rng.uniform(-1, 1, model.nq), rng.normal(size=model.nv), rng.normal(size=model.nv)
+    M = mbs.mass_matrix(model, q)
+    close(M, mass_matrix_by_rnea(model, q), 1e-12)  # CRBA = columns of RNEA
+    a = mbs.forward_dynamics(model, q, v, tau)
+    close(mbs.inverse_dynamics(model, q, v, a), tau, 1e-12)  # ID(FD) = tau
+    close(a, np.linalg.solve(M, tau - mbs.nonlinear_effects(model, q, v)), 1e-10)
+
+
+def kinetic_energy_of_bodies(model, q, v):
+    """sum_i 1/2 v_i^T I_i v_i with v_i from body-frame Jacobians of the bodies' frames."""
+    energy = 0.0
+    for body in range(model.nbodies):
+        frame = next(f for f in model.frames.values() if f.body == body and np.allclose(f.translation, 0)
+                     and np.allclose(f.rotation, np.eye(3)))
+        twist = mbs.frame_jacobian(model, q, frame.name, "body") @ v
+        w, u = twist[:3], twist[3:]
+        m, h, I_O = model.mass[body], model.first_moment[body], model.rotational_inertia[body]
+        energy += 0.5 * (w @ I_O @ w + m * u @ u + 2 * u @ np.cross(w, h))
+    return energy
+
+
+@pytest.mark.parametrize("name", ["talos", "solo12", "tiago"])
+def test_real_robot_invariants(name):
+    model = mbs.Model.from_urdf_file(robot_path(name), floating_base=name in FLOATING)
+    pair = Pair(robot_path(name), floating_base=name in FLOATING)
+    rng = np.random.default_rng(15)
+    q, v, tau = pair.random_state(rng)
+    M = mbs.mass_matrix(model, q)
+    assert np.linalg.eigvalsh(M)[0] > 0
+    a = mbs.forward_dynamics(model, q, v, tau)
+    close(mbs.inverse_dynamics(model, q, v, a), tau)
+    close(0.5 * v @ M @ v, kinetic_energy_of_bodies(model, q, v))
+    Minv = mbs.InverseMassMatrix(model, q)
+    X = rng.normal(size=(model.nv, 3))
+    close(Minv @ X, np.linalg.solve(M, X))
+    h = mbs.centroidal_momentum(model, q, v)
+    close(mbs.centroidal_momentum_matrix(model, q) @ v, h)
+    close(h[3:], model.total_mass * mbs.center_of_mass_velocity(model, q, v))
+
+
+def test_tree_zeros_between_branches():
+    model = mbs.Model.from_urdf_file(robot_path("talos"), floating_base=True)
+    q = Pair(robot_path("talos"), floating_base=True).random_state(np.random.default_rng(16))[0]
+    M = mbs.mass_matrix(model, q)
+    left = [model.v_index(f"leg_left_{i}_joint") for i in range(1, 7)]
+    right = [model.v_index(f"leg_right_{i}_joint") for i in range(1, 7)]
+    assert np.all(M[np.ix_(left, right)] == 0.0)
+    assert np.linalg.norm(M[np.ix_(left, left)]) > 0
+
+
+@pytest.mark.parametrize("representation", ["body", "spatial", "hybrid", "mixed"])
+def test_jacobian_gives_the_finite_difference_twist(representation):
+    model = chain("coupled")
+    rng = np.random.default_rng(17)
+    q, v = rng.uniform(-1, 1, model.nq), rng.normal(size=model.nv)
+    h = 1e-6
+    for frame in ("l3", "l5", "l6"):
+        before, after = mbs.frame_pose(model, q - h * v, frame), mbs.frame_pose(model, q + h * v, frame)
+        pose = mbs.frame_pose(model, q, frame)
+        R, r = pose[:3, :3], pose[:3, 3]
+        dR = (after[:3, :3] - before[:3, :3]) / (2 * h)
+        dr = (after[:3, 3] - before[:3, 3]) / (2 * h)
+        w_world = np.array([(dR @ R.T)[2, 1], (dR @ R.T)[0, 2], (dR @ R.T)[1, 0]])
+        expected = {
+            "hybrid": np.r_[w_world, dr],
+            "spatial": np.r_[w_world, dr - np.cross(w_world, r)],
+            "body": np.r_[R.T @ w_world, R.T @ dr],
+            "mixed": np.r_[R.T @ w_world, dr],
+        }[representation]
+        close(mbs.frame_jacobian(model, q, frame, representation) @ v, expected, 1e-8)
+
+
+# --- batches, singular models, bad input -----------------------------------
+
+
+def test_batches_equal_one_state_at_a_time():
+    pair = Pair(robot_path("talos"), floating_base=True)
+    rng = np.random.default_rng(18)
+    q, v, tau = (np.array(x) for x in zip(*[pair.random_state(rng) for _ in range(12)], strict=True))
+    M, a, h = (mbs.mass_matrix(pair.model, q), mbs.forward_dynamics(pair.model, q, v, tau),
+               mbs.centroidal_momentum(pair.model, q, v))
+    for k in range(12):
+        np.testing.assert_array_equal(M[k], mbs.mass_matrix(pair.model, q[k]))
+        np.testing.assert_array_equal(a[k], mbs.forward_dynamics(pair.model, q[k], v[k], tau[k]))
+        close(h[k], mbs.centroidal_momentum(pair.model, q[k], v[k]), 1e-14)
+
+
+def test_massless_chain_end_is_reported_not_nan():
+    xml = ('<robot name="r"><link name="a"/><link name="b"><inertial><mass value="1"/>'
+           '<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link><link name="c"/>'
+           '<joint name="j1" type="continuous"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/></joint>'
+           '<joint name="j2" type="continuous"><parent link="b"/><child link="c"/><axis xyz="0 0 1"/></joint>'
+           '</robot>')
+    model = mbs.Model.from_urdf_string(xml)
+    with pytest.raises(mbs.SingularMassMatrix, match="joint 'j2' moves no mass or inertia"):
+        mbs.forward_dynamics(model, np.zeros(2), np.zeros(2), np.ones(2))
+    with pytest.raises(mbs.SingularMassMatrix, match="'j2'"):
+        mbs.InverseMassMatrix(model, np.zeros(2))
+
+
+def test_bad_representation_and_frame():
+    model = mbs.Model.from_urdf_file(mbs.bundled_robot("arm7"))
+    q = model.neutral_configuration()
+    with pytest.raises(ValueError, match="representation must be one of body, spatial, hybrid, mixed"):
+        mbs.frame_jacobian(model, q, "tcp", "local")
+    with pytest.raises(ValueError, match="has no frame 'hand'"):
+        mbs.frame_jacobian(model, q, "hand")
+    assert not mbs.frame_jacobian(model, q, "base_link").any()  # fixed to the world

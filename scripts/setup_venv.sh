@@ -5,7 +5,8 @@
 #   2. mbs_dynamics_interfaces, compiled by its own CMake + rosidl build,
 #      driven from pip (scikit-build-core), installed into the venv prefix;
 #   3. the mbs_dynamics Python package with its console scripts, its launch/
-#      and config/ files under .venv/share/mbs_dynamics.
+#      and config/ files under .venv/share/mbs_dynamics, and its compiled
+#      kernels in numba's cache (so that no node stalls on first use).
 # Each step runs again only when its inputs changed (stamps in .venv/.stamps).
 #
 # Usage: scripts/setup_venv.sh [--test]   (--test adds the test oracles)
@@ -88,16 +89,22 @@ install_package() {
   say "installing mbs_dynamics"
   # Build from a copy: setuptools writes build/ and *.egg-info next to
   # setup.py, which would otherwise land in the source tree.
-  local tmp
+  local tmp installed
+  # numba caches compiled kernels next to their sources and keys them on that
+  # file alone, not on the helpers inlined into them: start from no cache.
+  installed=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/mbs_dynamics
+  rm -rf "$installed"
   tmp=$(mktemp -d)
   cp -r "$root/mbs_dynamics" "$tmp/"
   pip_install --no-build-isolation --no-deps --force-reinstall "$tmp/mbs_dynamics"
   rm -rf "$tmp"
+  say "compiling the dynamics kernels (numba cache; about a minute)"
+  "$py" -m mbs_dynamics.warmup
 }
 
 step dependencies "constraints.txt requirements/runtime.txt requirements/build.txt" install_dependencies
 if [ $with_test = 1 ]; then
   step test-dependencies "constraints.txt requirements/test.txt" install_test_dependencies
 fi
-step interfaces "constraints.txt mbs_dynamics_interfaces" install_interfaces
-step package "constraints.txt mbs_dynamics/setup.py mbs_dynamics/setup.cfg mbs_dynamics/package.xml mbs_dynamics/mbs_dynamics mbs_dynamics/launch mbs_dynamics/config mbs_dynamics/resource" install_package
+step interfaces "scripts/setup_venv.sh constraints.txt mbs_dynamics_interfaces" install_interfaces
+step package "scripts/setup_venv.sh constraints.txt mbs_dynamics/setup.py mbs_dynamics/setup.cfg mbs_dynamics/package.xml mbs_dynamics/mbs_dynamics mbs_dynamics/launch mbs_dynamics/config mbs_dynamics/resource" install_package

@@ -19,6 +19,7 @@ from mbs_dynamics.model import Frame, Model
 from mbs_dynamics.kinematics import body_poses, frame_jacobian, frame_pose
 from mbs_dynamics.rnea import gravity_torques, inverse_dynamics, nonlinear_effects
 from mbs_dynamics.crba import mass_matrix
+from mbs_dynamics.configuration import difference, integrate
 from mbs_dynamics.aba import InverseMassMatrix, SingularMassMatrix, forward_dynamics
 from mbs_dynamics.centroidal import (
     center_of_mass,
@@ -40,11 +41,13 @@ __all__ = [
     "center_of_mass_velocity",
     "centroidal_momentum",
     "centroidal_momentum_matrix",
+    "difference",
     "forward_dynamics",
     "frame_jacobian",
     "frame_pose",
     "mass_matrix",
     "gravity_torques",
+    "integrate",
     "inverse_dynamics",
     "nonlinear_effects",
     "JointDescription",

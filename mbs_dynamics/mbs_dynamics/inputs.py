@@ -17,7 +17,8 @@ QUATERNION_TOLERANCE = 1e-3
 
 def vector(model: Model, value, size: int, name: str, batch: bool = True) -> np.ndarray:
     """value as float64 of shape (size,) or, when batch, (N, size); finite."""
-    array = np.asarray(value, dtype=np.float64)
+    # C-contiguous float64: the one layout the kernels are compiled (and cached) for
+    array = np.ascontiguousarray(value, dtype=np.float64)
     if array.ndim == 1 or not batch:
         if array.shape != (size,):
             raise ValueError(f"{name} must have shape ({size},) for model '{model.name}', got {array.shape}")

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Speed of the dynamics core against Pinocchio, measured side by side in
+one process on the same robots and states (DESIGN.md §6).
+
+    .venv/bin/python benchmarks/core.py [--robots ur5,panda,solo12,talos] [--calls 2000]
+
+Prints, per robot and function, microseconds per call from Python (the best
+of several repeats) and the ratio ours / Pinocchio, then a batch of 1000
+inverse dynamics (ours: one batched call; Pinocchio: a Python loop). Goals:
+ratio <= 2 on TALOS for inverse dynamics, forward dynamics, mass matrix and
+centroidal momentum; the batch ahead of the Pinocchio loop.
+"""
+import argparse
+import importlib.metadata
+import sys
+import timeit
+
+import numpy as np
+import pinocchio as pin
+
+import mbs_dynamics as mbs
+
+ROBOTS_DIR = importlib.metadata.distribution("example-robot-data").locate_file(
+    "cmeel.prefix/share/example-robot-data/robots")
+ROBOTS = {  # name: (URDF, floating base)
+    "ur5": ("ur_description/urdf/ur5_robot.urdf", False),
+    "panda": ("panda_description/urdf/panda.urdf", False),
+    "solo12": ("solo_description/robots/solo12.urdf", True),
+    "talos": ("talos_data/robots/talos_reduced.urdf", True),
+}
+
+
+def per_call_us(function, calls: int) -> float:
+    return min(timeit.repeat(function, number=calls, repeat=5)) / calls * 1e6
+
+
+def random_state(model, rng):
+    q = model.neutral_configuration()
+    for name in model.joint_names:
+        i = model.q_index(name)
+        if name == "root_joint":
+            quaternion = rng.normal(size=4)
+            q[i:i + 3], q[i + 3:i + 7] = rng.normal(size=3), quaternion / np.linalg.norm(quaternion)
+        else:
+            q[i] = rng.uniform(-1, 1)
+    return q, rng.normal(size=model.nv), rng.normal(size=model.nv)
+
+
+def to_pinocchio(model, pin_model, q, v):
+    """Pinocchio's q and a velocity-permutation P with ours = P @ pinocchio's."""
+    qp = pin.neutral(pin_model)
+    P = np.zeros((model.nv, pin_model.nv))
+    for name in model.joint_names:
+        joint = pin_model.joints[pin_model.getJointId(name)]
+        qi, vi = model.q_index(name), model.v_index(name)
+        if joint.nq == 2 and joint.nv == 1:
+            qp[joint.idx_q:joint.idx_q + 2] = np.cos(q[qi]), np.sin(q[qi])
+        else:
+            qp[joint.idx_q:joint.idx_q + joint.nq] = q[qi:qi + joint.nq]
+        if joint.nv == 6:
+            P[vi:vi + 3, joint.idx_v + 3:joint.idx_v + 6] = np.eye(3)
+            P[vi + 3:vi + 6, joint.idx_v:joint.idx_v + 3] = np.eye(3)
+        else:
+            P[vi:vi + joint.nv, joint.idx_v:joint.idx_v + joint.nv] = np.eye(joint.nv)
+    return qp, P
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--robots", default=",".join(ROBOTS))
+    parser.add_argument("--calls", type=int, default=2000)
+    arguments = parser.parse_args()
+    rng = np.random.default_rng(0)
+    print(f"numpy {np.__version__}, pinocchio {pin.__version__}, mbs_dynamics {mbs.__version__}, "
+          f"python {sys.version.split()[0]}")
+    print(f"{'robot':8} {'nv':>3} {'function':28} {'ours us':>9} {'pin us':>8} {'ratio':>6}")
+    for name in arguments.robots.split(","):
+        path, floating = ROBOTS[name]
+        path = str(ROBOTS_DIR / path)
+        model = mbs.Model.from_urdf_file(path, floating_base=floating, mimic="independent")
+        pin_model = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
+                     else pin.buildModelFromUrdf(path))
+        data = pin_model.createData()
+        q, v, a = random_state(model, rng)
+        qp, P = to_pinocchio(model, pin_model, q, v)
+        vp, ap = P.T @ v, P.T @ a
+        cases = [
+            ("inverse_dynamics", lambda: mbs.inverse_dynamics(model, q, v, a),
+             lambda: pin.rnea(pin_model, data, qp, vp, ap)),
+            ("forward_dynamics", lambda: mbs.forward_dynamics(model, q, v, a),
+             lambda: pin.aba(pin_model, data, qp, vp, ap)),
+            ("mass_matrix", lambda: mbs.mass_matrix(model, q), lambda: pin.crba(pin_model, data, qp)),
+            ("nonlinear_effects", lambda: mbs.nonlinear_effects(model, q, v),
+             lambda: pin.nonLinearEffects(pin_model, data, qp, vp)),
+            ("centroidal_momentum", lambda: mbs.centroidal_momentum(model, q, v),
+             lambda: pin.computeCentroidalMomentum(pin_model, data, qp, vp)),
+            ("centroidal_momentum_matrix", lambda: mbs.centroidal_momentum_matrix(model, q),
+             lambda: pin.computeCentroidalMap(pin_model, data, qp)),
+        ]
+        for function, ours, theirs in cases:
+            ours_us, theirs_us = per_call_us(ours, arguments.calls), per_call_us(theirs, arguments.calls)
+            print(f"{name:8} {model.nv:3d} {function:28} {ours_us:9.2f} {theirs_us:8.2f} {ours_us / theirs_us:6.2f}")
+        states = [random_state(model, rng) for _ in range(1000)]
+        Q, V, A = (np.array(x) for x in zip(*states, strict=True))
+        pin_states = [(to_pinocchio(model, pin_model, s[0], s[1])[0], P.T @ s[1], P.T @ s[2]) for s in states]
+        ours_ms = min(timeit.repeat(lambda: mbs.inverse_dynamics(model, Q, V, A), number=3, repeat=3)) / 3 * 1e3
+        theirs_ms = min(timeit.repeat(lambda: [pin.rnea(pin_model, data, *s) for s in pin_states],
+                                      number=3, repeat=3)) / 3 * 1e3
+        print(f"{name:8} {model.nv:3d} {'batch 1000 inverse_dynamics':28} {ours_ms * 1e3:9.0f} "
+              f"{theirs_ms * 1e3:8.0f} {ours_ms / theirs_ms:6.2f}   (us per batch; Pinocchio: Python loop)")
+
+
+if __name__ == "__main__":
+    main()

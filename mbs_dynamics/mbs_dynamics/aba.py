@@ -276,7 +276,7 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
             raise _singular(model, int(singular[singular >= 0][0]))
         return qdd
     f_bodies = external_wrenches_in_bodies(model, q, f_ext) if f_ext else np.empty((0, 6))
-    w = AbaWorkspace(model)
+    w = AbaWorkspace.of(model)
     qdd = np.empty(model.nv)
     singular = aba_kernel(model.arrays, model.gravity, q, v, tau, f_bodies, qdd, w.R, w.p, w.S, w.nv_joint,
                           w.RJ, w.IA, w.U, w.Dinv, w.X, w.work, w.augmented, w.vel, w.c, w.pA, w.u, w.acc, scale)

@@ -77,16 +77,20 @@ class MomentumWorkspace(CrbaWorkspace):
 
 
 def _momentum(model: Model, q, v):
-    w = MomentumWorkspace(model)
+    """h_O (6,) and the centre of mass (3,)."""
+    w = MomentumWorkspace.of(model)
     out = np.empty(9)
     momentum_kernel(model.arrays, q, v, w.R, w.p, w.S, w.nv_joint, w.RJ, w.world_R, w.world_p, w.vel, w.tmp, out)
     return out[:6], out[6:] / model.total_mass if model.total_mass > 0 else np.zeros(3)
 
 
 def _about_com(h_O: np.ndarray, com: np.ndarray) -> np.ndarray:
-    """k_G = k_O - c x l (force transform)."""
+    """k_G = k_O - c x l (the force transform), for one or N momenta."""
     h_G = h_O.copy()
-    h_G[..., :3] -= np.cross(com, h_O[..., 3:])
+    c, l = com.T, h_O.T[3:]
+    h_G.T[0] -= c[1] * l[2] - c[2] * l[1]
+    h_G.T[1] -= c[2] * l[0] - c[0] * l[2]
+    h_G.T[2] -= c[0] * l[1] - c[1] * l[0]
     return h_G
 
 
@@ -121,10 +125,11 @@ def centroidal_momentum(model: Model, q, v) -> np.ndarray:
 def centroidal_momentum_matrix(model: Model, q) -> np.ndarray:
     """A_G (6, nv) with h_G = A_G v."""
     q = inputs.configuration(model, q, batch=False)
-    w = CrbaWorkspace(model)
+    w = MomentumWorkspace.of(model)
     A = np.empty((6, model.nv))
     momentum_matrix_kernel(model.arrays, q, A, w.R, w.p, w.S, w.nv_joint, w.RJ, w.world_R, w.world_p,
                            w.composite, w.X, w.work)
-    com = center_of_mass(model, q)
-    A[:3] -= np.cross(com, A[3:].T).T
-    return A
+    # the centre of mass from the poses just computed: m c = sum_i (R_i h_i + m_i p_i)
+    first_moment = np.einsum("bij,bj->i", w.world_R, model.first_moment) + model.mass @ w.world_p
+    com = first_moment / model.total_mass if model.total_mass > 0 else np.zeros(3)
+    return _about_com(A.T, com).T

@@ -93,7 +93,7 @@ def mass_matrix(model: Model, q) -> np.ndarray:
         M = np.empty((q.shape[0], model.nv, model.nv))
         crba_batch_kernel(model.arrays, q, M)
         return M
-    w = CrbaWorkspace(model)
+    w = CrbaWorkspace.of(model)
     M = np.empty((model.nv, model.nv))
     crba_kernel(model.arrays, q, M, w.R, w.p, w.S, w.nv_joint, w.RJ, w.composite, w.X, w.work, w.F)
     return M

@@ -29,7 +29,17 @@ def body_poses_kernel(arrays, q, R, p, S, nv_joint, RJ, world_R, world_p):
 
 
 class Workspace:
-    """Per-call scratch arrays of the recursions (the model stays constant)."""
+    """Scratch arrays of the recursions, one set per model, workspace type and
+    thread (the model itself stays constant). Get one with `of(model)`."""
+
+    @classmethod
+    def of(cls, model: Model):
+        scratch = model.scratch
+        workspace = getattr(scratch, cls.__name__, None)
+        if workspace is None:
+            workspace = cls(model)
+            setattr(scratch, cls.__name__, workspace)
+        return workspace
 
     def __init__(self, model: Model):
         n = model.nbodies
@@ -45,9 +55,9 @@ class Workspace:
 def body_poses(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
     """World <- body rotation (nbodies, 3, 3) and translation (nbodies, 3) at q."""
     q = inputs.configuration(model, q, batch=False)
-    w = Workspace(model)
+    w = Workspace.of(model)
     body_poses_kernel(model.arrays, q, w.R, w.p, w.S, w.nv_joint, w.RJ, w.world_R, w.world_p)
-    return w.world_R, w.world_p
+    return w.world_R.copy(), w.world_p.copy()
 
 
 def frame_pose(model: Model, q, frame: str) -> np.ndarray:
@@ -101,7 +111,7 @@ def frame_jacobian(model: Model, q, frame: str, representation: str = "body") ->
     J = np.zeros((6, model.nv))
     if placement.body < 0:
         return J
-    w = Workspace(model)
+    w = Workspace.of(model)
     spatial_jacobian_kernel(model.arrays, q, placement.body, J, w.R, w.p, w.S, w.nv_joint, w.RJ,
                             w.world_R, w.world_p, np.empty(6))
     if representation == "spatial":

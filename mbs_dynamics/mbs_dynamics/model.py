@@ -23,6 +23,7 @@ Everything the compiled recursions need is a flat per-body array:
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,6 +66,7 @@ class Model:
         self.gravity = gravity
         self.gravity.setflags(write=False)
         self.warnings = description.warnings
+        self.scratch = threading.local()  # per-thread workspaces of the algorithms (kinematics.Workspace)
         _Builder(self, description).build()
         for array in vars(self).values():
             if isinstance(array, np.ndarray):

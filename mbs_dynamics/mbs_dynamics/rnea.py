@@ -109,7 +109,7 @@ def _rnea(model: Model, q, v, a, f_ext_bodies=_NO_FORCE, gravity=None) -> np.nda
         tau = np.empty((q.shape[0], model.nv))
         rnea_batch_kernel(model.arrays, gravity, q, v, a, tau)
         return tau
-    w = RneaWorkspace(model)
+    w = RneaWorkspace.of(model)
     tau = np.empty(model.nv)
     rnea_kernel(model.arrays, gravity, q, v, a, f_ext_bodies, tau, w.R, w.p, w.S, w.nv_joint, w.RJ,
                 w.vel, w.acc, w.force, w.tmp)

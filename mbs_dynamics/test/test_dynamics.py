@@ -196,3 +196,39 @@ def test_bad_representation_and_frame():
     with pytest.raises(ValueError, match="has no frame 'hand'"):
         mbs.frame_jacobian(model, q, "hand")
     assert not mbs.frame_jacobian(model, q, "base_link").any()  # fixed to the world
+
+
+def test_concurrent_calls_from_threads_give_the_sequential_answers():
+    """Scratch arrays are per thread: a multi-threaded executor may call from many threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pair = Pair(robot_path("talos"), floating_base=True)
+    model = pair.model
+    rng = np.random.default_rng(19)
+    states = [pair.random_state(rng) for _ in range(64)]
+
+    def everything(state):
+        q, v, tau = state
+        return (mbs.inverse_dynamics(model, q, v, tau), mbs.forward_dynamics(model, q, v, tau),
+                mbs.mass_matrix(model, q), mbs.centroidal_momentum(model, q, v),
+                mbs.frame_jacobian(model, q, "left_sole_link"), mbs.body_poses(model, q)[1])
+
+    sequential = [everything(s) for s in states]
+    with ThreadPoolExecutor(8) as pool:
+        concurrent = list(pool.map(everything, states * 4))
+    for k, results in enumerate(concurrent):
+        for got, expected in zip(results, sequential[k % 64], strict=True):
+            np.testing.assert_array_equal(got, expected)
+
+
+def test_results_do_not_alias_scratch_arrays():
+    model = mbs.Model.from_urdf_file(mbs.bundled_robot("arm7"))
+    q1, q2 = np.zeros(7), np.full(7, 0.5)
+    poses = mbs.body_poses(model, q1)[1].copy()
+    first = mbs.body_poses(model, q1)[1]
+    mbs.body_poses(model, q2)
+    np.testing.assert_array_equal(first, poses)
+    tau = mbs.gravity_torques(model, q1)
+    saved = tau.copy()
+    mbs.gravity_torques(model, q2)
+    np.testing.assert_array_equal(tau, saved)

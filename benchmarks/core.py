@@ -75,39 +75,43 @@ def main():
           f"python {sys.version.split()[0]}")
     print(f"{'robot':8} {'nv':>3} {'function':28} {'ours us':>9} {'pin us':>8} {'ratio':>6}")
     for name in arguments.robots.split(","):
-        path, floating = ROBOTS[name]
-        path = str(ROBOTS_DIR / path)
-        model = mbs.Model.from_urdf_file(path, floating_base=floating, mimic="independent")
-        pin_model = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
-                     else pin.buildModelFromUrdf(path))
-        data = pin_model.createData()
-        q, v, a = random_state(model, rng)
-        qp, P = to_pinocchio(model, pin_model, q, v)
-        vp, ap = P.T @ v, P.T @ a
-        cases = [
-            ("inverse_dynamics", lambda: mbs.inverse_dynamics(model, q, v, a),
-             lambda: pin.rnea(pin_model, data, qp, vp, ap)),
-            ("forward_dynamics", lambda: mbs.forward_dynamics(model, q, v, a),
-             lambda: pin.aba(pin_model, data, qp, vp, ap)),
-            ("mass_matrix", lambda: mbs.mass_matrix(model, q), lambda: pin.crba(pin_model, data, qp)),
-            ("nonlinear_effects", lambda: mbs.nonlinear_effects(model, q, v),
-             lambda: pin.nonLinearEffects(pin_model, data, qp, vp)),
-            ("centroidal_momentum", lambda: mbs.centroidal_momentum(model, q, v),
-             lambda: pin.computeCentroidalMomentum(pin_model, data, qp, vp)),
-            ("centroidal_momentum_matrix", lambda: mbs.centroidal_momentum_matrix(model, q),
-             lambda: pin.computeCentroidalMap(pin_model, data, qp)),
-        ]
-        for function, ours, theirs in cases:
-            ours_us, theirs_us = per_call_us(ours, arguments.calls), per_call_us(theirs, arguments.calls)
-            print(f"{name:8} {model.nv:3d} {function:28} {ours_us:9.2f} {theirs_us:8.2f} {ours_us / theirs_us:6.2f}")
-        states = [random_state(model, rng) for _ in range(1000)]
-        Q, V, A = (np.array(x) for x in zip(*states, strict=True))
-        pin_states = [(to_pinocchio(model, pin_model, s[0], s[1])[0], P.T @ s[1], P.T @ s[2]) for s in states]
-        ours_ms = min(timeit.repeat(lambda: mbs.inverse_dynamics(model, Q, V, A), number=3, repeat=3)) / 3 * 1e3
-        theirs_ms = min(timeit.repeat(lambda: [pin.rnea(pin_model, data, *s) for s in pin_states],
-                                      number=3, repeat=3)) / 3 * 1e3
-        print(f"{name:8} {model.nv:3d} {'batch 1000 inverse_dynamics':28} {ours_ms * 1e3:9.0f} "
-              f"{theirs_ms * 1e3:8.0f} {ours_ms / theirs_ms:6.2f}   (us per batch; Pinocchio: Python loop)")
+        benchmark_robot(name, arguments.calls, rng)
+
+
+def benchmark_robot(name: str, calls: int, rng) -> None:
+    path, floating = ROBOTS[name]
+    path = str(ROBOTS_DIR / path)
+    model = mbs.Model.from_urdf_file(path, floating_base=floating, mimic="independent")
+    pin_model = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
+                 else pin.buildModelFromUrdf(path))
+    data = pin_model.createData()
+    q, v, a = random_state(model, rng)
+    qp, P = to_pinocchio(model, pin_model, q, v)
+    vp, ap = P.T @ v, P.T @ a
+    cases = [
+        ("inverse_dynamics", lambda: mbs.inverse_dynamics(model, q, v, a),
+         lambda: pin.rnea(pin_model, data, qp, vp, ap)),
+        ("forward_dynamics", lambda: mbs.forward_dynamics(model, q, v, a),
+         lambda: pin.aba(pin_model, data, qp, vp, ap)),
+        ("mass_matrix", lambda: mbs.mass_matrix(model, q), lambda: pin.crba(pin_model, data, qp)),
+        ("nonlinear_effects", lambda: mbs.nonlinear_effects(model, q, v),
+         lambda: pin.nonLinearEffects(pin_model, data, qp, vp)),
+        ("centroidal_momentum", lambda: mbs.centroidal_momentum(model, q, v),
+         lambda: pin.computeCentroidalMomentum(pin_model, data, qp, vp)),
+        ("centroidal_momentum_matrix", lambda: mbs.centroidal_momentum_matrix(model, q),
+         lambda: pin.computeCentroidalMap(pin_model, data, qp)),
+    ]
+    for function, ours, theirs in cases:
+        ours_us, theirs_us = per_call_us(ours, calls), per_call_us(theirs, calls)
+        print(f"{name:8} {model.nv:3d} {function:28} {ours_us:9.2f} {theirs_us:8.2f} {ours_us / theirs_us:6.2f}")
+    states = [random_state(model, rng) for _ in range(1000)]
+    Q, V, A = (np.array(x) for x in zip(*states, strict=True))
+    pin_states = [(to_pinocchio(model, pin_model, s[0], s[1])[0], P.T @ s[1], P.T @ s[2]) for s in states]
+    ours_ms = min(timeit.repeat(lambda: mbs.inverse_dynamics(model, Q, V, A), number=3, repeat=3)) / 3 * 1e3
+    theirs_ms = min(timeit.repeat(lambda: [pin.rnea(pin_model, data, *s) for s in pin_states],
+                                  number=3, repeat=3)) / 3 * 1e3
+    print(f"{name:8} {model.nv:3d} {'batch 1000 inverse_dynamics':28} {ours_ms * 1e3:9.0f} "
+          f"{theirs_ms * 1e3:8.0f} {ours_ms / theirs_ms:6.2f}   (us per batch; Pinocchio: Python loop)")
 
 
 if __name__ == "__main__":

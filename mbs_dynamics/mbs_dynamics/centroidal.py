@@ -87,10 +87,10 @@ def _momentum(model: Model, q, v):
 def _about_com(h_O: np.ndarray, com: np.ndarray) -> np.ndarray:
     """k_G = k_O - c x l (the force transform), for one or N momenta."""
     h_G = h_O.copy()
-    c, l = com.T, h_O.T[3:]
-    h_G.T[0] -= c[1] * l[2] - c[2] * l[1]
-    h_G.T[1] -= c[2] * l[0] - c[0] * l[2]
-    h_G.T[2] -= c[0] * l[1] - c[1] * l[0]
+    c, linear = com.T, h_O.T[3:]
+    h_G.T[0] -= c[1] * linear[2] - c[2] * linear[1]
+    h_G.T[1] -= c[2] * linear[0] - c[0] * linear[2]
+    h_G.T[2] -= c[0] * linear[1] - c[1] * linear[0]
     return h_G
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit, prange
 
 from mbs_dynamics import inputs
-from mbs_dynamics.joints import forward_pass, joint_bias_add
+from mbs_dynamics.joints import body_inertias, forward_pass, joint_bias_add
 from mbs_dynamics.kinematics import Workspace
 from mbs_dynamics.model import Model
 from mbs_dynamics.spatial import (
@@ -20,7 +20,6 @@ from mbs_dynamics.spatial import (
     inertia_times_motion,
     motion_matrix_to_child,
     motion_to_child,
-    spatial_inertia_matrix,
 )
 
 # A joint whose articulated inertia D = S^T I^A S has a pivot below this
@@ -68,11 +67,9 @@ def invert_small(D, n, out, scale, A):
 def articulated_inertias(arrays, R, p, S, nv_joint, IA, U, Dinv, X, work, augmented, scale):
     """Pass 2 of the ABA for the inertias (q only). Returns the first body whose
     D is singular, or -1. U[i, k] is column k of U_i = I^A_i S_i."""
-    parent, mass, first_moment, rotational_inertia = arrays[0], arrays[9], arrays[10], arrays[11]
-    n = parent.shape[0]
-    for i in range(n):
-        spatial_inertia_matrix(mass[i], first_moment[i], rotational_inertia[i], IA[i])
-    for i in range(n - 1, -1, -1):
+    parent = arrays[0]
+    body_inertias(arrays, IA)
+    for i in range(parent.shape[0] - 1, -1, -1):
         ni = nv_joint[i]
         for k in range(ni):
             for r in range(6):

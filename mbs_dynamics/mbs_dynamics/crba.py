@@ -5,20 +5,18 @@ import numpy as np
 from numba import njit, prange
 
 from mbs_dynamics import inputs
-from mbs_dynamics.joints import forward_pass
+from mbs_dynamics.joints import body_inertias, forward_pass
 from mbs_dynamics.kinematics import Workspace
 from mbs_dynamics.model import Model
-from mbs_dynamics.spatial import congruence_add, force_to_parent_add, motion_matrix_to_child, spatial_inertia_matrix
+from mbs_dynamics.spatial import congruence_add, force_to_parent_add, motion_matrix_to_child
 
 
 @njit(cache=True)
 def composite_inertias(arrays, R, p, composite, X, work):
     """composite[i]: spatial inertia (6x6, body frame) of body i and all bodies it carries."""
-    parent, mass, first_moment, rotational_inertia = arrays[0], arrays[9], arrays[10], arrays[11]
-    n = parent.shape[0]
-    for i in range(n):
-        spatial_inertia_matrix(mass[i], first_moment[i], rotational_inertia[i], composite[i])
-    for i in range(n - 1, -1, -1):
+    parent = arrays[0]
+    body_inertias(arrays, composite)
+    for i in range(parent.shape[0] - 1, -1, -1):
         lam = parent[i]
         if lam >= 0:
             motion_matrix_to_child(R[i], p[i], X)

@@ -17,7 +17,7 @@ import math
 from numba import njit
 
 from mbs_dynamics.model import PLANAR, PRISMATIC, REVOLUTE
-from mbs_dynamics.spatial import quaternion_to_rotation, rotation_about_axis
+from mbs_dynamics.spatial import quaternion_to_rotation, rotation_about_axis, spatial_inertia_matrix
 
 
 @njit(cache=True, inline="always")
@@ -101,3 +101,11 @@ def forward_pass(arrays, q, R, p, S, nv_joint, RJ):
         joint_placement(kind[i], axis[i], plane[i], tree_R[i], tree_p[i], q, q_start[i], coupling[i],
                         R[i], p[i], RJ)
         nv_joint[i] = motion_subspace(kind[i], axis[i], plane[i], q, q_start[i], coupling[i], S[i])
+
+
+@njit(cache=True)
+def body_inertias(arrays, out):
+    """out[i]: the 6x6 spatial inertia of body i in its frame (RBDL eq. 9)."""
+    mass, first_moment, rotational_inertia = arrays[9], arrays[10], arrays[11]
+    for i in range(mass.shape[0]):
+        spatial_inertia_matrix(mass[i], first_moment[i], rotational_inertia[i], out[i])

@@ -116,11 +116,6 @@ def _rnea(model: Model, q, v, a, f_ext_bodies=_NO_FORCE, gravity=None) -> np.nda
     return tau
 
 
-def _broadcast(q, *others):
-    """Zero vectors of the right shape where an input is None."""
-    return [np.zeros(q.shape[:-1] + (n,)) if x is None else x for x, n in others]
-
-
 def inverse_dynamics(model: Model, q, v, a, f_ext=None) -> np.ndarray:
     """tau = M(q) a + C(q, v) v + g(q) - sum_i J_i^T f_i (RNEA, O(n)).
 

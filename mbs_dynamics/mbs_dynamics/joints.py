@@ -93,15 +93,43 @@ def joint_bias_add(kind, axis, S, v, v0, out):
     out[5] -= theta_dot * (axis[0] * l1 - axis[1] * l0)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def forward_pass(arrays, q, R, p, S, nv_joint, RJ):
-    """Every body's placement in its parent (R, p) and motion subspace (S, nv_joint) at q."""
+    """Every body's placement in its parent (R, p) and motion subspace (S, nv_joint)
+    at q: joint_placement and motion_subspace for all bodies, fused into one loop
+    over scalars (a helper call per body costs ten times the arithmetic)."""
     parent, kind, q_start, v_start, coupling, tree_R, tree_p, axis, plane = arrays[:9]
     for i in range(parent.shape[0]):
-        joint_placement(kind[i], axis[i], plane[i], tree_R[i], tree_p[i], q, q_start[i], coupling[i],
-                        R[i], p[i], RJ)
-        nv_joint[i] = motion_subspace(kind[i], axis[i], plane[i], q, q_start[i], coupling[i], S[i])
-
+        k = kind[i]
+        if k != REVOLUTE and k != PRISMATIC:
+            joint_placement(k, axis[i], plane[i], tree_R[i], tree_p[i], q, q_start[i], coupling[i],
+                            R[i], p[i], RJ)
+            nv_joint[i] = motion_subspace(k, axis[i], plane[i], q, q_start[i], coupling[i], S[i])
+            continue
+        value = coupling[i, 0] * q[q_start[i]] + coupling[i, 1]
+        x, y, z = axis[i, 0], axis[i, 1], axis[i, 2]
+        for r in range(6):
+            S[i, r, 0] = 0.0
+        nv_joint[i] = 1
+        if k == REVOLUTE:
+            c, s = math.cos(value), math.sin(value)
+            t = 1.0 - c
+            j00, j01, j02 = c + t * x * x, t * x * y - s * z, t * x * z + s * y
+            j10, j11, j12 = t * x * y + s * z, c + t * y * y, t * y * z - s * x
+            j20, j21, j22 = t * x * z - s * y, t * y * z + s * x, c + t * z * z
+            for r in range(3):
+                a0, a1, a2 = tree_R[i, r, 0], tree_R[i, r, 1], tree_R[i, r, 2]
+                R[i, r, 0] = a0 * j00 + a1 * j10 + a2 * j20
+                R[i, r, 1] = a0 * j01 + a1 * j11 + a2 * j21
+                R[i, r, 2] = a0 * j02 + a1 * j12 + a2 * j22
+                p[i, r] = tree_p[i, r]
+            S[i, 0, 0], S[i, 1, 0], S[i, 2, 0] = coupling[i, 0] * x, coupling[i, 0] * y, coupling[i, 0] * z
+        else:  # PRISMATIC
+            for r in range(3):
+                a0, a1, a2 = tree_R[i, r, 0], tree_R[i, r, 1], tree_R[i, r, 2]
+                R[i, r, 0], R[i, r, 1], R[i, r, 2] = a0, a1, a2
+                p[i, r] = tree_p[i, r] + (a0 * x + a1 * y + a2 * z) * value
+            S[i, 3, 0], S[i, 4, 0], S[i, 5, 0] = coupling[i, 0] * x, coupling[i, 0] * y, coupling[i, 0] * z
 
 @njit(cache=True)
 def body_inertias(arrays, out):

@@ -9,10 +9,48 @@ something to guess around.
 import math
 
 import numpy as np
+from numba import njit
 
 from mbs_dynamics.model import Model
 
 QUATERNION_TOLERANCE = 1e-3
+
+
+@njit(cache=True)
+def invalid(arrays, q, v, a):
+    """0 if q, v, a are finite and every quaternion of q is within the tolerance
+    of unit length; 1 otherwise (the kernels check this first, for nanoseconds;
+    explain() then says what is wrong)."""
+    for x in (q, v, a):
+        for k in range(x.shape[0]):
+            if not math.isfinite(x[k]):
+                return 1
+    for start in arrays[12]:
+        norm = math.sqrt(q[start] ** 2 + q[start + 1] ** 2 + q[start + 2] ** 2 + q[start + 3] ** 2)
+        if abs(norm - 1.0) > QUATERNION_TOLERANCE:
+            return 1
+    return 0
+
+
+def shaped(model: Model, value, size: int, name: str, batch: bool = True) -> np.ndarray:
+    """value as C-contiguous float64 of shape (size,) or, when batch, (N, size).
+    Values are checked by the kernels (invalid); explain() reports them."""
+    array = np.ascontiguousarray(value, dtype=np.float64)
+    if array.shape == (size,):
+        return array
+    if not batch or array.ndim != 2 or array.shape[1] != size:
+        expected = f"({size},)" if not batch else f"({size},) or (N, {size})"
+        raise ValueError(f"{name} must have shape {expected} for model '{model.name}', got {array.shape}")
+    return array
+
+
+def explain(model: Model, q, *vectors) -> None:
+    """Raise the ValueError that says what is wrong with q and the named vectors
+    [(value, name), ...], after a kernel found them invalid."""
+    configuration(model, q)
+    for value, name in vectors:
+        vector(model, value, model.nv, name)
+    raise AssertionError("a kernel reported invalid input that the checks accept")
 
 
 def vector(model: Model, value, size: int, name: str, batch: bool = True) -> np.ndarray:
@@ -56,6 +94,8 @@ def configuration(model: Model, q, batch: bool = True) -> np.ndarray:
 
 def same_batch(*arrays) -> int:
     """The batch size N shared by the arrays (0 when none is batched)."""
+    if all(a.ndim == 1 for a in arrays):
+        return 0
     sizes = {a.shape[0] for a in arrays if a.ndim == 2}
     single = any(a.ndim == 1 for a in arrays)
     if len(sizes) > 1 or (sizes and single):

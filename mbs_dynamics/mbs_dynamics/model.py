@@ -241,9 +241,10 @@ class _Builder:
                                   if joint_type[b] == FLOATING)
 
         # What the compiled recursions read (joints.forward_pass and the algorithms).
+        model.quaternion_starts = np.array([start for start, _ in model.quaternions], dtype=np.int64)
         model.arrays = (model.parent, model.joint_type, model.q_start, model.v_start, model.coupling,
                         model.tree_rotation, model.tree_translation, model.axis, model.plane,
-                        model.mass, model.first_moment, model.rotational_inertia)
+                        model.mass, model.first_moment, model.rotational_inertia, model.quaternion_starts)
 
     def _limits(self, by_name):
         """Position limits (nq), velocity and effort limits, damping, friction (nv)."""

@@ -6,55 +6,102 @@ import numpy as np
 from numba import njit, prange
 
 from mbs_dynamics import inputs
+from mbs_dynamics.inputs import invalid
 from mbs_dynamics.joints import forward_pass, joint_bias_add
 from mbs_dynamics.kinematics import Workspace
 from mbs_dynamics.model import Model
-from mbs_dynamics.spatial import (
-    cross_force_add,
-    cross_motion_add,
-    force_to_parent_add,
-    inertia_times_motion,
-    motion_to_child,
-)
+from mbs_dynamics.spatial import force_to_parent_add
 
 
 @njit(cache=True)
 def rnea_kernel(arrays, gravity, q, v, a, f_ext, tau, R, p, S, nv_joint, RJ, vel, acc, force, tmp):
-    """tau = ID(q, v, a); f_ext[i]: wrench on body i (body frame, about its origin), or none (0 rows)."""
+    """tau = ID(q, v, a); f_ext[i]: wrench on body i (body frame, about its origin), or none (0 rows).
+
+    Written over scalars, body by body (F&O eqs. 1-8):
+        v_i = X v_λ + S qd,  a_i = X a_λ + S qdd + c_J + v_i x S qd,
+        f_i = I a_i + v_i x* I v_i - f_ext_i,  tau_i = S^T f_i,  f_λ += X^T f_i.
+    Returns 1 without computing when an input is invalid (inputs.invalid), else 0.
+    """
+    if invalid(arrays, q, v, a):
+        return 1
     parent, kind, v_start = arrays[0], arrays[1], arrays[3]
     mass, first_moment, rotational_inertia = arrays[9], arrays[10], arrays[11]
     forward_pass(arrays, q, R, p, S, nv_joint, RJ)
     n = parent.shape[0]
-    # tmp[0] = 0 (the world's velocity), tmp[1] = -g (the world's acceleration), tmp[2] = v_J, tmp[3] = I v
-    for k in range(6):
-        tmp[0, k] = 0.0
-        tmp[1, k] = 0.0
-    tmp[1, 3], tmp[1, 4], tmp[1, 5] = -gravity[0], -gravity[1], -gravity[2]
+    has_external = f_ext.shape[0] > 0
     for i in range(n):
         lam = parent[i]
-        v0 = v_start[i]
-        if lam < 0:
-            motion_to_child(R[i], p[i], tmp[0], vel[i])
-            motion_to_child(R[i], p[i], tmp[1], acc[i])
+        if lam < 0:  # the world: at rest, accelerating at -g
+            pw0 = pw1 = pw2 = pv0 = pv1 = pv2 = 0.0
+            aw0 = aw1 = aw2 = 0.0
+            av0, av1, av2 = -gravity[0], -gravity[1], -gravity[2]
         else:
-            motion_to_child(R[i], p[i], vel[lam], vel[i])
-            motion_to_child(R[i], p[i], acc[lam], acc[i])
+            pw0, pw1, pw2, pv0, pv1, pv2 = vel[lam, 0], vel[lam, 1], vel[lam, 2], vel[lam, 3], vel[lam, 4], vel[lam, 5]
+            aw0, aw1, aw2, av0, av1, av2 = acc[lam, 0], acc[lam, 1], acc[lam, 2], acc[lam, 3], acc[lam, 4], acc[lam, 5]
+        # child <- parent: [R^T w; R^T (v - p x w)]
+        x, y, z = p[i, 0], p[i, 1], p[i, 2]
+        t0, t1, t2 = pv0 - (y * pw2 - z * pw1), pv1 - (z * pw0 - x * pw2), pv2 - (x * pw1 - y * pw0)
+        u0, u1, u2 = av0 - (y * aw2 - z * aw1), av1 - (z * aw0 - x * aw2), av2 - (x * aw1 - y * aw0)
+        for k in range(3):
+            r0, r1, r2 = R[i, 0, k], R[i, 1, k], R[i, 2, k]
+            vel[i, k] = r0 * pw0 + r1 * pw1 + r2 * pw2
+            vel[i, 3 + k] = r0 * t0 + r1 * t1 + r2 * t2
+            acc[i, k] = r0 * aw0 + r1 * aw1 + r2 * aw2
+            acc[i, 3 + k] = r0 * u0 + r1 * u1 + r2 * u2
+        v0 = v_start[i]
         vJ = tmp[2]
-        for r in range(6):
-            s_v = 0.0
-            s_a = 0.0
-            for k in range(nv_joint[i]):
-                s_v += S[i, r, k] * v[v0 + k]
-                s_a += S[i, r, k] * a[v0 + k]
-            vJ[r] = s_v
-            vel[i, r] += s_v
-            acc[i, r] += s_a
-        joint_bias_add(kind[i], arrays[7][i], S[i], v, v0, acc[i])
-        cross_motion_add(vel[i], vJ, acc[i])
-        inertia_times_motion(mass[i], first_moment[i], rotational_inertia[i], acc[i], force[i])
-        inertia_times_motion(mass[i], first_moment[i], rotational_inertia[i], vel[i], tmp[3])
-        cross_force_add(vel[i], tmp[3], force[i])
-        if f_ext.shape[0] > 0:
+        if nv_joint[i] == 1:
+            qd, qdd = v[v0], a[v0]
+            for r in range(6):
+                s_r = S[i, r, 0]
+                vJ[r] = s_r * qd
+                vel[i, r] += s_r * qd
+                acc[i, r] += s_r * qdd
+        else:
+            for r in range(6):
+                s_v = 0.0
+                s_a = 0.0
+                for k in range(nv_joint[i]):
+                    s_v += S[i, r, k] * v[v0 + k]
+                    s_a += S[i, r, k] * a[v0 + k]
+                vJ[r] = s_v
+                vel[i, r] += s_v
+                acc[i, r] += s_a
+            joint_bias_add(kind[i], arrays[7][i], S[i], v, v0, acc[i])
+        w0, w1, w2, l0, l1, l2 = vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5]
+        j0, j1, j2, j3, j4, j5 = vJ[0], vJ[1], vJ[2], vJ[3], vJ[4], vJ[5]
+        # a += v x vJ = [w x jw; w x jv + l x jw]
+        b0 = acc[i, 0] + w1 * j2 - w2 * j1
+        b1 = acc[i, 1] + w2 * j0 - w0 * j2
+        b2 = acc[i, 2] + w0 * j1 - w1 * j0
+        b3 = acc[i, 3] + w1 * j5 - w2 * j4 + l1 * j2 - l2 * j1
+        b4 = acc[i, 4] + w2 * j3 - w0 * j5 + l2 * j0 - l0 * j2
+        b5 = acc[i, 5] + w0 * j4 - w1 * j3 + l0 * j1 - l1 * j0
+        acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3], acc[i, 4], acc[i, 5] = b0, b1, b2, b3, b4, b5
+        # f = I a + v x* (I v), I = (m, h, I_O): I [w; l] = [I_O w + h x l; m l - h x w]
+        m = mass[i]
+        h0, h1, h2 = first_moment[i, 0], first_moment[i, 1], first_moment[i, 2]
+        I = rotational_inertia[i]  # noqa: E741
+        n0 = I[0, 0] * b0 + I[0, 1] * b1 + I[0, 2] * b2 + h1 * b5 - h2 * b4
+        n1 = I[1, 0] * b0 + I[1, 1] * b1 + I[1, 2] * b2 + h2 * b3 - h0 * b5
+        n2 = I[2, 0] * b0 + I[2, 1] * b1 + I[2, 2] * b2 + h0 * b4 - h1 * b3
+        f0 = m * b3 - (h1 * b2 - h2 * b1)
+        f1 = m * b4 - (h2 * b0 - h0 * b2)
+        f2 = m * b5 - (h0 * b1 - h1 * b0)
+        k0 = I[0, 0] * w0 + I[0, 1] * w1 + I[0, 2] * w2 + h1 * l2 - h2 * l1
+        k1 = I[1, 0] * w0 + I[1, 1] * w1 + I[1, 2] * w2 + h2 * l0 - h0 * l2
+        k2 = I[2, 0] * w0 + I[2, 1] * w1 + I[2, 2] * w2 + h0 * l1 - h1 * l0
+        g0 = m * l0 - (h1 * w2 - h2 * w1)
+        g1 = m * l1 - (h2 * w0 - h0 * w2)
+        g2 = m * l2 - (h0 * w1 - h1 * w0)
+        # v x* [k; g] = [w x k + l x g; w x g]
+        force[i, 0] = n0 + w1 * k2 - w2 * k1 + l1 * g2 - l2 * g1
+        force[i, 1] = n1 + w2 * k0 - w0 * k2 + l2 * g0 - l0 * g2
+        force[i, 2] = n2 + w0 * k1 - w1 * k0 + l0 * g1 - l1 * g0
+        force[i, 3] = f0 + w1 * g2 - w2 * g1
+        force[i, 4] = f1 + w2 * g0 - w0 * g2
+        force[i, 5] = f2 + w0 * g1 - w1 * g0
+        if has_external:
             for r in range(6):
                 force[i, r] -= f_ext[i, r]
     for k in range(tau.shape[0]):
@@ -69,10 +116,11 @@ def rnea_kernel(arrays, gravity, q, v, a, f_ext, tau, R, p, S, nv_joint, RJ, vel
         lam = parent[i]
         if lam >= 0:
             force_to_parent_add(R[i], p[i], force[i], force[lam])
+    return 0
 
 
 @njit(cache=True, parallel=True)
-def rnea_batch_kernel(arrays, gravity, q, v, a, tau):
+def rnea_batch_kernel(arrays, gravity, q, v, a, tau, status):
     n = arrays[0].shape[0]
     no_force = np.empty((0, 6))
     for b in prange(q.shape[0]):
@@ -85,8 +133,8 @@ def rnea_batch_kernel(arrays, gravity, q, v, a, tau):
         acc = np.empty((n, 6))
         force = np.empty((n, 6))
         tmp = np.empty((4, 6))
-        rnea_kernel(arrays, gravity, q[b], v[b], a[b], no_force, tau[b], R, p, S, nv_joint, RJ,
-                    vel, acc, force, tmp)
+        status[b] = rnea_kernel(arrays, gravity, q[b], v[b], a[b], no_force, tau[b], R, p, S, nv_joint, RJ,
+                                vel, acc, force, tmp)
 
 
 class RneaWorkspace(Workspace):
@@ -102,17 +150,20 @@ class RneaWorkspace(Workspace):
 _NO_FORCE = np.empty((0, 6))
 
 
-def _rnea(model: Model, q, v, a, f_ext_bodies=_NO_FORCE, gravity=None) -> np.ndarray:
-    """RNEA on checked inputs, one state or a batch."""
-    gravity = model.gravity if gravity is None else gravity
+def _rnea(model: Model, q, v, a, f_ext_bodies=_NO_FORCE, names=("v", "a")) -> np.ndarray:
+    """RNEA on shaped inputs, one state or a batch; invalid values raise (inputs.explain)."""
     if q.ndim == 2:
         tau = np.empty((q.shape[0], model.nv))
-        rnea_batch_kernel(model.arrays, gravity, q, v, a, tau)
-        return tau
-    w = RneaWorkspace.of(model)
-    tau = np.empty(model.nv)
-    rnea_kernel(model.arrays, gravity, q, v, a, f_ext_bodies, tau, w.R, w.p, w.S, w.nv_joint, w.RJ,
-                w.vel, w.acc, w.force, w.tmp)
+        status = np.empty(q.shape[0], dtype=np.int64)
+        rnea_batch_kernel(model.arrays, model.gravity, q, v, a, tau, status)
+        failed = bool(status.any())
+    else:
+        w = RneaWorkspace.of(model)
+        tau = np.empty(model.nv)
+        failed = rnea_kernel(model.arrays, model.gravity, q, v, a, f_ext_bodies, tau, w.R, w.p, w.S,
+                             w.nv_joint, w.RJ, w.vel, w.acc, w.force, w.tmp)
+    if failed:
+        inputs.explain(model, q, *((x, name) for x, name in zip((v, a), names, strict=True) if name))
     return tau
 
 
@@ -124,30 +175,30 @@ def inverse_dynamics(model: Model, q, v, a, f_ext=None) -> np.ndarray:
     contact forces, DESIGN.md §2). q, v, a may carry a leading batch dimension
     (then f_ext must be None).
     """
-    q = inputs.configuration(model, q)
-    v = inputs.vector(model, v, model.nv, "v")
-    a = inputs.vector(model, a, model.nv, "a")
+    q = inputs.shaped(model, q, model.nq, "q")
+    v = inputs.shaped(model, v, model.nv, "v")
+    a = inputs.shaped(model, a, model.nv, "a")
     batch = inputs.same_batch(q, v, a)
     if f_ext:
         if batch:
             raise ValueError("f_ext is not supported with a batch of states")
-        return _rnea(model, q, v, a, external_wrenches_in_bodies(model, q, f_ext))
+        return _rnea(model, q, v, a, external_wrenches_in_bodies(model, inputs.configuration(model, q), f_ext))
     return _rnea(model, q, v, a)
 
 
 def nonlinear_effects(model: Model, q, v) -> np.ndarray:
     """h(q, v) = C(q, v) v + g(q) = RNEA(q, v, 0)."""
-    q = inputs.configuration(model, q)
-    v = inputs.vector(model, v, model.nv, "v")
+    q = inputs.shaped(model, q, model.nq, "q")
+    v = inputs.shaped(model, v, model.nv, "v")
     inputs.same_batch(q, v)
-    return _rnea(model, q, v, np.zeros_like(v))
+    return _rnea(model, q, v, np.zeros_like(v), names=("v", None))
 
 
 def gravity_torques(model: Model, q) -> np.ndarray:
     """g(q) = RNEA(q, 0, 0)."""
-    q = inputs.configuration(model, q)
+    q = inputs.shaped(model, q, model.nq, "q")
     zero = np.zeros(q.shape[:-1] + (model.nv,))
-    return _rnea(model, q, zero, zero)
+    return _rnea(model, q, zero, zero, names=(None, None))
 
 
 def external_wrenches_in_bodies(model: Model, q, f_ext) -> np.ndarray:

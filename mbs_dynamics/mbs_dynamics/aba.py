@@ -10,6 +10,7 @@ import numpy as np
 from numba import njit, prange
 
 from mbs_dynamics import inputs
+from mbs_dynamics.inputs import invalid
 from mbs_dynamics.joints import body_inertias, forward_pass, joint_bias_add
 from mbs_dynamics.kinematics import Workspace
 from mbs_dynamics.model import Model
@@ -25,6 +26,9 @@ from mbs_dynamics.spatial import (
 # A joint whose articulated inertia D = S^T I^A S has a pivot below this
 # (relative to the robot's largest inertia) moves nothing with mass: M is singular.
 SINGULAR_PIVOT = 1e-12
+
+
+INVALID_INPUT = -2
 
 
 class SingularMassMatrix(ValueError):
@@ -165,7 +169,10 @@ def bias_and_accelerations(arrays, gravity, S, nv_joint, R, p, IA, U, Dinv, X, p
 @njit(cache=True)
 def aba_kernel(arrays, gravity, q, v, tau, f_ext, qdd, R, p, S, nv_joint, RJ, IA, U, Dinv, X, work,
                augmented, vel, c, pA, u, acc, scale):
-    """qdd = FD(q, v, tau); returns -1, or the first body whose D is singular."""
+    """qdd = FD(q, v, tau); returns -1, the first body whose D is singular, or
+    INVALID_INPUT without computing (inputs.invalid)."""
+    if invalid(arrays, q, v, tau):
+        return INVALID_INPUT
     parent, kind, v_start = arrays[0], arrays[1], arrays[3]
     mass, first_moment, rotational_inertia = arrays[9], arrays[10], arrays[11]
     forward_pass(arrays, q, R, p, S, nv_joint, RJ)
@@ -217,11 +224,11 @@ class AbaWorkspace(Workspace):
 
 
 @njit(cache=True, parallel=True)
-def aba_batch_kernel(arrays, gravity, q, v, tau, qdd, scale, singular):
+def aba_batch_kernel(arrays, gravity, q, v, tau, qdd, scale, status):
     n = arrays[0].shape[0]
     no_force = np.empty((0, 6))
     for b in prange(q.shape[0]):
-        singular[b] = aba_kernel(
+        status[b] = aba_kernel(
             arrays, gravity, q[b], v[b], tau[b], no_force, qdd[b], np.empty((n, 3, 3)), np.empty((n, 3)),
             np.empty((n, 6, 6)), np.empty(n, dtype=np.int64), np.empty((3, 3)), np.empty((n, 6, 6)),
             np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((6, 6)), np.empty((6, 6)), np.empty((6, 12)),
@@ -249,9 +256,9 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
     """
     from mbs_dynamics.rnea import external_wrenches_in_bodies, inverse_dynamics
 
-    q = inputs.configuration(model, q)
-    v = inputs.vector(model, v, model.nv, "v")
-    tau = inputs.vector(model, tau, model.nv, "tau")
+    q = inputs.shaped(model, q, model.nq, "q")
+    v = inputs.shaped(model, v, model.nv, "v")
+    tau = inputs.shaped(model, tau, model.nv, "tau")
     batch = inputs.same_batch(q, v, tau)
     if f_ext and batch:
         raise ValueError("f_ext is not supported with a batch of states")
@@ -260,6 +267,7 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
 
         M = mass_matrix(model, q)
         bias = inverse_dynamics(model, q, v, np.zeros_like(v), f_ext)
+        inputs.vector(model, tau, model.nv, "tau")
         try:
             return np.linalg.solve(M, tau - bias)
         except np.linalg.LinAlgError as error:
@@ -267,18 +275,20 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
     scale = inertia_scale(model)
     if batch:
         qdd = np.empty_like(v)
-        singular = np.empty(q.shape[0], dtype=np.int64)
-        aba_batch_kernel(model.arrays, model.gravity, q, v, tau, qdd, scale, singular)
-        if np.any(singular >= 0):
-            raise _singular(model, int(singular[singular >= 0][0]))
-        return qdd
-    f_bodies = external_wrenches_in_bodies(model, q, f_ext) if f_ext else np.empty((0, 6))
-    w = AbaWorkspace.of(model)
-    qdd = np.empty(model.nv)
-    singular = aba_kernel(model.arrays, model.gravity, q, v, tau, f_bodies, qdd, w.R, w.p, w.S, w.nv_joint,
-                          w.RJ, w.IA, w.U, w.Dinv, w.X, w.work, w.augmented, w.vel, w.c, w.pA, w.u, w.acc, scale)
-    if singular >= 0:
-        raise _singular(model, singular)
+        status = np.empty(q.shape[0], dtype=np.int64)
+        aba_batch_kernel(model.arrays, model.gravity, q, v, tau, qdd, scale, status)
+    else:
+        f_bodies = (external_wrenches_in_bodies(model, inputs.configuration(model, q), f_ext) if f_ext
+                    else np.empty((0, 6)))
+        w = AbaWorkspace.of(model)
+        qdd = np.empty(model.nv)
+        status = np.array([aba_kernel(model.arrays, model.gravity, q, v, tau, f_bodies, qdd, w.R, w.p, w.S,
+                                      w.nv_joint, w.RJ, w.IA, w.U, w.Dinv, w.X, w.work, w.augmented, w.vel,
+                                      w.c, w.pA, w.u, w.acc, scale)])
+    if np.any(status == INVALID_INPUT):
+        inputs.explain(model, q, (v, "v"), (tau, "tau"))
+    if np.any(status >= 0):
+        raise _singular(model, int(status[status >= 0][0]))
     return qdd
 
 

@@ -7,6 +7,7 @@ import numpy as np
 from numba import njit, prange
 
 from mbs_dynamics import inputs
+from mbs_dynamics.inputs import invalid
 from mbs_dynamics.crba import CrbaWorkspace, composite_inertias
 from mbs_dynamics.kinematics import body_poses_kernel
 from mbs_dynamics.model import Model
@@ -15,7 +16,10 @@ from mbs_dynamics.spatial import force_to_parent_add, inertia_times_motion, moti
 
 @njit(cache=True)
 def momentum_kernel(arrays, q, v, R, p, S, nv_joint, RJ, world_R, world_p, vel, tmp, out):
-    """out[0:6] = h_O = [k_O; l] (world axes, about the world origin); out[6:9] = m c."""
+    """out[0:6] = h_O = [k_O; l] (world axes, about the world origin); out[6:9] = m c.
+    Returns 1 without computing when q or v is invalid (inputs.invalid), else 0."""
+    if invalid(arrays, q, v, v[:0]):
+        return 1
     parent, v_start = arrays[0], arrays[3]
     mass, first_moment, rotational_inertia = arrays[9], arrays[10], arrays[11]
     body_poses_kernel(arrays, q, R, p, S, nv_joint, RJ, world_R, world_p)
@@ -35,6 +39,7 @@ def momentum_kernel(arrays, q, v, R, p, S, nv_joint, RJ, world_R, world_p, vel, 
             out[6 + r] += mass[i] * world_p[i, r] + (world_R[i, r, 0] * first_moment[i, 0]
                                                      + world_R[i, r, 1] * first_moment[i, 1]
                                                      + world_R[i, r, 2] * first_moment[i, 2])
+    return 0
 
 
 @njit(cache=True)
@@ -61,10 +66,10 @@ def momentum_matrix_kernel(arrays, q, A, R, p, S, nv_joint, RJ, world_R, world_p
 
 
 @njit(cache=True, parallel=True)
-def momentum_batch_kernel(arrays, q, v, out):
+def momentum_batch_kernel(arrays, q, v, out, status):
     n = arrays[0].shape[0]
     for b in prange(q.shape[0]):
-        momentum_kernel(arrays, q[b], v[b], np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6, 6)),
+        status[b] = momentum_kernel(arrays, q[b], v[b], np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6, 6)),
                         np.empty(n, dtype=np.int64), np.empty((3, 3)), np.empty((n, 3, 3)), np.empty((n, 3)),
                         np.empty((n, 6)), np.empty((2, 6)), out[b])
 
@@ -77,10 +82,12 @@ class MomentumWorkspace(CrbaWorkspace):
 
 
 def _momentum(model: Model, q, v):
-    """h_O (6,) and the centre of mass (3,)."""
+    """h_O (6,) and the centre of mass (3,), of shaped q and v."""
     w = MomentumWorkspace.of(model)
     out = np.empty(9)
-    momentum_kernel(model.arrays, q, v, w.R, w.p, w.S, w.nv_joint, w.RJ, w.world_R, w.world_p, w.vel, w.tmp, out)
+    if momentum_kernel(model.arrays, q, v, w.R, w.p, w.S, w.nv_joint, w.RJ, w.world_R, w.world_p, w.vel, w.tmp,
+                       out):
+        inputs.explain(model, q, (v, "v"))
     return out[:6], out[6:] / model.total_mass if model.total_mass > 0 else np.zeros(3)
 
 
@@ -111,11 +118,14 @@ def center_of_mass_velocity(model: Model, q, v) -> np.ndarray:
 def centroidal_momentum(model: Model, q, v) -> np.ndarray:
     """h_G = [k_G; l] (6,): angular momentum about the CoM and linear momentum,
     world-aligned axes. q, v may carry a leading batch dimension."""
-    q = inputs.configuration(model, q)
-    v = inputs.vector(model, v, model.nv, "v")
+    q = inputs.shaped(model, q, model.nq, "q")
+    v = inputs.shaped(model, v, model.nv, "v")
     if inputs.same_batch(q, v):
         out = np.empty((q.shape[0], 9))
-        momentum_batch_kernel(model.arrays, q, v, out)
+        status = np.empty(q.shape[0], dtype=np.int64)
+        momentum_batch_kernel(model.arrays, q, v, out, status)
+        if status.any():
+            inputs.explain(model, q, (v, "v"))
         com = out[:, 6:] / model.total_mass if model.total_mass > 0 else np.zeros((q.shape[0], 3))
         return _about_com(out[:, :6], com)
     h_O, com = _momentum(model, q, v)

@@ -5,6 +5,7 @@ import numpy as np
 from numba import njit, prange
 
 from mbs_dynamics import inputs
+from mbs_dynamics.inputs import invalid
 from mbs_dynamics.joints import body_inertias, forward_pass
 from mbs_dynamics.kinematics import Workspace
 from mbs_dynamics.model import Model
@@ -25,6 +26,9 @@ def composite_inertias(arrays, R, p, composite, X, work):
 
 @njit(cache=True)
 def crba_kernel(arrays, q, M, R, p, S, nv_joint, RJ, composite, X, work, F):
+    """M(q); returns 1 without computing when q is invalid (inputs.invalid), else 0."""
+    if invalid(arrays, q, q[:0], q[:0]):
+        return 1
     parent, v_start = arrays[0], arrays[3]
     forward_pass(arrays, q, R, p, S, nv_joint, RJ)
     composite_inertias(arrays, R, p, composite, X, work)
@@ -64,13 +68,14 @@ def crba_kernel(arrays, q, M, R, p, S, nv_joint, RJ, composite, X, work, F):
                         acc += S[j, r, m] * F[k, r]
                     M[vj + m, vi + k] += acc
                     M[vi + k, vj + m] += acc
+    return 0
 
 
 @njit(cache=True, parallel=True)
-def crba_batch_kernel(arrays, q, M):
+def crba_batch_kernel(arrays, q, M, status):
     n = arrays[0].shape[0]
     for b in prange(q.shape[0]):
-        crba_kernel(arrays, q[b], M[b], np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6, 6)),
+        status[b] = crba_kernel(arrays, q[b], M[b], np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6, 6)),
                     np.empty(n, dtype=np.int64), np.empty((3, 3)), np.empty((n, 6, 6)), np.empty((6, 6)),
                     np.empty((6, 6)), np.empty((6, 6)))
 
@@ -86,12 +91,16 @@ class CrbaWorkspace(Workspace):
 
 def mass_matrix(model: Model, q) -> np.ndarray:
     """M(q), (nv, nv), full and symmetric (CRBA); q may carry a leading batch dimension."""
-    q = inputs.configuration(model, q)
+    q = inputs.shaped(model, q, model.nq, "q")
     if q.ndim == 2:
         M = np.empty((q.shape[0], model.nv, model.nv))
-        crba_batch_kernel(model.arrays, q, M)
-        return M
-    w = CrbaWorkspace.of(model)
-    M = np.empty((model.nv, model.nv))
-    crba_kernel(model.arrays, q, M, w.R, w.p, w.S, w.nv_joint, w.RJ, w.composite, w.X, w.work, w.F)
+        status = np.empty(q.shape[0], dtype=np.int64)
+        crba_batch_kernel(model.arrays, q, M, status)
+        failed = bool(status.any())
+    else:
+        w = CrbaWorkspace.of(model)
+        M = np.empty((model.nv, model.nv))
+        failed = crba_kernel(model.arrays, q, M, w.R, w.p, w.S, w.nv_joint, w.RJ, w.composite, w.X, w.work, w.F)
+    if failed:
+        inputs.explain(model, q)
     return M

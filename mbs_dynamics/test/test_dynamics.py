@@ -232,3 +232,32 @@ def test_results_do_not_alias_scratch_arrays():
     saved = tau.copy()
     mbs.gravity_torques(model, q2)
     np.testing.assert_array_equal(tau, saved)
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_invalid_values_are_reported_by_every_algorithm(batch):
+    model = mbs.Model.from_urdf_file(mbs.bundled_robot("quadruped"), floating_base=True)
+    q, v = model.neutral_configuration(), np.zeros(model.nv)
+    bad_q, bad_v = q.copy(), v.copy()
+    bad_q[3:7] = [0, 0, 0, 2.0]
+    bad_v[7] = np.nan
+    if batch:
+        q, v, bad_q, bad_v = (np.tile(x, (3, 1)) for x in (q, v, bad_q, bad_v))
+    quaternion = "the quaternion of joint 'root_joint', has norm 2"
+    nan = "v has a non-finite value"
+    with pytest.raises(ValueError, match=quaternion):
+        mbs.mass_matrix(model, bad_q)
+    with pytest.raises(ValueError, match=quaternion):
+        mbs.forward_dynamics(model, bad_q, v, v)
+    with pytest.raises(ValueError, match=nan):
+        mbs.forward_dynamics(model, q, bad_v, v)
+    with pytest.raises(ValueError, match="tau has a non-finite value"):
+        mbs.forward_dynamics(model, q, v, bad_v)
+    with pytest.raises(ValueError, match=nan):
+        mbs.centroidal_momentum(model, q, bad_v)
+    with pytest.raises(ValueError, match=quaternion):
+        mbs.centroidal_momentum(model, bad_q, v)
+    with pytest.raises(ValueError, match=nan):
+        mbs.nonlinear_effects(model, q, bad_v)
+    with pytest.raises(ValueError, match=r"a has a non-finite value"):
+        mbs.inverse_dynamics(model, q, v, bad_v)

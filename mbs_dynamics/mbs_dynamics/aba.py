@@ -29,6 +29,7 @@ SINGULAR_PIVOT = 1e-12
 
 
 INVALID_INPUT = -2
+_NO_FORCE = np.empty((0, 6))
 
 
 class SingularMassMatrix(ValueError):
@@ -235,11 +236,6 @@ def aba_batch_kernel(arrays, gravity, q, v, tau, qdd, scale, status):
             np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6)), scale)
 
 
-def inertia_scale(model: Model) -> float:
-    return max(1e-300, float(model.mass.max(initial=0.0)),
-               float(np.abs(model.rotational_inertia).max(initial=0.0)))
-
-
 def _singular(model: Model, body: int) -> SingularMassMatrix:
     return SingularMassMatrix(
         f"the mass matrix of model '{model.name}' is singular: joint '{model.body_joint_names[body]}' "
@@ -272,23 +268,26 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
             return np.linalg.solve(M, tau - bias)
         except np.linalg.LinAlgError as error:
             raise SingularMassMatrix(f"the mass matrix of model '{model.name}' is singular") from error
-    scale = inertia_scale(model)
+    scale = model.inertia_scale
     if batch:
         qdd = np.empty_like(v)
         status = np.empty(q.shape[0], dtype=np.int64)
         aba_batch_kernel(model.arrays, model.gravity, q, v, tau, qdd, scale, status)
-    else:
-        f_bodies = (external_wrenches_in_bodies(model, inputs.configuration(model, q), f_ext) if f_ext
-                    else np.empty((0, 6)))
-        w = AbaWorkspace.of(model)
-        qdd = np.empty(model.nv)
-        status = np.array([aba_kernel(model.arrays, model.gravity, q, v, tau, f_bodies, qdd, w.R, w.p, w.S,
-                                      w.nv_joint, w.RJ, w.IA, w.U, w.Dinv, w.X, w.work, w.augmented, w.vel,
-                                      w.c, w.pA, w.u, w.acc, scale)])
-    if np.any(status == INVALID_INPUT):
+        if np.any(status == INVALID_INPUT):
+            inputs.explain(model, q, (v, "v"), (tau, "tau"))
+        if np.any(status >= 0):
+            raise _singular(model, int(status[status >= 0][0]))
+        return qdd
+    f_bodies = (external_wrenches_in_bodies(model, inputs.configuration(model, q), f_ext) if f_ext
+                else _NO_FORCE)
+    w = AbaWorkspace.of(model)
+    qdd = np.empty(model.nv)
+    status = aba_kernel(model.arrays, model.gravity, q, v, tau, f_bodies, qdd, w.R, w.p, w.S, w.nv_joint,
+                        w.RJ, w.IA, w.U, w.Dinv, w.X, w.work, w.augmented, w.vel, w.c, w.pA, w.u, w.acc, scale)
+    if status == INVALID_INPUT:
         inputs.explain(model, q, (v, "v"), (tau, "tau"))
-    if np.any(status >= 0):
-        raise _singular(model, int(status[status >= 0][0]))
+    if status >= 0:
+        raise _singular(model, status)
     return qdd
 
 
@@ -308,7 +307,7 @@ class InverseMassMatrix:
         self._w = w = AbaWorkspace(model)
         forward_pass(model.arrays, q, w.R, w.p, w.S, w.nv_joint, w.RJ)
         singular = articulated_inertias(model.arrays, w.R, w.p, w.S, w.nv_joint, w.IA, w.U, w.Dinv, w.X,
-                                        w.work, w.augmented, inertia_scale(model))
+                                        w.work, w.augmented, model.inertia_scale)
         if singular >= 0:
             raise _singular(model, singular)
         w.c[:] = 0.0

@@ -193,6 +193,9 @@ class _Builder:
                 model.first_moment[body] += mass * com
                 model.rotational_inertia[body] += inertia + mass * (com @ com * np.eye(3) - np.outer(com, com))
         model.total_mass = float(model.mass.sum())
+        # The size of the robot's inertias: what "singular" is measured against (aba.SINGULAR_PIVOT).
+        model.inertia_scale = max(1e-300, float(model.mass.max(initial=0.0)),
+                                  float(np.abs(model.rotational_inertia).max(initial=0.0)))
 
         # Coordinates: joints own them in body order; coupled mimics borrow their master's.
         by_name = {name: body for body, name in enumerate(joint_of_body)}

@@ -104,8 +104,7 @@ def articulated_inertias(arrays, R, p, S, nv_joint, IA, U, Dinv, X, work, augmen
         for r in range(6):
             for c in range(6):
                 IA[i, r, c] = work[r, c]  # I^A_i now holds I^a_i (pass 3 needs only U, D^-1)
-        motion_matrix_to_child(R[i], p[i], X)
-        congruence_add(X, IA[i], work, IA[lam])
+        congruence_add(R[i], p[i], IA[i], work, IA[lam])
     return -1
 
 

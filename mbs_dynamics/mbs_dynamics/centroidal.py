@@ -43,12 +43,12 @@ def momentum_kernel(arrays, q, v, R, p, S, nv_joint, RJ, world_R, world_p, vel, 
 
 
 @njit(cache=True)
-def momentum_matrix_kernel(arrays, q, A, R, p, S, nv_joint, RJ, world_R, world_p, composite, X, work):
+def momentum_matrix_kernel(arrays, q, A, R, p, S, nv_joint, RJ, world_R, world_p, composite, work):
     """A = A_O: column j is the momentum, about the world origin, of the bodies
     moved by coordinate j at unit speed: ^0X*_i I^C_i S_i."""
     parent, v_start = arrays[0], arrays[3]
     body_poses_kernel(arrays, q, R, p, S, nv_joint, RJ, world_R, world_p)
-    composite_inertias(arrays, R, p, composite, X, work)
+    composite_inertias(arrays, R, p, composite, work)
     for r in range(6):
         for c in range(A.shape[1]):
             A[r, c] = 0.0
@@ -138,7 +138,7 @@ def centroidal_momentum_matrix(model: Model, q) -> np.ndarray:
     w = MomentumWorkspace.of(model)
     A = np.empty((6, model.nv))
     momentum_matrix_kernel(model.arrays, q, A, w.R, w.p, w.S, w.nv_joint, w.RJ, w.world_R, w.world_p,
-                           w.composite, w.X, w.work)
+                           w.composite, w.work)
     # the centre of mass from the poses just computed: m c = sum_i (R_i h_i + m_i p_i)
     first_moment = np.einsum("bij,bj->i", w.world_R, model.first_moment) + model.mass @ w.world_p
     com = first_moment / model.total_mass if model.total_mass > 0 else np.zeros(3)

@@ -9,29 +9,28 @@ from mbs_dynamics.inputs import invalid
 from mbs_dynamics.joints import body_inertias, forward_pass
 from mbs_dynamics.kinematics import Workspace
 from mbs_dynamics.model import Model
-from mbs_dynamics.spatial import congruence_add, force_to_parent_add, motion_matrix_to_child
+from mbs_dynamics.spatial import congruence_add, force_to_parent_add
 
 
 @njit(cache=True)
-def composite_inertias(arrays, R, p, composite, X, work):
+def composite_inertias(arrays, R, p, composite, work):
     """composite[i]: spatial inertia (6x6, body frame) of body i and all bodies it carries."""
     parent = arrays[0]
     body_inertias(arrays, composite)
     for i in range(parent.shape[0] - 1, -1, -1):
         lam = parent[i]
         if lam >= 0:
-            motion_matrix_to_child(R[i], p[i], X)
-            congruence_add(X, composite[i], work, composite[lam])
+            congruence_add(R[i], p[i], composite[i], work, composite[lam])
 
 
 @njit(cache=True)
-def crba_kernel(arrays, q, M, R, p, S, nv_joint, RJ, composite, X, work, F):
+def crba_kernel(arrays, q, M, R, p, S, nv_joint, RJ, composite, work, F):
     """M(q); returns 1 without computing when q is invalid (inputs.invalid), else 0."""
     if invalid(arrays, q, q[:0], q[:0]):
         return 1
     parent, v_start = arrays[0], arrays[3]
     forward_pass(arrays, q, R, p, S, nv_joint, RJ)
-    composite_inertias(arrays, R, p, composite, X, work)
+    composite_inertias(arrays, R, p, composite, work)
     for r in range(M.shape[0]):
         for c in range(M.shape[1]):
             M[r, c] = 0.0
@@ -76,15 +75,14 @@ def crba_batch_kernel(arrays, q, M, status):
     n = arrays[0].shape[0]
     for b in prange(q.shape[0]):
         status[b] = crba_kernel(arrays, q[b], M[b], np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6, 6)),
-                    np.empty(n, dtype=np.int64), np.empty((3, 3)), np.empty((n, 6, 6)), np.empty((6, 6)),
-                    np.empty((6, 6)), np.empty((6, 6)))
+                                np.empty(n, dtype=np.int64), np.empty((3, 3)), np.empty((n, 6, 6)), np.empty((6, 6)),
+                                np.empty((6, 6)))
 
 
 class CrbaWorkspace(Workspace):
     def __init__(self, model: Model):
         super().__init__(model)
         self.composite = np.empty((model.nbodies, 6, 6))
-        self.X = np.empty((6, 6))
         self.work = np.empty((6, 6))
         self.F = np.empty((6, 6))
 
@@ -100,7 +98,7 @@ def mass_matrix(model: Model, q) -> np.ndarray:
     else:
         w = CrbaWorkspace.of(model)
         M = np.empty((model.nv, model.nv))
-        failed = crba_kernel(model.arrays, q, M, w.R, w.p, w.S, w.nv_joint, w.RJ, w.composite, w.X, w.work, w.F)
+        failed = crba_kernel(model.arrays, q, M, w.R, w.p, w.S, w.nv_joint, w.RJ, w.composite, w.work, w.F)
     if failed:
         inputs.explain(model, q)
     return M

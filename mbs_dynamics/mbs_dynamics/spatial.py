@@ -179,17 +179,50 @@ def motion_matrix_to_child(R, p, out):
 
 
 @njit(cache=True, inline="always")
-def congruence_add(X, M, work, out):
-    """out += X^T M X for 6x6 matrices (an inertia moved from child to parent: ^λX*_i M ^iX_λ)."""
-    for r in range(6):
-        for c in range(6):
-            acc = 0.0
-            for k in range(6):
-                acc += M[r, k] * X[k, c]
-            work[r, c] = acc
-    for r in range(6):
-        for c in range(6):
-            acc = 0.0
-            for k in range(6):
-                acc += X[k, r] * work[k, c]
-            out[r, c] += acc
+def congruence_add(R, p, M, work, out):
+    """out += X^T M X with X = ^iX_λ = [[R^T, 0], [-R^T p~, R^T]]: a 6x6 inertia moved
+    from a child frame to its parent (RBDL eq. 13). In two steps, without forming X:
+    rotate the blocks, M' = diag(R, R) M diag(R^T, R^T) = [[A, B], [B^T, C]], then
+    shift by p: [[A - B p~ - (B p~)^T - p~ C p~, B + p~ C], [(B + p~ C)^T, C]].
+    work: 6x6 scratch."""
+    for bi, bj in ((0, 0), (0, 3), (3, 3)):  # blocks A, B, C of R M R^T
+        for r in range(3):
+            for c in range(3):
+                acc = 0.0
+                for k in range(3):
+                    acc += R[r, k] * (M[bi + k, bj] * R[c, 0] + M[bi + k, bj + 1] * R[c, 1]
+                                      + M[bi + k, bj + 2] * R[c, 2])
+                work[bi + r, bj + c] = acc
+    p0, p1, p2 = p[0], p[1], p[2]
+    for r in range(3):  # work[3 + r, 0:3] = row r of B p~
+        b0, b1, b2 = work[r, 3], work[r, 4], work[r, 5]
+        work[3 + r, 0] = b1 * p2 - b2 * p1
+        work[3 + r, 1] = b2 * p0 - b0 * p2
+        work[3 + r, 2] = b0 * p1 - b1 * p0
+    for c in range(3):  # p~ C, column c: p x C[:, c]
+        c0, c1, c2 = work[3, 3 + c], work[4, 3 + c], work[5, 3 + c]
+        pc0 = p1 * c2 - p2 * c1
+        pc1 = p2 * c0 - p0 * c2
+        pc2 = p0 * c1 - p1 * c0
+        out[0, 3 + c] += work[0, 3 + c] + pc0
+        out[1, 3 + c] += work[1, 3 + c] + pc1
+        out[2, 3 + c] += work[2, 3 + c] + pc2
+        out[3 + c, 0] += work[0, 3 + c] + pc0
+        out[3 + c, 1] += work[1, 3 + c] + pc1
+        out[3 + c, 2] += work[2, 3 + c] + pc2
+        for r in range(3):
+            out[3 + r, 3 + c] += work[3 + r, 3 + c]
+    for c in range(3):  # p~ C p~, column c: p x (C p~)[:, c], where (C p~)[:, c] = C (p~ e_c) ...
+        # (C p~)[k, c] for k = 0..2, from C's rows: row k of C times p~
+        e0 = p2 * work[3, 4] - p1 * work[3, 5] if c == 0 else (p0 * work[3, 5] - p2 * work[3, 3] if c == 1
+                                                               else p1 * work[3, 3] - p0 * work[3, 4])
+        e1 = p2 * work[4, 4] - p1 * work[4, 5] if c == 0 else (p0 * work[4, 5] - p2 * work[4, 3] if c == 1
+                                                               else p1 * work[4, 3] - p0 * work[4, 4])
+        e2 = p2 * work[5, 4] - p1 * work[5, 5] if c == 0 else (p0 * work[5, 5] - p2 * work[5, 3] if c == 1
+                                                               else p1 * work[5, 3] - p0 * work[5, 4])
+        pcp0 = p1 * e2 - p2 * e1
+        pcp1 = p2 * e0 - p0 * e2
+        pcp2 = p0 * e1 - p1 * e0
+        out[0, c] += work[0, c] - work[3, c] - work[3 + c, 0] - pcp0
+        out[1, c] += work[1, c] - work[4, c] - work[3 + c, 1] - pcp1
+        out[2, c] += work[2, c] - work[5, c] - work[3 + c, 2] - pcp2

@@ -69,9 +69,13 @@ def test_spatial_operations_match_their_6x6_matrices():
     close(out, I6, 1e-15)
     spatial.inertia_times_motion(mass, mass * com, inertia_origin, m, o)
     close(o, I6 @ m, 1e-14)
-    acc, work = np.zeros((6, 6)), np.empty((6, 6))
-    spatial.congruence_add(X, I6, work, acc)
-    close(acc, X.T @ I6 @ X, 1e-14)
+    symmetric = rng.normal(size=(6, 6))
+    symmetric += symmetric.T  # articulated inertias are general symmetric matrices
+    for M in (I6, symmetric):
+        start = rng.normal(size=(6, 6))
+        acc, work = start.copy(), np.empty((6, 6))
+        spatial.congruence_add(R, p, M, work, acc)
+        close(acc, start + X.T @ M @ X, 1e-14)
     quaternion = rng.normal(size=4)
     quaternion /= np.linalg.norm(quaternion)
     spatial.quaternion_to_rotation(*quaternion, R)

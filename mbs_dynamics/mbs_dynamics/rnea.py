@@ -10,7 +10,7 @@ from mbs_dynamics.inputs import invalid
 from mbs_dynamics.joints import forward_pass, joint_bias_add
 from mbs_dynamics.kinematics import Workspace
 from mbs_dynamics.model import Model
-from mbs_dynamics.spatial import force_to_parent_add
+from mbs_dynamics.spatial import force_to_parent_add, inertia_apply
 
 
 @njit(cache=True)
@@ -78,22 +78,10 @@ def rnea_kernel(arrays, gravity, q, v, a, f_ext, tau, R, p, S, nv_joint, RJ, vel
         b4 = acc[i, 4] + w2 * j3 - w0 * j5 + l2 * j0 - l0 * j2
         b5 = acc[i, 5] + w0 * j4 - w1 * j3 + l0 * j1 - l1 * j0
         acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3], acc[i, 4], acc[i, 5] = b0, b1, b2, b3, b4, b5
-        # f = I a + v x* (I v), I = (m, h, I_O): I [w; l] = [I_O w + h x l; m l - h x w]
-        m = mass[i]
-        h0, h1, h2 = first_moment[i, 0], first_moment[i, 1], first_moment[i, 2]
-        I = rotational_inertia[i]  # noqa: E741
-        n0 = I[0, 0] * b0 + I[0, 1] * b1 + I[0, 2] * b2 + h1 * b5 - h2 * b4
-        n1 = I[1, 0] * b0 + I[1, 1] * b1 + I[1, 2] * b2 + h2 * b3 - h0 * b5
-        n2 = I[2, 0] * b0 + I[2, 1] * b1 + I[2, 2] * b2 + h0 * b4 - h1 * b3
-        f0 = m * b3 - (h1 * b2 - h2 * b1)
-        f1 = m * b4 - (h2 * b0 - h0 * b2)
-        f2 = m * b5 - (h0 * b1 - h1 * b0)
-        k0 = I[0, 0] * w0 + I[0, 1] * w1 + I[0, 2] * w2 + h1 * l2 - h2 * l1
-        k1 = I[1, 0] * w0 + I[1, 1] * w1 + I[1, 2] * w2 + h2 * l0 - h0 * l2
-        k2 = I[2, 0] * w0 + I[2, 1] * w1 + I[2, 2] * w2 + h0 * l1 - h1 * l0
-        g0 = m * l0 - (h1 * w2 - h2 * w1)
-        g1 = m * l1 - (h2 * w0 - h0 * w2)
-        g2 = m * l2 - (h0 * w1 - h1 * w0)
+        # f = I a + v x* (I v)
+        m, h, I_O = mass[i], first_moment[i], rotational_inertia[i]
+        n0, n1, n2, f0, f1, f2 = inertia_apply(m, h[0], h[1], h[2], I_O, b0, b1, b2, b3, b4, b5)
+        k0, k1, k2, g0, g1, g2 = inertia_apply(m, h[0], h[1], h[2], I_O, w0, w1, w2, l0, l1, l2)
         # v x* [k; g] = [w x k + l x g; w x g]
         force[i, 0] = n0 + w1 * k2 - w2 * k1 + l1 * g2 - l2 * g1
         force[i, 1] = n1 + w2 * k0 - w0 * k2 + l2 * g0 - l0 * g2

@@ -19,14 +19,6 @@ from numba import njit
 
 
 @njit(cache=True, inline="always")
-def cross(a, b, out):
-    x = a[1] * b[2] - a[2] * b[1]
-    y = a[2] * b[0] - a[0] * b[2]
-    z = a[0] * b[1] - a[1] * b[0]
-    out[0], out[1], out[2] = x, y, z
-
-
-@njit(cache=True, inline="always")
 def rotation_about_axis(axis, angle, out):
     """Rodrigues: rotation by `angle` about the unit `axis` (Müller kinematics eq. 69)."""
     c, s = math.cos(angle), math.sin(angle)
@@ -101,17 +93,6 @@ def force_to_parent_add(R, p, f, out):
 
 
 @njit(cache=True, inline="always")
-def force_to_child(R, p, f, out):
-    """child <- parent on a force vector: [R^T (n - p x f); R^T f]."""
-    n0 = f[0] - (p[1] * f[5] - p[2] * f[4])
-    n1 = f[1] - (p[2] * f[3] - p[0] * f[5])
-    n2 = f[2] - (p[0] * f[4] - p[1] * f[3])
-    for k in range(3):
-        out[k] = R[0, k] * n0 + R[1, k] * n1 + R[2, k] * n2
-        out[3 + k] = R[0, k] * f[3] + R[1, k] * f[4] + R[2, k] * f[5]
-
-
-@njit(cache=True, inline="always")
 def cross_motion_add(v, m, out):
     """out += v x m = [w x mw; w x mv + vl x mw]."""
     out[0] += v[1] * m[2] - v[2] * m[1]
@@ -134,16 +115,21 @@ def cross_force_add(v, f, out):
 
 
 @njit(cache=True, inline="always")
+def inertia_apply(m, h0, h1, h2, I, w0, w1, w2, l0, l1, l2):  # noqa: E741
+    """(m, h, I_O) [w; l] = [I_O w + h x l; m l - h x w], on scalars (RBDL §7.3)."""
+    return (I[0, 0] * w0 + I[0, 1] * w1 + I[0, 2] * w2 + h1 * l2 - h2 * l1,
+            I[1, 0] * w0 + I[1, 1] * w1 + I[1, 2] * w2 + h2 * l0 - h0 * l2,
+            I[2, 0] * w0 + I[2, 1] * w1 + I[2, 2] * w2 + h0 * l1 - h1 * l0,
+            m * l0 - (h1 * w2 - h2 * w1),
+            m * l1 - (h2 * w0 - h0 * w2),
+            m * l2 - (h0 * w1 - h1 * w0))
+
+
+@njit(cache=True, inline="always")
 def inertia_times_motion(m, h, I_O, v, out):  # noqa: N803
-    """out = I v for the spatial inertia (m, h, I_O): [I_O w + h x vl; m vl - h x w]."""
-    I = I_O  # noqa: E741
-    w0, w1, w2, l0, l1, l2 = v[0], v[1], v[2], v[3], v[4], v[5]
-    out[0] = I[0, 0] * w0 + I[0, 1] * w1 + I[0, 2] * w2 + h[1] * l2 - h[2] * l1
-    out[1] = I[1, 0] * w0 + I[1, 1] * w1 + I[1, 2] * w2 + h[2] * l0 - h[0] * l2
-    out[2] = I[2, 0] * w0 + I[2, 1] * w1 + I[2, 2] * w2 + h[0] * l1 - h[1] * l0
-    out[3] = m * l0 - (h[1] * w2 - h[2] * w1)
-    out[4] = m * l1 - (h[2] * w0 - h[0] * w2)
-    out[5] = m * l2 - (h[0] * w1 - h[1] * w0)
+    """out = I v for the spatial inertia (m, h, I_O)."""
+    out[0], out[1], out[2], out[3], out[4], out[5] = inertia_apply(
+        m, h[0], h[1], h[2], I_O, v[0], v[1], v[2], v[3], v[4], v[5])
 
 
 @njit(cache=True, inline="always")

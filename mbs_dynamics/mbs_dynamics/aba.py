@@ -11,17 +11,10 @@ from numba import njit, prange
 
 from mbs_dynamics import inputs
 from mbs_dynamics.inputs import invalid
-from mbs_dynamics.joints import body_inertias, forward_pass, joint_bias_add
-from mbs_dynamics.kinematics import Workspace
-from mbs_dynamics.model import Model
-from mbs_dynamics.spatial import (
-    congruence_add,
-    cross_force_add,
-    cross_motion_add,
-    inertia_times_motion,
-    motion_matrix_to_child,
-    motion_to_child,
-)
+from mbs_dynamics.joints import body_inertias, body_velocity, forward_pass, joint_bias_add
+from mbs_dynamics.model import Model, unpack_model
+from mbs_dynamics.spatial import congruence_add, inertia_apply
+from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
 
 # A joint whose articulated inertia D = S^T I^A S has a pivot below this
 # (relative to the robot's largest inertia) moves nothing with mass: M is singular.
@@ -68,11 +61,30 @@ def invert_small(D, n, out, scale, A):
     return True
 
 
+@njit(cache=True, inline="always")
+def aba_views(buffer, n):
+    """The ABA's layout of the scratch buffer."""
+    R, p, S, RJ, _, _, o = kinematic_views(buffer, n)
+    IA, o = take(buffer, o, (n, 6, 6))
+    U, o = take(buffer, o, (n, 6, 6))
+    Dinv, o = take(buffer, o, (n, 6, 6))
+    vel, o = take(buffer, o, (n, 6))
+    c, o = take(buffer, o, (n, 6))
+    pA, o = take(buffer, o, (n, 6))
+    u, o = take(buffer, o, (n, 6))
+    acc, o = take(buffer, o, (n, 6))
+    work, o = take(buffer, o, (6, 6))
+    augmented, o = take(buffer, o, (6, 12))
+    pa, o = take(buffer, o, (6,))
+    return R, p, S, RJ, IA, U, Dinv, vel, c, pA, u, acc, work, augmented, pa
+
+
 @njit(cache=True)
-def articulated_inertias(arrays, R, p, S, nv_joint, IA, U, Dinv, X, work, augmented, scale):
+def articulated_inertias(arrays, R, p, S, IA, U, Dinv, work, augmented):
     """Pass 2 of the ABA for the inertias (q only). Returns the first body whose
-    D is singular, or -1. U[i, k] is column k of U_i = I^A_i S_i."""
-    parent = arrays[0]
+    D is singular, or -1. U[i, k] is column k of U_i = I^A_i S_i; IA[i] ends as
+    I^a_i = I^A_i - U_i D_i^-1 U_i^T (pass 3 needs only U and D^-1)."""
+    parent, nv_joint, scale = arrays[0], arrays[13], arrays[15]
     body_inertias(arrays, IA)
     for i in range(parent.shape[0] - 1, -1, -1):
         ni = nv_joint[i]
@@ -82,37 +94,43 @@ def articulated_inertias(arrays, R, p, S, nv_joint, IA, U, Dinv, X, work, augmen
                 for c in range(6):
                     acc += IA[i, r, c] * S[i, c, k]
                 U[i, k, r] = acc
-        for k in range(ni):
-            for m in range(ni):
-                acc = 0.0
-                for r in range(6):
-                    acc += S[i, r, k] * U[i, m, r]
-                work[k, m] = acc
-        if not invert_small(work, ni, Dinv[i], scale, augmented):
-            return i
+        if ni == 1:
+            D = 0.0
+            for r in range(6):
+                D += S[i, r, 0] * U[i, 0, r]
+            if abs(D) <= SINGULAR_PIVOT * scale:
+                return i
+            Dinv[i, 0, 0] = 1.0 / D
+        else:
+            for k in range(ni):
+                for m in range(ni):
+                    acc = 0.0
+                    for r in range(6):
+                        acc += S[i, r, k] * U[i, m, r]
+                    work[k, m] = acc
+            if not invert_small(work, ni, Dinv[i], scale, augmented):
+                return i
         lam = parent[i]
         if lam < 0:
             continue
-        # I^a = I^A - U D^-1 U^T, moved to the parent
-        for r in range(6):
-            for c in range(6):
+        for r in range(6):  # I^a = I^A - U D^-1 U^T, symmetric
+            for c in range(r, 6):
                 acc = 0.0
                 for k in range(ni):
                     for m in range(ni):
                         acc += U[i, k, r] * Dinv[i, k, m] * U[i, m, c]
-                work[r, c] = IA[i, r, c] - acc
-        for r in range(6):
-            for c in range(6):
-                IA[i, r, c] = work[r, c]  # I^A_i now holds I^a_i (pass 3 needs only U, D^-1)
+                IA[i, r, c] -= acc
+                if c != r:
+                    IA[i, c, r] = IA[i, r, c]
         congruence_add(R[i], p[i], IA[i], work, IA[lam])
     return -1
 
 
 @njit(cache=True)
-def bias_and_accelerations(arrays, gravity, S, nv_joint, R, p, IA, U, Dinv, X, pa, c, pA, u, acc, tau, qdd):
-    """Passes 2 (bias forces, given pA and c from pass 1) and 3 of the ABA.
-    IA holds I^a (from articulated_inertias)."""
-    parent, v_start = arrays[0], arrays[3]
+def bias_and_accelerations(arrays, gravity, S, R, p, IA, U, Dinv, c, pA, u, acc, pa, tau, qdd):
+    """Passes 2 (bias forces, given pA and c from pass 1) and 3 of the ABA
+    (F&O eqs. 12-14). IA holds I^a (from articulated_inertias); pa: 6 scratch."""
+    parent, v_start, nv_joint = arrays[0], arrays[3], arrays[13]
     n = parent.shape[0]
     for i in range(n - 1, -1, -1):
         ni, vi = nv_joint[i], v_start[i]
@@ -124,33 +142,56 @@ def bias_and_accelerations(arrays, gravity, S, nv_joint, R, p, IA, U, Dinv, X, p
         lam = parent[i]
         if lam < 0:
             continue
-        # p^a = p^A + I^a c + U D^-1 u, moved to the parent
+        # p^a = p^A + I^a c + U D^-1 u, moved to the parent: [R n + p x (R f); R f]
+        Dinv_u0 = 0.0
+        if ni == 1:
+            Dinv_u0 = Dinv[i, 0, 0] * u[i, 0]
         for r in range(6):
             total = pA[i, r]
             for col in range(6):
                 total += IA[i, r, col] * c[i, col]
-            for k in range(ni):
-                for m in range(ni):
-                    total += U[i, k, r] * Dinv[i, k, m] * u[i, m]
+            if ni == 1:
+                total += U[i, 0, r] * Dinv_u0
+            else:
+                for k in range(ni):
+                    for m in range(ni):
+                        total += U[i, k, r] * Dinv[i, k, m] * u[i, m]
             pa[r] = total
-        motion_matrix_to_child(R[i], p[i], X)
-        for col in range(6):
-            total = 0.0
-            for r in range(6):
-                total += X[r, col] * pa[r]
-            pA[lam, col] += total
-    world = pa  # the world's acceleration, -g
-    world[0] = world[1] = world[2] = 0.0
-    world[3], world[4], world[5] = -gravity[0], -gravity[1], -gravity[2]
+        pa0, pa1, pa2, pa3, pa4, pa5 = pa[0], pa[1], pa[2], pa[3], pa[4], pa[5]
+        Ri, x, y, z = R[i], p[i, 0], p[i, 1], p[i, 2]
+        f0 = Ri[0, 0] * pa3 + Ri[0, 1] * pa4 + Ri[0, 2] * pa5
+        f1 = Ri[1, 0] * pa3 + Ri[1, 1] * pa4 + Ri[1, 2] * pa5
+        f2 = Ri[2, 0] * pa3 + Ri[2, 1] * pa4 + Ri[2, 2] * pa5
+        pA[lam, 0] += Ri[0, 0] * pa0 + Ri[0, 1] * pa1 + Ri[0, 2] * pa2 + y * f2 - z * f1
+        pA[lam, 1] += Ri[1, 0] * pa0 + Ri[1, 1] * pa1 + Ri[1, 2] * pa2 + z * f0 - x * f2
+        pA[lam, 2] += Ri[2, 0] * pa0 + Ri[2, 1] * pa1 + Ri[2, 2] * pa2 + x * f1 - y * f0
+        pA[lam, 3] += f0
+        pA[lam, 4] += f1
+        pA[lam, 5] += f2
     for i in range(n):
         lam = parent[i]
         ni, vi = nv_joint[i], v_start[i]
+        # a = ^iX_λ a_λ + c: [R^T w; R^T (v - p x w)], the world accelerating at -g
         if lam < 0:
-            motion_to_child(R[i], p[i], world, acc[i])
+            aw0 = aw1 = aw2 = 0.0
+            av0, av1, av2 = -gravity[0], -gravity[1], -gravity[2]
         else:
-            motion_to_child(R[i], p[i], acc[lam], acc[i])
-        for r in range(6):
-            acc[i, r] += c[i, r]
+            aw0, aw1, aw2, av0, av1, av2 = acc[lam, 0], acc[lam, 1], acc[lam, 2], acc[lam, 3], acc[lam, 4], \
+                acc[lam, 5]
+        x, y, z = p[i, 0], p[i, 1], p[i, 2]
+        t0, t1, t2 = av0 - (y * aw2 - z * aw1), av1 - (z * aw0 - x * aw2), av2 - (x * aw1 - y * aw0)
+        for k in range(3):
+            r0, r1, r2 = R[i, 0, k], R[i, 1, k], R[i, 2, k]
+            acc[i, k] = r0 * aw0 + r1 * aw1 + r2 * aw2 + c[i, k]
+            acc[i, 3 + k] = r0 * t0 + r1 * t1 + r2 * t2 + c[i, 3 + k]
+        if ni == 1:
+            ua = u[i, 0]
+            for r in range(6):
+                ua -= U[i, 0, r] * acc[i, r]
+            qdd[vi] = Dinv[i, 0, 0] * ua
+            for r in range(6):
+                acc[i, r] += S[i, r, 0] * qdd[vi]
+            continue
         for k in range(ni):
             t = 0.0
             for m in range(ni):
@@ -167,72 +208,88 @@ def bias_and_accelerations(arrays, gravity, S, nv_joint, R, p, IA, U, Dinv, X, p
 
 
 @njit(cache=True)
-def aba_kernel(arrays, gravity, q, v, tau, f_ext, qdd, R, p, S, nv_joint, RJ, IA, U, Dinv, X, work,
-               augmented, vel, c, pA, u, acc, scale):
-    """qdd = FD(q, v, tau); returns -1, the first body whose D is singular, or
-    INVALID_INPUT without computing (inputs.invalid)."""
-    if invalid(arrays, q, v, tau):
-        return INVALID_INPUT
-    parent, kind, v_start = arrays[0], arrays[1], arrays[3]
+def velocity_pass(arrays, q, v, f_ext, S, R, p, vel, c, pA):
+    """Pass 1 of the ABA (F&O eq. 11): body velocities v_i, bias accelerations
+    c_i = c_J + v_i x S_i qd_i and bias forces p^A_i = v_i x* I_i v_i - f_ext_i."""
+    parent, kind, v_start, nv_joint = arrays[0], arrays[1], arrays[3], arrays[13]
     mass, first_moment, rotational_inertia = arrays[9], arrays[10], arrays[11]
-    forward_pass(arrays, q, R, p, S, nv_joint, RJ)
-    singular = articulated_inertias(arrays, R, p, S, nv_joint, IA, U, Dinv, X, work, augmented, scale)
-    if singular >= 0:
-        return singular
-    zero, vJ, Iv = work[0], work[1], work[2]
-    for r in range(6):
-        zero[r] = 0.0
-    for i in range(parent.shape[0]):  # pass 1: velocities, bias accelerations c and forces p^A
-        lam = parent[i]
-        vi = v_start[i]
-        motion_to_child(R[i], p[i], zero if lam < 0 else vel[lam], vel[i])
+    has_external = f_ext.shape[0] > 0
+    for i in range(parent.shape[0]):
+        j0, j1, j2, j3, j4, j5 = body_velocity(arrays, i, R, p, S, v, vel)
         for r in range(6):
-            s_v = 0.0
-            for k in range(nv_joint[i]):
-                s_v += S[i, r, k] * v[vi + k]
-            vJ[r] = s_v
-            vel[i, r] += s_v
             c[i, r] = 0.0
-        joint_bias_add(kind[i], arrays[7][i], S[i], v, vi, c[i])
-        cross_motion_add(vel[i], vJ, c[i])
-        inertia_times_motion(mass[i], first_moment[i], rotational_inertia[i], vel[i], Iv)
-        for r in range(6):
-            pA[i, r] = 0.0
-        cross_force_add(vel[i], Iv, pA[i])
-        if f_ext.shape[0] > 0:
+        if nv_joint[i] > 1:
+            joint_bias_add(kind[i], arrays[7][i], S[i], v, v_start[i], c[i])
+        w0, w1, w2, l0, l1, l2 = vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5]
+        # c += v x vJ = [w x jw; w x jv + l x jw]
+        c[i, 0] += w1 * j2 - w2 * j1
+        c[i, 1] += w2 * j0 - w0 * j2
+        c[i, 2] += w0 * j1 - w1 * j0
+        c[i, 3] += w1 * j5 - w2 * j4 + l1 * j2 - l2 * j1
+        c[i, 4] += w2 * j3 - w0 * j5 + l2 * j0 - l0 * j2
+        c[i, 5] += w0 * j4 - w1 * j3 + l0 * j1 - l1 * j0
+        h = first_moment[i]
+        k0, k1, k2, g0, g1, g2 = inertia_apply(mass[i], h[0], h[1], h[2], rotational_inertia[i],
+                                               w0, w1, w2, l0, l1, l2)
+        # p^A = v x* [k; g] = [w x k + l x g; w x g]
+        pA[i, 0] = w1 * k2 - w2 * k1 + l1 * g2 - l2 * g1
+        pA[i, 1] = w2 * k0 - w0 * k2 + l2 * g0 - l0 * g2
+        pA[i, 2] = w0 * k1 - w1 * k0 + l0 * g1 - l1 * g0
+        pA[i, 3] = w1 * g2 - w2 * g1
+        pA[i, 4] = w2 * g0 - w0 * g2
+        pA[i, 5] = w0 * g1 - w1 * g0
+        if has_external:
             for r in range(6):
                 pA[i, r] -= f_ext[i, r]
-    bias_and_accelerations(arrays, gravity, S, nv_joint, R, p, IA, U, Dinv, X, work[3], c, pA, u, acc, tau, qdd)
+
+
+@njit(cache=True)
+def aba_kernel(packed, q, v, tau, f_ext, qdd, buffer):
+    """qdd = FD(q, v, tau); returns -1, the first body whose D is singular, or
+    INVALID_INPUT without computing (inputs.invalid)."""
+    arrays = unpack_model(packed)
+    if invalid(arrays, q, v, tau):
+        return INVALID_INPUT
+    R, p, S, RJ, IA, U, Dinv, vel, c, pA, u, acc, work, augmented, pa = aba_views(buffer, arrays[0].shape[0])
+    forward_pass(arrays, q, R, p, S, RJ)
+    singular = articulated_inertias(arrays, R, p, S, IA, U, Dinv, work, augmented)
+    if singular >= 0:
+        return singular
+    velocity_pass(arrays, q, v, f_ext, S, R, p, vel, c, pA)
+    bias_and_accelerations(arrays, arrays[14], S, R, p, IA, U, Dinv, c, pA, u, acc, pa, tau, qdd)
     return -1
 
 
-class AbaWorkspace(Workspace):
-    def __init__(self, model: Model):
-        super().__init__(model)
-        n = model.nbodies
-        self.IA = np.empty((n, 6, 6))
-        self.U = np.empty((n, 6, 6))
-        self.Dinv = np.empty((n, 6, 6))
-        self.X = np.empty((6, 6))
-        self.work = np.empty((6, 6))
-        self.augmented = np.empty((6, 12))
-        self.vel = np.empty((n, 6))
-        self.c = np.empty((n, 6))
-        self.pA = np.empty((n, 6))
-        self.u = np.empty((n, 6))
-        self.acc = np.empty((n, 6))
-
-
 @njit(cache=True, parallel=True)
-def aba_batch_kernel(arrays, gravity, q, v, tau, qdd, scale, status):
-    n = arrays[0].shape[0]
+def aba_batch_kernel(packed, q, v, tau, qdd, status):
     no_force = np.empty((0, 6))
     for b in prange(q.shape[0]):
-        status[b] = aba_kernel(
-            arrays, gravity, q[b], v[b], tau[b], no_force, qdd[b], np.empty((n, 3, 3)), np.empty((n, 3)),
-            np.empty((n, 6, 6)), np.empty(n, dtype=np.int64), np.empty((3, 3)), np.empty((n, 6, 6)),
-            np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((6, 6)), np.empty((6, 6)), np.empty((6, 12)),
-            np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6)), scale)
+        status[b] = aba_kernel(packed, q[b], v[b], tau[b], no_force, qdd[b], new_scratch(packed[1][0]))
+
+
+@njit(cache=True)
+def inverse_mass_setup(packed, q, buffer):
+    """The articulated inertias at q, kept in `buffer` for inverse_mass_apply;
+    returns the first singular body or -1."""
+    arrays = unpack_model(packed)
+    R, p, S, RJ, IA, U, Dinv, vel, c, pA, u, acc, work, augmented, pa = aba_views(buffer, arrays[0].shape[0])
+    forward_pass(arrays, q, R, p, S, RJ)
+    return articulated_inertias(arrays, R, p, S, IA, U, Dinv, work, augmented)
+
+
+@njit(cache=True)
+def inverse_mass_apply(packed, buffer, x, y):
+    """y = M^-1 x: passes 2 and 3 of the ABA without velocity or gravity."""
+    arrays = unpack_model(packed)
+    R, p, S, RJ, IA, U, Dinv, vel, c, pA, u, acc, work, augmented, pa = aba_views(buffer, arrays[0].shape[0])
+    for i in range(c.shape[0]):
+        for r in range(6):
+            c[i, r] = 0.0
+            pA[i, r] = 0.0
+    no_gravity = work[0, :3]
+    for r in range(3):
+        no_gravity[r] = 0.0
+    bias_and_accelerations(arrays, no_gravity, S, R, p, IA, U, Dinv, c, pA, u, acc, pa, x, y)
 
 
 def _singular(model: Model, body: int) -> SingularMassMatrix:
@@ -267,11 +324,10 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
             return np.linalg.solve(M, tau - bias)
         except np.linalg.LinAlgError as error:
             raise SingularMassMatrix(f"the mass matrix of model '{model.name}' is singular") from error
-    scale = model.inertia_scale
     if batch:
         qdd = np.empty_like(v)
         status = np.empty(q.shape[0], dtype=np.int64)
-        aba_batch_kernel(model.arrays, model.gravity, q, v, tau, qdd, scale, status)
+        aba_batch_kernel(model.packed, q, v, tau, qdd, status)
         if np.any(status == INVALID_INPUT):
             inputs.explain(model, q, (v, "v"), (tau, "tau"))
         if np.any(status >= 0):
@@ -279,10 +335,8 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
         return qdd
     f_bodies = (external_wrenches_in_bodies(model, inputs.configuration(model, q), f_ext) if f_ext
                 else _NO_FORCE)
-    w = AbaWorkspace.of(model)
     qdd = np.empty(model.nv)
-    status = aba_kernel(model.arrays, model.gravity, q, v, tau, f_bodies, qdd, w.R, w.p, w.S, w.nv_joint,
-                        w.RJ, w.IA, w.U, w.Dinv, w.X, w.work, w.augmented, w.vel, w.c, w.pA, w.u, w.acc, scale)
+    status = aba_kernel(model.packed, q, v, tau, f_bodies, qdd, scratch(model))
     if status == INVALID_INPUT:
         inputs.explain(model, q, (v, "v"), (tau, "tau"))
     if status >= 0:
@@ -303,14 +357,10 @@ class InverseMassMatrix:
             raise ValueError(f"model '{model.name}' has coupled mimic joints: use mass_matrix and a solve")
         self.model = model
         q = inputs.configuration(model, q, batch=False)
-        self._w = w = AbaWorkspace(model)
-        forward_pass(model.arrays, q, w.R, w.p, w.S, w.nv_joint, w.RJ)
-        singular = articulated_inertias(model.arrays, w.R, w.p, w.S, w.nv_joint, w.IA, w.U, w.Dinv, w.X,
-                                        w.work, w.augmented, model.inertia_scale)
+        self._buffer = new_scratch(model.nbodies)  # its own: it outlives the call
+        singular = inverse_mass_setup(model.packed, q, self._buffer)
         if singular >= 0:
             raise _singular(model, singular)
-        w.c[:] = 0.0
-        self._no_gravity = np.zeros(3)
         self.shape = (model.nv, model.nv)
 
     def __matmul__(self, x) -> np.ndarray:
@@ -318,9 +368,6 @@ class InverseMassMatrix:
         if x.ndim == 2:
             return np.column_stack([self @ column for column in x.T])
         x = inputs.vector(self.model, x, self.model.nv, "x", batch=False)
-        w = self._w
-        w.pA[:] = 0.0
         y = np.empty(self.model.nv)
-        bias_and_accelerations(self.model.arrays, self._no_gravity, w.S, w.nv_joint, w.R, w.p, w.IA, w.U,
-                               w.Dinv, w.X, w.work[0], w.c, w.pA, w.u, w.acc, x, y)
+        inverse_mass_apply(self.model.packed, self._buffer, x, y)
         return y

@@ -1,118 +1,156 @@
 """Centre of mass and centroidal momentum (RBDL §6.5): the spatial momentum
 of all bodies, h_O = sum_i ^0X*_i I_i v_i, taken about the centre of mass with
 the force transform, k_G = k_O - c x l (not the motion transform), in
-world-aligned axes; and A_G(q) with h_G = A_G v, built in O(n) from the
-composite inertias of the CRBA."""
+world-aligned axes; and A_G(q) with h_G = A_G v, whose columns are the CRBA's
+composite momenta I^C_i S_i in world axes (crba.composite_momenta), O(n).
+
+The momentum h_O is gathered from the leaves to the roots in body frames (a
+force transform per body), with the first moments m c the same way, so no
+world placement is formed.
+"""
 import numpy as np
 from numba import njit, prange
 
 from mbs_dynamics import inputs
+from mbs_dynamics.crba import composite_momenta, composite_momentum, crba_views
 from mbs_dynamics.inputs import invalid
-from mbs_dynamics.crba import CrbaWorkspace, composite_inertias
-from mbs_dynamics.kinematics import body_poses_kernel
-from mbs_dynamics.model import Model
-from mbs_dynamics.spatial import force_to_parent_add, inertia_times_motion, motion_to_child
+from mbs_dynamics.joints import body_velocity, forward_pass
+from mbs_dynamics.model import Model, unpack_model
+from mbs_dynamics.spatial import inertia_apply
+from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
+
+
+@njit(cache=True, inline="always")
+def center_of_mass_from(total_mass, first_moment):
+    """c = (m c) / m, zero for a massless robot."""
+    if total_mass <= 0.0:
+        return 0.0, 0.0, 0.0
+    return first_moment[0] / total_mass, first_moment[1] / total_mass, first_moment[2] / total_mass
+
+
+@njit(cache=True, inline="always")
+def moment_about(c0, c1, c2, k0, k1, k2, l0, l1, l2):
+    """k - c x l: an angular momentum k about the origin, taken about the point c."""
+    return k0 - (c1 * l2 - c2 * l1), k1 - (c2 * l0 - c0 * l2), k2 - (c0 * l1 - c1 * l0)
 
 
 @njit(cache=True)
-def momentum_kernel(arrays, q, v, R, p, S, nv_joint, RJ, world_R, world_p, vel, tmp, out):
-    """out[0:6] = h_O = [k_O; l] (world axes, about the world origin); out[6:9] = m c.
+def momentum_kernel(packed, q, v, out, buffer):
+    """out[0:6] = h_G = [k_G; l] (world axes, about the CoM); out[6:9] = c.
     Returns 1 without computing when q or v is invalid (inputs.invalid), else 0."""
+    arrays = unpack_model(packed)
     if invalid(arrays, q, v, v[:0]):
         return 1
-    parent, v_start = arrays[0], arrays[3]
-    mass, first_moment, rotational_inertia = arrays[9], arrays[10], arrays[11]
-    body_poses_kernel(arrays, q, R, p, S, nv_joint, RJ, world_R, world_p)
-    for k in range(9):
-        out[k] = 0.0
-    for r in range(6):
-        tmp[0, r] = 0.0
-    for i in range(parent.shape[0]):
+    parent, mass, first_moment, rotational_inertia = arrays[0], arrays[9], arrays[10], arrays[11]
+    n = parent.shape[0]
+    R, p, S, RJ, _, _, o = kinematic_views(buffer, n)
+    vel, o = take(buffer, o, (n, 6))
+    momentum, o = take(buffer, o, (n, 6))  # of body i and its subtree, body frame
+    moment, o = take(buffer, o, (n, 4))  # their mass and first moment, body frame
+    total, o = take(buffer, o, (10,))  # h_O, m c and m of the whole robot, world
+    forward_pass(arrays, q, R, p, S, RJ)
+    for i in range(n):
+        body_velocity(arrays, i, R, p, S, v, vel)
+        h = first_moment[i]
+        momentum[i, 0], momentum[i, 1], momentum[i, 2], momentum[i, 3], momentum[i, 4], momentum[i, 5] = \
+            inertia_apply(mass[i], h[0], h[1], h[2], rotational_inertia[i],
+                          vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5])
+        moment[i, 0], moment[i, 1], moment[i, 2], moment[i, 3] = mass[i], h[0], h[1], h[2]
+    for k in range(10):
+        total[k] = 0.0
+    for i in range(n - 1, -1, -1):
         lam = parent[i]
-        motion_to_child(R[i], p[i], tmp[0] if lam < 0 else vel[lam], vel[i])
-        for r in range(6):
-            for k in range(nv_joint[i]):
-                vel[i, r] += S[i, r, k] * v[v_start[i] + k]
-        inertia_times_motion(mass[i], first_moment[i], rotational_inertia[i], vel[i], tmp[1])
-        force_to_parent_add(world_R[i], world_p[i], tmp[1], out)
+        # to the parent (the world for a root): [R n + p x (R f); R f], and m c -> R (m c) + m p
+        target, target_moment = (total, total[6:]) if lam < 0 else (momentum[lam], moment[lam, 1:])
+        x, y, z = p[i, 0], p[i, 1], p[i, 2]
+        f0 = R[i, 0, 0] * momentum[i, 3] + R[i, 0, 1] * momentum[i, 4] + R[i, 0, 2] * momentum[i, 5]
+        f1 = R[i, 1, 0] * momentum[i, 3] + R[i, 1, 1] * momentum[i, 4] + R[i, 1, 2] * momentum[i, 5]
+        f2 = R[i, 2, 0] * momentum[i, 3] + R[i, 2, 1] * momentum[i, 4] + R[i, 2, 2] * momentum[i, 5]
         for r in range(3):
-            out[6 + r] += mass[i] * world_p[i, r] + (world_R[i, r, 0] * first_moment[i, 0]
-                                                     + world_R[i, r, 1] * first_moment[i, 1]
-                                                     + world_R[i, r, 2] * first_moment[i, 2])
+            target[r] += R[i, r, 0] * momentum[i, 0] + R[i, r, 1] * momentum[i, 1] + R[i, r, 2] * momentum[i, 2]
+            target_moment[r] += (R[i, r, 0] * moment[i, 1] + R[i, r, 1] * moment[i, 2] + R[i, r, 2] * moment[i, 3]
+                                 + moment[i, 0] * p[i, r])
+        target[0] += y * f2 - z * f1
+        target[1] += z * f0 - x * f2
+        target[2] += x * f1 - y * f0
+        target[3] += f0
+        target[4] += f1
+        target[5] += f2
+        if lam < 0:
+            total[9] += moment[i, 0]
+        else:
+            moment[lam, 0] += moment[i, 0]
+    c0, c1, c2 = center_of_mass_from(total[9], total[6:9])
+    out[0], out[1], out[2] = moment_about(c0, c1, c2, total[0], total[1], total[2], total[3], total[4], total[5])
+    out[3], out[4], out[5] = total[3], total[4], total[5]
+    out[6], out[7], out[8] = c0, c1, c2
     return 0
 
 
-@njit(cache=True)
-def momentum_matrix_kernel(arrays, q, A, R, p, S, nv_joint, RJ, world_R, world_p, composite, work):
-    """A = A_O: column j is the momentum, about the world origin, of the bodies
-    moved by coordinate j at unit speed: ^0X*_i I^C_i S_i."""
-    parent, v_start = arrays[0], arrays[3]
-    body_poses_kernel(arrays, q, R, p, S, nv_joint, RJ, world_R, world_p)
-    composite_inertias(arrays, R, p, composite, work)
-    for r in range(6):
-        for c in range(A.shape[1]):
-            A[r, c] = 0.0
-    for i in range(parent.shape[0]):
-        for k in range(nv_joint[i]):
-            for r in range(6):
-                acc = 0.0
-                for c in range(6):
-                    acc += composite[i, r, c] * S[i, c, k]
-                work[0, r] = acc
-                work[1, r] = 0.0
-            force_to_parent_add(world_R[i], world_p[i], work[0], work[1])
-            for r in range(6):
-                A[r, v_start[i] + k] += work[1, r]
-
-
 @njit(cache=True, parallel=True)
-def momentum_batch_kernel(arrays, q, v, out, status):
-    n = arrays[0].shape[0]
+def momentum_batch_kernel(packed, q, v, out, status):
     for b in prange(q.shape[0]):
-        status[b] = momentum_kernel(arrays, q[b], v[b], np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6, 6)),
-                        np.empty(n, dtype=np.int64), np.empty((3, 3)), np.empty((n, 3, 3)), np.empty((n, 3)),
-                        np.empty((n, 6)), np.empty((2, 6)), out[b])
+        status[b] = momentum_kernel(packed, q[b], v[b], out[b], new_scratch(packed[1][0]))
 
 
-class MomentumWorkspace(CrbaWorkspace):
-    def __init__(self, model: Model):
-        super().__init__(model)
-        self.vel = np.empty((model.nbodies, 6))
-        self.tmp = np.empty((2, 6))
+@njit(cache=True)
+def momentum_matrix_kernel(packed, q, A, com, buffer):
+    """A = A_G (6, nv) and com = c. Column j of A_O is the momentum, about the
+    world origin, of the bodies moved by coordinate j at unit speed: I^C_i S_i
+    in world axes; then k_G = k_O - c x l column by column. Returns 1 without
+    computing when q is invalid (inputs.invalid), else 0."""
+    arrays = unpack_model(packed)
+    if invalid(arrays, q, q[:0], q[:0]):
+        return 1
+    parent, v_start, nv_joint = arrays[0], arrays[3], arrays[13]
+    n = parent.shape[0]
+    composite_momenta(arrays, q, buffer)
+    _, _, _, _, _, _, mass_c, first_moment_c, inertia_c, S_world, F = crba_views(buffer, n)
+    total_mass = 0.0
+    com[0] = com[1] = com[2] = 0.0
+    for i in range(n):
+        if parent[i] < 0:
+            total_mass += mass_c[i]
+            for r in range(3):
+                com[r] += first_moment_c[i, r]
+    c0, c1, c2 = center_of_mass_from(total_mass, com)
+    com[0], com[1], com[2] = c0, c1, c2
+    for i in range(n):
+        for k in range(nv_joint[i]):
+            composite_momentum(mass_c, first_moment_c, inertia_c, S_world, i, k, F)
+            j = v_start[i] + k
+            A[0, j], A[1, j], A[2, j] = moment_about(c0, c1, c2, F[k, 0], F[k, 1], F[k, 2], F[k, 3], F[k, 4], F[k, 5])
+            A[3, j], A[4, j], A[5, j] = F[k, 3], F[k, 4], F[k, 5]
+    return 0
 
 
-def _momentum(model: Model, q, v):
-    """h_O (6,) and the centre of mass (3,), of shaped q and v."""
-    w = MomentumWorkspace.of(model)
-    out = np.empty(9)
-    if momentum_kernel(model.arrays, q, v, w.R, w.p, w.S, w.nv_joint, w.RJ, w.world_R, w.world_p, w.vel, w.tmp,
-                       out):
+def _momentum(model: Model, q, v) -> np.ndarray:
+    """[h_G (6); c (3)] of shaped q and v, one state or a batch."""
+    if q.ndim == 2:
+        out = np.empty((q.shape[0], 9))
+        status = np.empty(q.shape[0], dtype=np.int64)
+        momentum_batch_kernel(model.packed, q, v, out, status)
+        failed = bool(status.any())
+    else:
+        out = np.empty(9)
+        failed = momentum_kernel(model.packed, q, v, out, scratch(model))
+    if failed:
         inputs.explain(model, q, (v, "v"))
-    return out[:6], out[6:] / model.total_mass if model.total_mass > 0 else np.zeros(3)
-
-
-def _about_com(h_O: np.ndarray, com: np.ndarray) -> np.ndarray:
-    """k_G = k_O - c x l (the force transform), for one or N momenta."""
-    h_G = h_O.copy()
-    c, linear = com.T, h_O.T[3:]
-    h_G.T[0] -= c[1] * linear[2] - c[2] * linear[1]
-    h_G.T[1] -= c[2] * linear[0] - c[0] * linear[2]
-    h_G.T[2] -= c[0] * linear[1] - c[1] * linear[0]
-    return h_G
+    return out
 
 
 def center_of_mass(model: Model, q) -> np.ndarray:
     """c (3,), world frame."""
-    q = inputs.configuration(model, q, batch=False)
-    return _momentum(model, q, np.zeros(model.nv))[1]
+    q = inputs.shaped(model, q, model.nq, "q", batch=False)
+    return _momentum(model, q, np.zeros(model.nv))[6:]
 
 
 def center_of_mass_velocity(model: Model, q, v) -> np.ndarray:
-    """dc/dt = l / m (3,), world axes."""
-    q = inputs.configuration(model, q, batch=False)
-    v = inputs.vector(model, v, model.nv, "v", batch=False)
-    h_O, _ = _momentum(model, q, v)
-    return h_O[3:] / model.total_mass
+    """dc/dt = l / m (3,), world axes (zero for a massless robot)."""
+    q = inputs.shaped(model, q, model.nq, "q", batch=False)
+    v = inputs.shaped(model, v, model.nv, "v", batch=False)
+    linear = _momentum(model, q, v)[3:6]
+    return linear / model.total_mass if model.total_mass > 0 else np.zeros(3)
 
 
 def centroidal_momentum(model: Model, q, v) -> np.ndarray:
@@ -120,26 +158,14 @@ def centroidal_momentum(model: Model, q, v) -> np.ndarray:
     world-aligned axes. q, v may carry a leading batch dimension."""
     q = inputs.shaped(model, q, model.nq, "q")
     v = inputs.shaped(model, v, model.nv, "v")
-    if inputs.same_batch(q, v):
-        out = np.empty((q.shape[0], 9))
-        status = np.empty(q.shape[0], dtype=np.int64)
-        momentum_batch_kernel(model.arrays, q, v, out, status)
-        if status.any():
-            inputs.explain(model, q, (v, "v"))
-        com = out[:, 6:] / model.total_mass if model.total_mass > 0 else np.zeros((q.shape[0], 3))
-        return _about_com(out[:, :6], com)
-    h_O, com = _momentum(model, q, v)
-    return _about_com(h_O, com)
+    inputs.same_batch(q, v)
+    return _momentum(model, q, v)[..., :6]
 
 
 def centroidal_momentum_matrix(model: Model, q) -> np.ndarray:
     """A_G (6, nv) with h_G = A_G v."""
-    q = inputs.configuration(model, q, batch=False)
-    w = MomentumWorkspace.of(model)
+    q = inputs.shaped(model, q, model.nq, "q", batch=False)
     A = np.empty((6, model.nv))
-    momentum_matrix_kernel(model.arrays, q, A, w.R, w.p, w.S, w.nv_joint, w.RJ, w.world_R, w.world_p,
-                           w.composite, w.work)
-    # the centre of mass from the poses just computed: m c = sum_i (R_i h_i + m_i p_i)
-    first_moment = np.einsum("bij,bj->i", w.world_R, model.first_moment) + model.mass @ w.world_p
-    com = first_moment / model.total_mass if model.total_mass > 0 else np.zeros(3)
-    return _about_com(A.T, com).T
+    if momentum_matrix_kernel(model.packed, q, A, np.empty(3), scratch(model)):
+        inputs.explain(model, q)
+    return A

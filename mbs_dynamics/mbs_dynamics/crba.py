@@ -1,90 +1,157 @@
 """Joint-space mass matrix by the composite rigid body algorithm (F&O eqs.
 9-10, RBDL Alg. 2 with its loop corrected: walk j = λ(j) while λ(j) is a
-body). O(n·depth); blocks of bodies on different branches stay zero."""
+body), in world axes: with every composite inertia I^C_i and motion subspace
+^0X_i S_i expressed about the world origin, F = I^C_i S_i needs no transform
+on its way up the tree, and H_ji = S_j^T F is a dot product. O(n·depth);
+blocks of bodies on different branches stay zero.
+
+A compact spatial inertia (m, h = m c, I_O) about a point is additive, so the
+composite inertias are sums of ten numbers, not 6x6 congruences.
+"""
 import numpy as np
 from numba import njit, prange
 
 from mbs_dynamics import inputs
 from mbs_dynamics.inputs import invalid
-from mbs_dynamics.joints import body_inertias, forward_pass
-from mbs_dynamics.kinematics import Workspace
-from mbs_dynamics.model import Model
-from mbs_dynamics.spatial import congruence_add, force_to_parent_add
+from mbs_dynamics.kinematics import body_poses_kernel
+from mbs_dynamics.model import Model, unpack_model
+from mbs_dynamics.spatial import inertia_apply
+from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
 
 
 @njit(cache=True)
-def composite_inertias(arrays, R, p, composite, work):
-    """composite[i]: spatial inertia (6x6, body frame) of body i and all bodies it carries."""
-    parent = arrays[0]
-    body_inertias(arrays, composite)
+def world_composite_inertias(arrays, world_R, world_p, mass_c, first_moment_c, inertia_c):
+    """(mass_c[i], first_moment_c[i], inertia_c[i]): body i and every body it carries,
+    as one spatial inertia about the world origin in world axes. A body's inertia
+    about its origin o, moved to the world origin (rotated, then shifted by p = o):
+    h_W = h' + m p,  I_W = I' + m(|p|^2 1 - p p^T) - (h' p^T + p h'^T) + 2 (h'.p) 1,
+    with h' = R h and I' = R I_O R^T (the parallel-axis theorem about o, not the CoM)."""
+    parent, mass, first_moment, rotational_inertia = arrays[0], arrays[9], arrays[10], arrays[11]
+    for i in range(parent.shape[0]):
+        R, p, m = world_R[i], world_p[i], mass[i]
+        h0 = R[0, 0] * first_moment[i, 0] + R[0, 1] * first_moment[i, 1] + R[0, 2] * first_moment[i, 2]
+        h1 = R[1, 0] * first_moment[i, 0] + R[1, 1] * first_moment[i, 1] + R[1, 2] * first_moment[i, 2]
+        h2 = R[2, 0] * first_moment[i, 0] + R[2, 1] * first_moment[i, 1] + R[2, 2] * first_moment[i, 2]
+        p0, p1, p2 = p[0], p[1], p[2]
+        diagonal = m * (p0 * p0 + p1 * p1 + p2 * p2) + 2.0 * (h0 * p0 + h1 * p1 + h2 * p2)
+        h, I = (h0, h1, h2), rotational_inertia[i]  # noqa: E741
+        for r in range(3):
+            # row r of R I_O
+            a0 = R[r, 0] * I[0, 0] + R[r, 1] * I[1, 0] + R[r, 2] * I[2, 0]
+            a1 = R[r, 0] * I[0, 1] + R[r, 1] * I[1, 1] + R[r, 2] * I[2, 1]
+            a2 = R[r, 0] * I[0, 2] + R[r, 1] * I[1, 2] + R[r, 2] * I[2, 2]
+            for c in range(r, 3):
+                value = a0 * R[c, 0] + a1 * R[c, 1] + a2 * R[c, 2] - m * p[r] * p[c] - (h[r] * p[c] + p[r] * h[c])
+                if r == c:
+                    value += diagonal
+                inertia_c[i, r, c] = value
+                inertia_c[i, c, r] = value
+        mass_c[i] = m
+        first_moment_c[i, 0], first_moment_c[i, 1], first_moment_c[i, 2] = h0 + m * p0, h1 + m * p1, h2 + m * p2
     for i in range(parent.shape[0] - 1, -1, -1):
         lam = parent[i]
         if lam >= 0:
-            congruence_add(R[i], p[i], composite[i], work, composite[lam])
+            mass_c[lam] += mass_c[i]
+            for r in range(3):
+                first_moment_c[lam, r] += first_moment_c[i, r]
+                for c in range(3):
+                    inertia_c[lam, r, c] += inertia_c[i, r, c]
 
 
 @njit(cache=True)
-def crba_kernel(arrays, q, M, R, p, S, nv_joint, RJ, composite, work, F):
+def world_motion_subspaces(arrays, S, world_R, world_p, out):
+    """out[i, k] = ^0X_i S_i[:, k]: column k of body i's motion subspace in world
+    axes, about the world origin: [R w; R v + p x (R w)]."""
+    nv_joint = arrays[13]
+    for i in range(nv_joint.shape[0]):
+        R, p = world_R[i], world_p[i]
+        for k in range(nv_joint[i]):
+            s0, s1, s2, s3, s4, s5 = S[i, 0, k], S[i, 1, k], S[i, 2, k], S[i, 3, k], S[i, 4, k], S[i, 5, k]
+            w0 = R[0, 0] * s0 + R[0, 1] * s1 + R[0, 2] * s2
+            w1 = R[1, 0] * s0 + R[1, 1] * s1 + R[1, 2] * s2
+            w2 = R[2, 0] * s0 + R[2, 1] * s1 + R[2, 2] * s2
+            out[i, k, 0], out[i, k, 1], out[i, k, 2] = w0, w1, w2
+            out[i, k, 3] = R[0, 0] * s3 + R[0, 1] * s4 + R[0, 2] * s5 + p[1] * w2 - p[2] * w1
+            out[i, k, 4] = R[1, 0] * s3 + R[1, 1] * s4 + R[1, 2] * s5 + p[2] * w0 - p[0] * w2
+            out[i, k, 5] = R[2, 0] * s3 + R[2, 1] * s4 + R[2, 2] * s5 + p[0] * w1 - p[1] * w0
+
+
+@njit(cache=True, inline="always")
+def crba_views(buffer, n):
+    """The CRBA's layout of the scratch buffer (also the momentum matrix's)."""
+    R, p, S, RJ, world_R, world_p, o = kinematic_views(buffer, n)
+    mass_c, o = take(buffer, o, (n,))
+    first_moment_c, o = take(buffer, o, (n, 3))
+    inertia_c, o = take(buffer, o, (n, 3, 3))
+    S_world, o = take(buffer, o, (n, 6, 6))
+    F, o = take(buffer, o, (6, 6))
+    return R, p, S, RJ, world_R, world_p, mass_c, first_moment_c, inertia_c, S_world, F
+
+
+@njit(cache=True)
+def composite_momenta(arrays, q, buffer):
+    """Everything the CRBA needs from q: world placements, composite inertias
+    and world motion subspaces, in `buffer` (crba_views)."""
+    R, p, S, RJ, world_R, world_p, mass_c, first_moment_c, inertia_c, S_world, F = crba_views(
+        buffer, arrays[0].shape[0])
+    body_poses_kernel(arrays, q, R, p, S, RJ, world_R, world_p)
+    world_composite_inertias(arrays, world_R, world_p, mass_c, first_moment_c, inertia_c)
+    world_motion_subspaces(arrays, S, world_R, world_p, S_world)
+
+
+@njit(cache=True, inline="always")
+def composite_momentum(mass_c, first_moment_c, inertia_c, S_world, i, k, F):
+    """F[k] = I^C_i (^0X_i S_i)[:, k]: the momentum of body i's subtree moved by
+    column k at unit speed, world axes, about the world origin."""
+    h = first_moment_c[i]
+    s = S_world[i, k]
+    F[k, 0], F[k, 1], F[k, 2], F[k, 3], F[k, 4], F[k, 5] = inertia_apply(
+        mass_c[i], h[0], h[1], h[2], inertia_c[i], s[0], s[1], s[2], s[3], s[4], s[5])
+
+
+@njit(cache=True)
+def crba_kernel(packed, q, M, buffer):
     """M(q); returns 1 without computing when q is invalid (inputs.invalid), else 0."""
+    arrays = unpack_model(packed)
     if invalid(arrays, q, q[:0], q[:0]):
         return 1
-    parent, v_start = arrays[0], arrays[3]
-    forward_pass(arrays, q, R, p, S, nv_joint, RJ)
-    composite_inertias(arrays, R, p, composite, work)
+    parent, v_start, nv_joint = arrays[0], arrays[3], arrays[13]
+    n = parent.shape[0]
+    composite_momenta(arrays, q, buffer)
+    _, _, _, _, _, _, mass_c, first_moment_c, inertia_c, S_world, F = crba_views(buffer, n)
     for r in range(M.shape[0]):
         for c in range(M.shape[1]):
             M[r, c] = 0.0
-    for i in range(parent.shape[0] - 1, -1, -1):
+    for i in range(n - 1, -1, -1):
         ni, vi = nv_joint[i], v_start[i]
-        for k in range(ni):  # F = I^C_i S_i
-            for r in range(6):
-                acc = 0.0
-                for c in range(6):
-                    acc += composite[i, r, c] * S[i, c, k]
-                F[k, r] = acc
+        for k in range(ni):
+            composite_momentum(mass_c, first_moment_c, inertia_c, S_world, i, k, F)
         for k in range(ni):  # H_ii = S_i^T F, its lower triangle mirrored: M exactly symmetric
             for m in range(k, ni):
-                acc = 0.0
-                for r in range(6):
-                    acc += S[i, r, m] * F[k, r]
-                M[vi + m, vi + k] += acc
+                s = S_world[i, m]
+                value = s[0] * F[k, 0] + s[1] * F[k, 1] + s[2] * F[k, 2] + s[3] * F[k, 3] + s[4] * F[k, 4] \
+                    + s[5] * F[k, 5]
+                M[vi + m, vi + k] += value
                 if m != k:
-                    M[vi + k, vi + m] += acc
-        j = i
-        while parent[j] >= 0:
-            for k in range(ni):  # F = ^λ(j)X*_j F
-                for r in range(6):
-                    work[0, r] = 0.0
-                force_to_parent_add(R[j], p[j], F[k], work[0])
-                for r in range(6):
-                    F[k, r] = work[0, r]
-            j = parent[j]
+                    M[vi + k, vi + m] += value
+        j = parent[i]
+        while j >= 0:  # H_ji = S_j^T F, H_ij = H_ji^T
             nj, vj = nv_joint[j], v_start[j]
-            for k in range(ni):  # H_ji = S_j^T F, H_ij = H_ji^T
+            for k in range(ni):
+                f0, f1, f2, f3, f4, f5 = F[k, 0], F[k, 1], F[k, 2], F[k, 3], F[k, 4], F[k, 5]
                 for m in range(nj):
-                    acc = 0.0
-                    for r in range(6):
-                        acc += S[j, r, m] * F[k, r]
-                    M[vj + m, vi + k] += acc
-                    M[vi + k, vj + m] += acc
+                    s = S_world[j, m]
+                    value = s[0] * f0 + s[1] * f1 + s[2] * f2 + s[3] * f3 + s[4] * f4 + s[5] * f5
+                    M[vj + m, vi + k] += value
+                    M[vi + k, vj + m] += value
+            j = parent[j]
     return 0
 
 
 @njit(cache=True, parallel=True)
-def crba_batch_kernel(arrays, q, M, status):
-    n = arrays[0].shape[0]
+def crba_batch_kernel(packed, q, M, status):
     for b in prange(q.shape[0]):
-        status[b] = crba_kernel(arrays, q[b], M[b], np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 6, 6)),
-                                np.empty(n, dtype=np.int64), np.empty((3, 3)), np.empty((n, 6, 6)), np.empty((6, 6)),
-                                np.empty((6, 6)))
-
-
-class CrbaWorkspace(Workspace):
-    def __init__(self, model: Model):
-        super().__init__(model)
-        self.composite = np.empty((model.nbodies, 6, 6))
-        self.work = np.empty((6, 6))
-        self.F = np.empty((6, 6))
+        status[b] = crba_kernel(packed, q[b], M[b], new_scratch(packed[1][0]))
 
 
 def mass_matrix(model: Model, q) -> np.ndarray:
@@ -93,12 +160,11 @@ def mass_matrix(model: Model, q) -> np.ndarray:
     if q.ndim == 2:
         M = np.empty((q.shape[0], model.nv, model.nv))
         status = np.empty(q.shape[0], dtype=np.int64)
-        crba_batch_kernel(model.arrays, q, M, status)
+        crba_batch_kernel(model.packed, q, M, status)
         failed = bool(status.any())
     else:
-        w = CrbaWorkspace.of(model)
         M = np.empty((model.nv, model.nv))
-        failed = crba_kernel(model.arrays, q, M, w.R, w.p, w.S, w.nv_joint, w.RJ, w.composite, w.work, w.F)
+        failed = crba_kernel(model.packed, q, M, scratch(model))
     if failed:
         inputs.explain(model, q)
     return M

@@ -94,9 +94,9 @@ def joint_bias_add(kind, axis, S, v, v0, out):
 
 
 @njit(cache=True)
-def forward_pass(arrays, q, R, p, S, nv_joint, RJ):
-    """Every body's placement in its parent (R, p) and motion subspace (S, nv_joint)
-    at q: joint_placement and motion_subspace for all bodies, fused into one loop
+def forward_pass(arrays, q, R, p, S, RJ):
+    """Every body's placement in its parent (R, p) and motion subspace S at q
+    (S[i, :, :nv_joint[i]]): joint_placement and motion_subspace for all bodies, fused into one loop
     over scalars (a helper call per body costs ten times the arithmetic)."""
     parent, kind, q_start, v_start, coupling, tree_R, tree_p, axis, plane = arrays[:9]
     for i in range(parent.shape[0]):
@@ -104,13 +104,12 @@ def forward_pass(arrays, q, R, p, S, nv_joint, RJ):
         if k != REVOLUTE and k != PRISMATIC:
             joint_placement(k, axis[i], plane[i], tree_R[i], tree_p[i], q, q_start[i], coupling[i],
                             R[i], p[i], RJ)
-            nv_joint[i] = motion_subspace(k, axis[i], plane[i], q, q_start[i], coupling[i], S[i])
+            motion_subspace(k, axis[i], plane[i], q, q_start[i], coupling[i], S[i])
             continue
         value = coupling[i, 0] * q[q_start[i]] + coupling[i, 1]
         x, y, z = axis[i, 0], axis[i, 1], axis[i, 2]
         for r in range(6):
             S[i, r, 0] = 0.0
-        nv_joint[i] = 1
         if k == REVOLUTE:
             c, s = math.cos(value), math.sin(value)
             t = 1.0 - c
@@ -131,9 +130,40 @@ def forward_pass(arrays, q, R, p, S, nv_joint, RJ):
                 p[i, r] = tree_p[i, r] + (a0 * x + a1 * y + a2 * z) * value
             S[i, 3, 0], S[i, 4, 0], S[i, 5, 0] = coupling[i, 0] * x, coupling[i, 0] * y, coupling[i, 0] * z
 
+
 @njit(cache=True)
 def body_inertias(arrays, out):
     """out[i]: the 6x6 spatial inertia of body i in its frame (RBDL eq. 9)."""
     mass, first_moment, rotational_inertia = arrays[9], arrays[10], arrays[11]
     for i in range(mass.shape[0]):
         spatial_inertia_matrix(mass[i], first_moment[i], rotational_inertia[i], out[i])
+
+
+@njit(cache=True, inline="always")
+def body_velocity(arrays, i, R, p, S, v, vel):
+    """vel[i] = ^iX_λ vel[λ] + S_i qd_i (F&O eq. 1; the world at rest); returns the
+    joint's twist S_i qd_i as six scalars. Whole arrays and the index are passed,
+    not views: a view per call costs more than the arithmetic."""
+    lam, v0, nv = arrays[0][i], arrays[3][i], arrays[13][i]
+    if lam < 0:
+        pw0 = pw1 = pw2 = pv0 = pv1 = pv2 = 0.0
+    else:
+        pw0, pw1, pw2, pv0, pv1, pv2 = vel[lam, 0], vel[lam, 1], vel[lam, 2], vel[lam, 3], vel[lam, 4], vel[lam, 5]
+    x, y, z = p[i, 0], p[i, 1], p[i, 2]
+    t0, t1, t2 = pv0 - (y * pw2 - z * pw1), pv1 - (z * pw0 - x * pw2), pv2 - (x * pw1 - y * pw0)
+    j0 = j1 = j2 = j3 = j4 = j5 = 0.0
+    for k in range(nv):
+        qd = v[v0 + k]
+        j0 += S[i, 0, k] * qd
+        j1 += S[i, 1, k] * qd
+        j2 += S[i, 2, k] * qd
+        j3 += S[i, 3, k] * qd
+        j4 += S[i, 4, k] * qd
+        j5 += S[i, 5, k] * qd
+    vel[i, 0] = R[i, 0, 0] * pw0 + R[i, 1, 0] * pw1 + R[i, 2, 0] * pw2 + j0
+    vel[i, 1] = R[i, 0, 1] * pw0 + R[i, 1, 1] * pw1 + R[i, 2, 1] * pw2 + j1
+    vel[i, 2] = R[i, 0, 2] * pw0 + R[i, 1, 2] * pw1 + R[i, 2, 2] * pw2 + j2
+    vel[i, 3] = R[i, 0, 0] * t0 + R[i, 1, 0] * t1 + R[i, 2, 0] * t2 + j3
+    vel[i, 4] = R[i, 0, 1] * t0 + R[i, 1, 1] * t1 + R[i, 2, 1] * t2 + j4
+    vel[i, 5] = R[i, 0, 2] * t0 + R[i, 1, 2] * t1 + R[i, 2, 2] * t2 + j5
+    return j0, j1, j2, j3, j4, j5

@@ -5,14 +5,15 @@ from numba import njit
 
 from mbs_dynamics import inputs
 from mbs_dynamics.joints import forward_pass
-from mbs_dynamics.model import Model
+from mbs_dynamics.model import Model, unpack_model
 from mbs_dynamics.spatial import motion_to_parent
+from mbs_dynamics.workspace import kinematic_views, scratch
 
 
 @njit(cache=True)
-def body_poses_kernel(arrays, q, R, p, S, nv_joint, RJ, world_R, world_p):
+def body_poses_kernel(arrays, q, R, p, S, RJ, world_R, world_p):
     """World <- body for every body (world_R, world_p), from the parent placements."""
-    forward_pass(arrays, q, R, p, S, nv_joint, RJ)
+    forward_pass(arrays, q, R, p, S, RJ)
     parent = arrays[0]
     for i in range(parent.shape[0]):
         lam = parent[i]
@@ -28,36 +29,20 @@ def body_poses_kernel(arrays, q, R, p, S, nv_joint, RJ, world_R, world_p):
                                                + world_R[lam, r, 2] * p[i, 2])
 
 
-class Workspace:
-    """Scratch arrays of the recursions, one set per model, workspace type and
-    thread (the model itself stays constant). Get one with `of(model)`."""
-
-    @classmethod
-    def of(cls, model: Model):
-        scratch = model.scratch
-        workspace = getattr(scratch, cls.__name__, None)
-        if workspace is None:
-            workspace = cls(model)
-            setattr(scratch, cls.__name__, workspace)
-        return workspace
-
-    def __init__(self, model: Model):
-        n = model.nbodies
-        self.R = np.empty((n, 3, 3))
-        self.p = np.empty((n, 3))
-        self.S = np.empty((n, 6, 6))
-        self.nv_joint = np.empty(n, dtype=np.int64)
-        self.RJ = np.empty((3, 3))
-        self.world_R = np.empty((n, 3, 3))
-        self.world_p = np.empty((n, 3))
+@njit(cache=True)
+def world_placements(packed, q, world_R, world_p, buffer):
+    """world_R, world_p = world <- body of every body at q."""
+    arrays = unpack_model(packed)
+    R, p, S, RJ, _, _, _ = kinematic_views(buffer, arrays[0].shape[0])
+    body_poses_kernel(arrays, q, R, p, S, RJ, world_R, world_p)
 
 
 def body_poses(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
     """World <- body rotation (nbodies, 3, 3) and translation (nbodies, 3) at q."""
     q = inputs.configuration(model, q, batch=False)
-    w = Workspace.of(model)
-    body_poses_kernel(model.arrays, q, w.R, w.p, w.S, w.nv_joint, w.RJ, w.world_R, w.world_p)
-    return w.world_R.copy(), w.world_p.copy()
+    world_R, world_p = np.empty((model.nbodies, 3, 3)), np.empty((model.nbodies, 3))
+    world_placements(model.packed, q, world_R, world_p, scratch(model))
+    return world_R, world_p
 
 
 def frame_pose(model: Model, q, frame: str) -> np.ndarray:
@@ -79,11 +64,15 @@ REPRESENTATIONS = ("body", "spatial", "hybrid", "mixed")
 
 
 @njit(cache=True)
-def spatial_jacobian_kernel(arrays, q, body, J, R, p, S, nv_joint, RJ, world_R, world_p, column):
+def spatial_jacobian_kernel(packed, q, body, J, R_body, p_body, buffer):
     """J (6, nv): the spatial Jacobian of `body`, columns ^0X_j S_j for the joints j
-    that support it (RBDL §6.2), world axes, velocity of the point at the world origin."""
-    parent, v_start = arrays[0], arrays[3]
-    body_poses_kernel(arrays, q, R, p, S, nv_joint, RJ, world_R, world_p)
+    that support it (RBDL §6.2), world axes, velocity of the point at the world origin;
+    (R_body, p_body): the body's world placement."""
+    arrays = unpack_model(packed)
+    parent, v_start, nv_joint = arrays[0], arrays[3], arrays[13]
+    R, p, S, RJ, world_R, world_p, o = kinematic_views(buffer, parent.shape[0])
+    column = buffer[o:o + 6]
+    body_poses_kernel(arrays, q, R, p, S, RJ, world_R, world_p)
     for r in range(6):
         for c in range(J.shape[1]):
             J[r, c] = 0.0
@@ -94,6 +83,8 @@ def spatial_jacobian_kernel(arrays, q, body, J, R, p, S, nv_joint, RJ, world_R, 
             for r in range(6):
                 J[r, v_start[j] + k] += column[r]
         j = parent[j]
+    R_body[:, :] = world_R[body]
+    p_body[:] = world_p[body]
 
 
 def frame_jacobian(model: Model, q, frame: str, representation: str = "body") -> np.ndarray:
@@ -111,12 +102,10 @@ def frame_jacobian(model: Model, q, frame: str, representation: str = "body") ->
     J = np.zeros((6, model.nv))
     if placement.body < 0:
         return J
-    w = Workspace.of(model)
-    spatial_jacobian_kernel(model.arrays, q, placement.body, J, w.R, w.p, w.S, w.nv_joint, w.RJ,
-                            w.world_R, w.world_p, np.empty(6))
+    R_body, p_body = np.empty((3, 3)), np.empty(3)
+    spatial_jacobian_kernel(model.packed, q, placement.body, J, R_body, p_body, scratch(model))
     if representation == "spatial":
         return J
-    R_body, p_body = w.world_R[placement.body], w.world_p[placement.body]
     R_frame = R_body @ placement.rotation
     origin = R_body @ placement.translation + p_body
     J[3:] += np.cross(J[:3].T, origin).T  # velocity of the frame origin: v_s + w x r

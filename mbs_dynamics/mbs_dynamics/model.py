@@ -20,6 +20,9 @@ Everything the compiled recursions need is a flat per-body array:
     mass[i], first_moment[i], rotational_inertia[i]
                               spatial inertia in the body frame, as m, h = m c
                               and the rotational inertia about the body origin
+    nv_joint[i]               number of velocity coordinates of the body's joint
+
+The kernels receive them packed into two arrays, model.packed (unpack_model).
 """
 from __future__ import annotations
 
@@ -27,8 +30,10 @@ import threading
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from mbs_dynamics.parsers.urdf import RobotDescription, URDFError, parse_urdf_file, parse_urdf_string
+from mbs_dynamics.workspace import take
 
 REVOLUTE, PRISMATIC, PLANAR, FLOATING = 0, 1, 2, 3
 JOINT_TYPE_CODES = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC,
@@ -66,7 +71,7 @@ class Model:
         self.gravity = gravity
         self.gravity.setflags(write=False)
         self.warnings = description.warnings
-        self.scratch = threading.local()  # per-thread workspaces of the algorithms (kinematics.Workspace)
+        self.scratch = threading.local()  # per-thread scratch memory of the algorithms (workspace.py)
         _Builder(self, description).build()
         for array in vars(self).values():
             if isinstance(array, np.ndarray):
@@ -243,11 +248,23 @@ class _Builder:
         model.quaternions = tuple((int(model.q_start[b]) + 3, joint_of_body[b]) for b in range(nbodies)
                                   if joint_type[b] == FLOATING)
 
-        # What the compiled recursions read (joints.forward_pass and the algorithms).
         model.quaternion_starts = np.array([start for start, _ in model.quaternions], dtype=np.int64)
-        model.arrays = (model.parent, model.joint_type, model.q_start, model.v_start, model.coupling,
-                        model.tree_rotation, model.tree_translation, model.axis, model.plane,
-                        model.mass, model.first_moment, model.rotational_inertia, model.quaternion_starts)
+        model.nv_joint = np.array([JOINT_NV[kind] for kind in joint_type], dtype=np.int64)
+        self._pack()
+
+    def _pack(self):
+        """What the compiled recursions read, copied into one float and one int
+        array (model.packed; a kernel call then unboxes two arrays, not fifteen;
+        unpack_model lays them out). Both copies are read-only."""
+        model = self.model
+        floats = np.concatenate([np.ravel(x) for x in (
+            model.coupling, model.tree_rotation, model.tree_translation, model.axis, model.plane, model.mass,
+            model.first_moment, model.rotational_inertia, model.gravity, [model.inertia_scale])])
+        ints = np.concatenate([[model.nbodies, len(model.quaternion_starts)], model.parent, model.joint_type,
+                               model.q_start, model.v_start, model.quaternion_starts, model.nv_joint]).astype(np.int64)
+        floats.setflags(write=False)
+        ints.setflags(write=False)
+        model.packed = (floats, ints)
 
     def _limits(self, by_name):
         """Position limits (nq), velocity and effort limits, damping, friction (nv)."""
@@ -270,6 +287,33 @@ class _Builder:
             model.effort_limit[v0:v0 + nv] = joint.effort
             model.damping[v0:v0 + nv] = joint.damping
             model.friction[v0:v0 + nv] = joint.friction
+
+
+@njit(cache=True, inline="always")
+def unpack_model(packed):
+    """The model's arrays, as views of model.packed, in the order the kernels
+    index them: (parent, joint_type, q_start, v_start, coupling, tree_rotation,
+    tree_translation, axis, plane, mass, first_moment, rotational_inertia,
+    quaternion_starts, nv_joint, gravity, inertia_scale)."""
+    floats, ints = packed
+    n, nquat = ints[0], ints[1]
+    parent, o = take(ints, 2, (n,))
+    joint_type, o = take(ints, o, (n,))
+    q_start, o = take(ints, o, (n,))
+    v_start, o = take(ints, o, (n,))
+    quaternion_starts, o = take(ints, o, (nquat,))
+    nv_joint, o = take(ints, o, (n,))
+    coupling, o = take(floats, 0, (n, 2))
+    tree_rotation, o = take(floats, o, (n, 3, 3))
+    tree_translation, o = take(floats, o, (n, 3))
+    axis, o = take(floats, o, (n, 3))
+    plane, o = take(floats, o, (n, 2, 3))
+    mass, o = take(floats, o, (n,))
+    first_moment, o = take(floats, o, (n, 3))
+    rotational_inertia, o = take(floats, o, (n, 3, 3))
+    gravity, o = take(floats, o, (3,))
+    return (parent, joint_type, q_start, v_start, coupling, tree_rotation, tree_translation, axis, plane, mass,
+            first_moment, rotational_inertia, quaternion_starts, nv_joint, gravity, floats[o])
 
 
 def _plane_basis(axis: np.ndarray) -> np.ndarray:

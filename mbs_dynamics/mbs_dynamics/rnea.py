@@ -8,13 +8,13 @@ from numba import njit, prange
 from mbs_dynamics import inputs
 from mbs_dynamics.inputs import invalid
 from mbs_dynamics.joints import forward_pass, joint_bias_add
-from mbs_dynamics.kinematics import Workspace
-from mbs_dynamics.model import Model
+from mbs_dynamics.model import Model, unpack_model
 from mbs_dynamics.spatial import force_to_parent_add, inertia_apply
+from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
 
 
 @njit(cache=True)
-def rnea_kernel(arrays, gravity, q, v, a, f_ext, tau, R, p, S, nv_joint, RJ, vel, acc, force, tmp):
+def rnea_kernel(packed, q, v, a, f_ext, tau, buffer):
     """tau = ID(q, v, a); f_ext[i]: wrench on body i (body frame, about its origin), or none (0 rows).
 
     Written over scalars, body by body (F&O eqs. 1-8):
@@ -22,12 +22,19 @@ def rnea_kernel(arrays, gravity, q, v, a, f_ext, tau, R, p, S, nv_joint, RJ, vel
         f_i = I a_i + v_i x* I v_i - f_ext_i,  tau_i = S^T f_i,  f_λ += X^T f_i.
     Returns 1 without computing when an input is invalid (inputs.invalid), else 0.
     """
+    arrays = unpack_model(packed)
     if invalid(arrays, q, v, a):
         return 1
     parent, kind, v_start = arrays[0], arrays[1], arrays[3]
-    mass, first_moment, rotational_inertia = arrays[9], arrays[10], arrays[11]
-    forward_pass(arrays, q, R, p, S, nv_joint, RJ)
+    mass, first_moment, rotational_inertia, nv_joint, gravity = arrays[9], arrays[10], arrays[11], arrays[13], \
+        arrays[14]
     n = parent.shape[0]
+    R, p, S, RJ, _, _, o = kinematic_views(buffer, n)
+    vel, o = take(buffer, o, (n, 6))
+    acc, o = take(buffer, o, (n, 6))
+    force, o = take(buffer, o, (n, 6))
+    vJ, o = take(buffer, o, (6,))
+    forward_pass(arrays, q, R, p, S, RJ)
     has_external = f_ext.shape[0] > 0
     for i in range(n):
         lam = parent[i]
@@ -49,7 +56,6 @@ def rnea_kernel(arrays, gravity, q, v, a, f_ext, tau, R, p, S, nv_joint, RJ, vel
             acc[i, k] = r0 * aw0 + r1 * aw1 + r2 * aw2
             acc[i, 3 + k] = r0 * u0 + r1 * u1 + r2 * u2
         v0 = v_start[i]
-        vJ = tmp[2]
         if nv_joint[i] == 1:
             qd, qdd = v[v0], a[v0]
             for r in range(6):
@@ -108,31 +114,10 @@ def rnea_kernel(arrays, gravity, q, v, a, f_ext, tau, R, p, S, nv_joint, RJ, vel
 
 
 @njit(cache=True, parallel=True)
-def rnea_batch_kernel(arrays, gravity, q, v, a, tau, status):
-    n = arrays[0].shape[0]
+def rnea_batch_kernel(packed, q, v, a, tau, status):
     no_force = np.empty((0, 6))
     for b in prange(q.shape[0]):
-        R = np.empty((n, 3, 3))
-        p = np.empty((n, 3))
-        S = np.empty((n, 6, 6))
-        nv_joint = np.empty(n, dtype=np.int64)
-        RJ = np.empty((3, 3))
-        vel = np.empty((n, 6))
-        acc = np.empty((n, 6))
-        force = np.empty((n, 6))
-        tmp = np.empty((4, 6))
-        status[b] = rnea_kernel(arrays, gravity, q[b], v[b], a[b], no_force, tau[b], R, p, S, nv_joint, RJ,
-                                vel, acc, force, tmp)
-
-
-class RneaWorkspace(Workspace):
-    def __init__(self, model: Model):
-        super().__init__(model)
-        n = model.nbodies
-        self.vel = np.empty((n, 6))
-        self.acc = np.empty((n, 6))
-        self.force = np.empty((n, 6))
-        self.tmp = np.empty((4, 6))
+        status[b] = rnea_kernel(packed, q[b], v[b], a[b], no_force, tau[b], new_scratch(packed[1][0]))
 
 
 _NO_FORCE = np.empty((0, 6))
@@ -143,13 +128,11 @@ def _rnea(model: Model, q, v, a, f_ext_bodies=_NO_FORCE, names=("v", "a")) -> np
     if q.ndim == 2:
         tau = np.empty((q.shape[0], model.nv))
         status = np.empty(q.shape[0], dtype=np.int64)
-        rnea_batch_kernel(model.arrays, model.gravity, q, v, a, tau, status)
+        rnea_batch_kernel(model.packed, q, v, a, tau, status)
         failed = bool(status.any())
     else:
-        w = RneaWorkspace.of(model)
         tau = np.empty(model.nv)
-        failed = rnea_kernel(model.arrays, model.gravity, q, v, a, f_ext_bodies, tau, w.R, w.p, w.S,
-                             w.nv_joint, w.RJ, w.vel, w.acc, w.force, w.tmp)
+        failed = rnea_kernel(model.packed, q, v, a, f_ext_bodies, tau, scratch(model))
     if failed:
         inputs.explain(model, q, *((x, name) for x, name in zip((v, a), names, strict=True) if name))
     return tau

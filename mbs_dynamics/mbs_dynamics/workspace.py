@@ -1,0 +1,66 @@
+"""Scratch memory of the compiled recursions: one flat buffer per model and
+thread (the model itself stays constant), which each kernel lays out as the
+per-body arrays it needs. One buffer is one argument to unbox per call,
+where a dozen separate arrays cost microseconds.
+
+The per-body arrays are untracked views (numba.carray over a pointer into the
+buffer): reshaping a slice costs some 20 ns, and every array a compiled
+function passes on to another is reference-counted, twice, per call; an
+untracked view costs neither. They are valid while the buffer lives, so they
+never leave the kernels: results are copied into arrays the caller owns.
+"""
+import numpy as np
+from numba import carray, njit, types
+from numba.extending import intrinsic
+
+# Floats per body: more than any algorithm lays out (the ABA takes 198).
+FLOATS_PER_BODY = 256
+FLOATS_FIXED = 256
+
+
+@njit(cache=True)
+def new_scratch(nbodies):
+    return np.empty(nbodies * FLOATS_PER_BODY + FLOATS_FIXED)
+
+
+def scratch(model) -> np.ndarray:
+    """The calling thread's scratch buffer for `model`."""
+    buffer = getattr(model.scratch, "buffer", None)
+    if buffer is None:
+        buffer = model.scratch.buffer = new_scratch(model.nbodies)
+    return buffer
+
+
+@intrinsic
+def _element_pointer(typingctx, array, index):
+    """A pointer to array's element `index` (flat, unchecked)."""
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        return builder.gep(data, [args[1]])
+    return types.CPointer(array.dtype)(array, index), codegen
+
+
+@njit(cache=True, inline="always")
+def take(buffer, offset, shape):
+    """The next block of the 1-D `buffer` as an untracked array of `shape`, and
+    the offset after it. A layout that outgrows the buffer raises."""
+    size = 1
+    for extent in shape:
+        size *= extent
+    if offset + size > buffer.shape[0]:
+        raise ValueError("scratch layout larger than its buffer")
+    return carray(_element_pointer(buffer, offset), shape), offset + size
+
+
+@njit(cache=True, inline="always")
+def kinematic_views(buffer, n):
+    """The arrays every recursion starts from: parent placements (R, p), motion
+    subspaces S, a 3x3 scratch RJ, world placements (world_R, world_p); and the
+    offset where an algorithm's own arrays begin."""
+    R, o = take(buffer, 0, (n, 3, 3))
+    p, o = take(buffer, o, (n, 3))
+    S, o = take(buffer, o, (n, 6, 6))
+    RJ, o = take(buffer, o, (3, 3))
+    world_R, o = take(buffer, o, (n, 3, 3))
+    world_p, o = take(buffer, o, (n, 3))
+    return R, p, S, RJ, world_R, world_p, o

@@ -16,7 +16,15 @@ from mbs_dynamics.parsers.urdf import (
 )
 from mbs_dynamics.robots import BUNDLED_ROBOTS, bundled_robot
 from mbs_dynamics.model import Frame, Model
-from mbs_dynamics.kinematics import body_poses, frame_jacobian, frame_pose
+from mbs_dynamics.kinematics import (
+    body_poses,
+    frame_acceleration,
+    frame_bias_acceleration,
+    frame_jacobian,
+    frame_pose,
+    frame_velocity,
+)
+from mbs_dynamics import lie
 from mbs_dynamics.rnea import gravity_torques, inverse_dynamics, nonlinear_effects
 from mbs_dynamics.crba import mass_matrix
 from mbs_dynamics.configuration import difference, integrate
@@ -43,8 +51,12 @@ __all__ = [
     "centroidal_momentum_matrix",
     "difference",
     "forward_dynamics",
+    "frame_acceleration",
+    "frame_bias_acceleration",
     "frame_jacobian",
     "frame_pose",
+    "frame_velocity",
+    "lie",
     "mass_matrix",
     "gravity_torques",
     "integrate",

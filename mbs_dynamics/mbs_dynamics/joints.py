@@ -140,6 +140,21 @@ def body_inertias(arrays, out):
 
 
 @njit(cache=True, inline="always")
+def subspace_times(S, i, nv, x, start):
+    """S_i x[start:start + nv], six scalars."""
+    s0 = s1 = s2 = s3 = s4 = s5 = 0.0
+    for k in range(nv):
+        value = x[start + k]
+        s0 += S[i, 0, k] * value
+        s1 += S[i, 1, k] * value
+        s2 += S[i, 2, k] * value
+        s3 += S[i, 3, k] * value
+        s4 += S[i, 4, k] * value
+        s5 += S[i, 5, k] * value
+    return s0, s1, s2, s3, s4, s5
+
+
+@njit(cache=True, inline="always")
 def body_velocity(arrays, i, R, p, S, v, vel):
     """vel[i] = ^iX_λ vel[λ] + S_i qd_i (F&O eq. 1; the world at rest); returns the
     joint's twist S_i qd_i as six scalars. Whole arrays and the index are passed,
@@ -151,15 +166,7 @@ def body_velocity(arrays, i, R, p, S, v, vel):
         pw0, pw1, pw2, pv0, pv1, pv2 = vel[lam, 0], vel[lam, 1], vel[lam, 2], vel[lam, 3], vel[lam, 4], vel[lam, 5]
     x, y, z = p[i, 0], p[i, 1], p[i, 2]
     t0, t1, t2 = pv0 - (y * pw2 - z * pw1), pv1 - (z * pw0 - x * pw2), pv2 - (x * pw1 - y * pw0)
-    j0 = j1 = j2 = j3 = j4 = j5 = 0.0
-    for k in range(nv):
-        qd = v[v0 + k]
-        j0 += S[i, 0, k] * qd
-        j1 += S[i, 1, k] * qd
-        j2 += S[i, 2, k] * qd
-        j3 += S[i, 3, k] * qd
-        j4 += S[i, 4, k] * qd
-        j5 += S[i, 5, k] * qd
+    j0, j1, j2, j3, j4, j5 = subspace_times(S, i, nv, v, v0)
     vel[i, 0] = R[i, 0, 0] * pw0 + R[i, 1, 0] * pw1 + R[i, 2, 0] * pw2 + j0
     vel[i, 1] = R[i, 0, 1] * pw0 + R[i, 1, 1] * pw1 + R[i, 2, 1] * pw2 + j1
     vel[i, 2] = R[i, 0, 2] * pw0 + R[i, 1, 2] * pw1 + R[i, 2, 2] * pw2 + j2
@@ -167,3 +174,29 @@ def body_velocity(arrays, i, R, p, S, v, vel):
     vel[i, 4] = R[i, 0, 1] * t0 + R[i, 1, 1] * t1 + R[i, 2, 1] * t2 + j4
     vel[i, 5] = R[i, 0, 2] * t0 + R[i, 1, 2] * t1 + R[i, 2, 2] * t2 + j5
     return j0, j1, j2, j3, j4, j5
+
+
+@njit(cache=True, inline="always")
+def body_acceleration(arrays, i, R, p, S, v, a, vel, acc, j0, j1, j2, j3, j4, j5, gravity):
+    """acc[i] = ^iX_λ acc[λ] + S_i qdd_i + c_J + v_i x (S_i qd_i) (F&O eq. 4, RBDL
+    Alg. 3), with the joint twist (j0..j5) from body_velocity and vel[i] set; the
+    world accelerates at -gravity (pass zeros for the kinematic acceleration)."""
+    lam, v0, nv = arrays[0][i], arrays[3][i], arrays[13][i]
+    if lam < 0:
+        aw0 = aw1 = aw2 = 0.0
+        av0, av1, av2 = -gravity[0], -gravity[1], -gravity[2]
+    else:
+        aw0, aw1, aw2, av0, av1, av2 = acc[lam, 0], acc[lam, 1], acc[lam, 2], acc[lam, 3], acc[lam, 4], acc[lam, 5]
+    x, y, z = p[i, 0], p[i, 1], p[i, 2]
+    u0, u1, u2 = av0 - (y * aw2 - z * aw1), av1 - (z * aw0 - x * aw2), av2 - (x * aw1 - y * aw0)
+    b0, b1, b2, b3, b4, b5 = subspace_times(S, i, nv, a, v0)
+    w0, w1, w2, l0, l1, l2 = vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5]
+    # + v x vJ = [w x jw; w x jv + l x jw]
+    acc[i, 0] = R[i, 0, 0] * aw0 + R[i, 1, 0] * aw1 + R[i, 2, 0] * aw2 + b0 + w1 * j2 - w2 * j1
+    acc[i, 1] = R[i, 0, 1] * aw0 + R[i, 1, 1] * aw1 + R[i, 2, 1] * aw2 + b1 + w2 * j0 - w0 * j2
+    acc[i, 2] = R[i, 0, 2] * aw0 + R[i, 1, 2] * aw1 + R[i, 2, 2] * aw2 + b2 + w0 * j1 - w1 * j0
+    acc[i, 3] = R[i, 0, 0] * u0 + R[i, 1, 0] * u1 + R[i, 2, 0] * u2 + b3 + w1 * j5 - w2 * j4 + l1 * j2 - l2 * j1
+    acc[i, 4] = R[i, 0, 1] * u0 + R[i, 1, 1] * u1 + R[i, 2, 1] * u2 + b4 + w2 * j3 - w0 * j5 + l2 * j0 - l0 * j2
+    acc[i, 5] = R[i, 0, 2] * u0 + R[i, 1, 2] * u1 + R[i, 2, 2] * u2 + b5 + w0 * j4 - w1 * j3 + l0 * j1 - l1 * j0
+    if nv > 1:
+        joint_bias_add(arrays[1][i], arrays[7][i], S[i], v, v0, acc[i])

@@ -4,10 +4,12 @@ import numpy as np
 from numba import njit
 
 from mbs_dynamics import inputs
-from mbs_dynamics.joints import forward_pass
+from mbs_dynamics.inputs import invalid
+from mbs_dynamics.joints import body_acceleration, body_velocity, forward_pass
+from mbs_dynamics.lie import adjoint, pose
 from mbs_dynamics.model import Model, unpack_model
 from mbs_dynamics.spatial import motion_to_parent
-from mbs_dynamics.workspace import kinematic_views, scratch
+from mbs_dynamics.workspace import kinematic_views, scratch, take
 
 
 @njit(cache=True)
@@ -49,15 +51,11 @@ def frame_pose(model: Model, q, frame: str) -> np.ndarray:
     """4x4 homogeneous transform world <- frame at q."""
     placement = model.frame(frame)
     q = inputs.configuration(model, q, batch=False)
-    pose = np.eye(4)
     if placement.body < 0:
-        pose[:3, :3], pose[:3, 3] = placement.rotation, placement.translation
-        return pose
+        return pose(placement.rotation, placement.translation)
     world_R, world_p = body_poses(model, q)
     R, p = world_R[placement.body], world_p[placement.body]
-    pose[:3, :3] = R @ placement.rotation
-    pose[:3, 3] = R @ placement.translation + p
-    return pose
+    return pose(R @ placement.rotation, R @ placement.translation + p)
 
 
 REPRESENTATIONS = ("body", "spatial", "hybrid", "mixed")
@@ -115,3 +113,86 @@ def frame_jacobian(model: Model, q, frame: str, representation: str = "body") ->
     if representation == "body":
         J[3:] = R_frame.T @ J[3:]
     return J
+
+
+@njit(cache=True)
+def body_motion_kernel(packed, q, v, a, body, out, buffer):
+    """Of one body: out[0:3, 0:3] = world <- body rotation, out[0:3, 3] = its origin,
+    out[3] = body twist [w; v] and out[4] = its time derivative, the spatial
+    acceleration in body coordinates without gravity (F&O eqs. 1-4); out (5, 6).
+    Returns 1 without computing when an input is invalid (inputs.invalid), else 0."""
+    arrays = unpack_model(packed)
+    if invalid(arrays, q, v, a):
+        return 1
+    n = arrays[0].shape[0]
+    R, p, S, RJ, world_R, world_p, o = kinematic_views(buffer, n)
+    vel, o = take(buffer, o, (n, 6))
+    acc, o = take(buffer, o, (n, 6))
+    no_gravity, o = take(buffer, o, (3,))
+    no_gravity[0] = no_gravity[1] = no_gravity[2] = 0.0
+    body_poses_kernel(arrays, q, R, p, S, RJ, world_R, world_p)
+    for i in range(body + 1):  # parents come before children
+        j0, j1, j2, j3, j4, j5 = body_velocity(arrays, i, R, p, S, v, vel)
+        body_acceleration(arrays, i, R, p, S, v, a, vel, acc, j0, j1, j2, j3, j4, j5, no_gravity)
+    for r in range(3):
+        for c in range(3):
+            out[r, c] = world_R[body, r, c]
+        out[r, 3] = world_p[body, r]
+    for r in range(6):
+        out[3, r] = vel[body, r]
+        out[4, r] = acc[body, r]
+    return 0
+
+
+def _frame_motion(model: Model, q, v, a, frame: str, representation: str):
+    """(twist, acceleration) of a frame in `representation` (see frame_velocity)."""
+    if representation not in REPRESENTATIONS:
+        raise ValueError(f"representation must be one of {', '.join(REPRESENTATIONS)}, got {representation!r}")
+    placement = model.frame(frame)
+    q = inputs.shaped(model, q, model.nq, "q", batch=False)
+    v = inputs.shaped(model, v, model.nv, "v", batch=False)
+    a = inputs.shaped(model, a, model.nv, "a", batch=False)
+    if placement.body < 0:
+        inputs.configuration(model, q)
+        inputs.vector(model, v, model.nv, "v")
+        inputs.vector(model, a, model.nv, "a")
+        return np.zeros(6), np.zeros(6)
+    out = np.empty((5, 6))
+    if body_motion_kernel(model.packed, q, v, a, placement.body, out, scratch(model)):
+        inputs.explain(model, q, (v, "v"), (a, "a"))
+    # the frame's twist and acceleration in its own axes: a constant transform of the body's
+    to_frame = adjoint(pose(placement.rotation.T, -placement.rotation.T @ placement.translation))
+    twist, acceleration = to_frame @ out[3], to_frame @ out[4]
+    if representation == "body":
+        return twist, acceleration
+    R = out[:3, :3] @ placement.rotation
+    if representation == "spatial":
+        to_world = adjoint(pose(R, out[:3, 3] + out[:3, :3] @ placement.translation))
+        return to_world @ twist, to_world @ acceleration
+    # the frame origin's velocity R v_b and acceleration R (dv_b/dt + w_b x v_b)
+    origin_velocity = R @ twist[3:]
+    origin_acceleration = R @ (acceleration[3:] + np.cross(twist[:3], twist[3:]))
+    if representation == "hybrid":
+        return (np.concatenate([R @ twist[:3], origin_velocity]),
+                np.concatenate([R @ acceleration[:3], origin_acceleration]))
+    return np.concatenate([twist[:3], origin_velocity]), np.concatenate([acceleration[:3], origin_acceleration])
+
+
+def frame_velocity(model: Model, q, v, frame: str, representation: str = "body") -> np.ndarray:
+    """The frame's twist (6,) = frame_jacobian(representation) @ v, in Müller's
+    representations (kinematics §3): body [w_b; v_b], spatial [w; v_s],
+    hybrid [w; dr/dt], mixed [w_b; dr/dt] (see frame_jacobian)."""
+    return _frame_motion(model, q, v, np.zeros(model.nv), frame, representation)[0]
+
+
+def frame_acceleration(model: Model, q, v, a, frame: str, representation: str = "body") -> np.ndarray:
+    """d/dt of frame_velocity in the same representation (6,) = J a + dJ/dt v,
+    without gravity. Hybrid and mixed give the classical acceleration of the frame
+    origin d²r/dt²; body and spatial the derivatives of the body and spatial twists."""
+    return _frame_motion(model, q, v, a, frame, representation)[1]
+
+
+def frame_bias_acceleration(model: Model, q, v, frame: str, representation: str = "body") -> np.ndarray:
+    """dJ/dt v (6,): frame_acceleration at a = 0, without gravity (what contact
+    constraints need: J a + dJ/dt v = 0)."""
+    return _frame_motion(model, q, v, np.zeros(model.nv), frame, representation)[1]

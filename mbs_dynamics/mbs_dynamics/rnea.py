@@ -7,7 +7,7 @@ from numba import njit, prange
 
 from mbs_dynamics import inputs
 from mbs_dynamics.inputs import invalid
-from mbs_dynamics.joints import forward_pass, joint_bias_add
+from mbs_dynamics.joints import body_acceleration, body_velocity, forward_pass
 from mbs_dynamics.model import Model, unpack_model
 from mbs_dynamics.spatial import force_to_parent_add, inertia_apply
 from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
@@ -25,7 +25,7 @@ def rnea_kernel(packed, q, v, a, f_ext, tau, buffer):
     arrays = unpack_model(packed)
     if invalid(arrays, q, v, a):
         return 1
-    parent, kind, v_start = arrays[0], arrays[1], arrays[3]
+    parent, v_start = arrays[0], arrays[3]
     mass, first_moment, rotational_inertia, nv_joint, gravity = arrays[9], arrays[10], arrays[11], arrays[13], \
         arrays[14]
     n = parent.shape[0]
@@ -33,57 +33,13 @@ def rnea_kernel(packed, q, v, a, f_ext, tau, buffer):
     vel, o = take(buffer, o, (n, 6))
     acc, o = take(buffer, o, (n, 6))
     force, o = take(buffer, o, (n, 6))
-    vJ, o = take(buffer, o, (6,))
     forward_pass(arrays, q, R, p, S, RJ)
     has_external = f_ext.shape[0] > 0
     for i in range(n):
-        lam = parent[i]
-        if lam < 0:  # the world: at rest, accelerating at -g
-            pw0 = pw1 = pw2 = pv0 = pv1 = pv2 = 0.0
-            aw0 = aw1 = aw2 = 0.0
-            av0, av1, av2 = -gravity[0], -gravity[1], -gravity[2]
-        else:
-            pw0, pw1, pw2, pv0, pv1, pv2 = vel[lam, 0], vel[lam, 1], vel[lam, 2], vel[lam, 3], vel[lam, 4], vel[lam, 5]
-            aw0, aw1, aw2, av0, av1, av2 = acc[lam, 0], acc[lam, 1], acc[lam, 2], acc[lam, 3], acc[lam, 4], acc[lam, 5]
-        # child <- parent: [R^T w; R^T (v - p x w)]
-        x, y, z = p[i, 0], p[i, 1], p[i, 2]
-        t0, t1, t2 = pv0 - (y * pw2 - z * pw1), pv1 - (z * pw0 - x * pw2), pv2 - (x * pw1 - y * pw0)
-        u0, u1, u2 = av0 - (y * aw2 - z * aw1), av1 - (z * aw0 - x * aw2), av2 - (x * aw1 - y * aw0)
-        for k in range(3):
-            r0, r1, r2 = R[i, 0, k], R[i, 1, k], R[i, 2, k]
-            vel[i, k] = r0 * pw0 + r1 * pw1 + r2 * pw2
-            vel[i, 3 + k] = r0 * t0 + r1 * t1 + r2 * t2
-            acc[i, k] = r0 * aw0 + r1 * aw1 + r2 * aw2
-            acc[i, 3 + k] = r0 * u0 + r1 * u1 + r2 * u2
-        v0 = v_start[i]
-        if nv_joint[i] == 1:
-            qd, qdd = v[v0], a[v0]
-            for r in range(6):
-                s_r = S[i, r, 0]
-                vJ[r] = s_r * qd
-                vel[i, r] += s_r * qd
-                acc[i, r] += s_r * qdd
-        else:
-            for r in range(6):
-                s_v = 0.0
-                s_a = 0.0
-                for k in range(nv_joint[i]):
-                    s_v += S[i, r, k] * v[v0 + k]
-                    s_a += S[i, r, k] * a[v0 + k]
-                vJ[r] = s_v
-                vel[i, r] += s_v
-                acc[i, r] += s_a
-            joint_bias_add(kind[i], arrays[7][i], S[i], v, v0, acc[i])
+        j0, j1, j2, j3, j4, j5 = body_velocity(arrays, i, R, p, S, v, vel)
+        body_acceleration(arrays, i, R, p, S, v, a, vel, acc, j0, j1, j2, j3, j4, j5, gravity)
         w0, w1, w2, l0, l1, l2 = vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5]
-        j0, j1, j2, j3, j4, j5 = vJ[0], vJ[1], vJ[2], vJ[3], vJ[4], vJ[5]
-        # a += v x vJ = [w x jw; w x jv + l x jw]
-        b0 = acc[i, 0] + w1 * j2 - w2 * j1
-        b1 = acc[i, 1] + w2 * j0 - w0 * j2
-        b2 = acc[i, 2] + w0 * j1 - w1 * j0
-        b3 = acc[i, 3] + w1 * j5 - w2 * j4 + l1 * j2 - l2 * j1
-        b4 = acc[i, 4] + w2 * j3 - w0 * j5 + l2 * j0 - l0 * j2
-        b5 = acc[i, 5] + w0 * j4 - w1 * j3 + l0 * j1 - l1 * j0
-        acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3], acc[i, 4], acc[i, 5] = b0, b1, b2, b3, b4, b5
+        b0, b1, b2, b3, b4, b5 = acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3], acc[i, 4], acc[i, 5]
         # f = I a + v x* (I v)
         m, h, I_O = mass[i], first_moment[i], rotational_inertia[i]
         n0, n1, n2, f0, f1, f2 = inertia_apply(m, h[0], h[1], h[2], I_O, b0, b1, b2, b3, b4, b5)

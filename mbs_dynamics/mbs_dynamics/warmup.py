@@ -1,5 +1,5 @@
 """Compiles every compiled kernel once, filling numba's on-disk cache, so that
-nothing stalls on first use (a cold start compiles for about 40 s; a warm one
+nothing stalls on first use (a cold start compiles for about 80 s; a warm one
 loads in under a second). scripts/setup_venv.sh runs it after installing; on a
 ROS 2 install run `python3 -m mbs_dynamics.warmup` once after `colcon build`.
 """
@@ -30,6 +30,7 @@ def warm_up() -> float:
     mbs.center_of_mass(model, q)
     mbs.frame_jacobian(model, q, "LF_FOOT")
     mbs.frame_pose(model, q, "LF_FOOT")
+    mbs.frame_acceleration(model, q, v, v, "LF_FOOT", "hybrid")
     return time.perf_counter() - start
 
 

@@ -33,6 +33,24 @@ def robot_path(name: str) -> str:
     return str(ROBOTS_DIR / REAL_ROBOTS[name])
 
 
+def random_state(model, rng):
+    """q (joints uniform within their limits, clipped to [-pi, pi]; floating
+    joints at a random pose), v and a normal."""
+    q = model.neutral_configuration()
+    for body, name in enumerate(model.body_joint_names):
+        if name not in model.joint_names:
+            continue  # a coupled mimic joint
+        qi = model.q_index(name)
+        if model.joint_type[body] == mbs.model.FLOATING:
+            q[qi:qi + 3] = rng.uniform(-1, 1, 3)
+            quaternion = rng.normal(size=4)
+            q[qi + 3:qi + 7] = quaternion / np.linalg.norm(quaternion)
+        else:
+            lower, upper = model.lower_position_limit[qi], model.upper_position_limit[qi]
+            q[qi] = rng.uniform(max(lower, -np.pi), min(upper, np.pi))
+    return q, rng.normal(size=model.nv), rng.normal(size=model.nv)
+
+
 class Pair:
     """Our model and Pinocchio's of the same URDF, with conversions."""
 
@@ -64,18 +82,7 @@ class Pair:
         assert np.allclose(self.P @ self.P.T, np.eye(m.nv)), "joint sets differ"
 
     def random_state(self, rng):
-        m = self.model
-        q = m.neutral_configuration()
-        for qi, _, _, _, _, pnv in self.joints:
-            if pnv == 6:
-                q[qi:qi + 3] = rng.uniform(-1, 1, 3)
-                quaternion = rng.normal(size=4)
-                q[qi + 3:qi + 7] = quaternion / np.linalg.norm(quaternion)
-            else:
-                lower, upper = m.lower_position_limit[qi], m.upper_position_limit[qi]
-                lower, upper = max(lower, -np.pi), min(upper, np.pi)
-                q[qi] = rng.uniform(lower, upper)
-        return q, rng.normal(size=m.nv), rng.normal(size=m.nv)
+        return random_state(self.model, rng)
 
     def q(self, q):
         qp = self.pin.neutral(self.pin_model)

@@ -29,6 +29,14 @@ from mbs_dynamics.rnea import gravity_torques, inverse_dynamics, nonlinear_effec
 from mbs_dynamics.crba import mass_matrix
 from mbs_dynamics.configuration import difference, integrate
 from mbs_dynamics.aba import InverseMassMatrix, SingularMassMatrix, forward_dynamics
+from mbs_dynamics.contact import (
+    ConstraintSolution,
+    FrameContact,
+    LoopClosure,
+    PointContact,
+    contact_forward_dynamics,
+    impact,
+)
 from mbs_dynamics.centroidal import (
     center_of_mass,
     center_of_mass_velocity,
@@ -40,7 +48,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BUNDLED_ROBOTS",
+    "ConstraintSolution",
     "Frame",
+    "FrameContact",
+    "LoopClosure",
+    "PointContact",
     "InverseMassMatrix",
     "Model",
     "SingularMassMatrix",
@@ -49,6 +61,7 @@ __all__ = [
     "center_of_mass_velocity",
     "centroidal_momentum",
     "centroidal_momentum_matrix",
+    "contact_forward_dynamics",
     "difference",
     "forward_dynamics",
     "frame_acceleration",
@@ -59,6 +72,7 @@ __all__ = [
     "lie",
     "mass_matrix",
     "gravity_torques",
+    "impact",
     "integrate",
     "inverse_dynamics",
     "nonlinear_effects",

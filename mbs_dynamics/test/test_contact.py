@@ -1,0 +1,189 @@
+"""Contact, loop-closure and impact dynamics: the three methods agree, the
+constrained points do not accelerate, M a + h = tau + G^T λ checked through
+inverse dynamics with the forces as external wrenches, a four-bar linkage
+against its one-DoF Lagrangian, rank-deficient sets, impacts."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from oracles import random_state, robot_path
+from test_model_and_rnea import close
+
+import mbs_dynamics as mbs
+
+FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
+SOLES = ("left_sole_link", "right_sole_link")
+
+
+def solo12():
+    return mbs.Model.from_urdf_file(robot_path("solo12"), floating_base=True)
+
+
+def talos():
+    return mbs.Model.from_urdf_file(robot_path("talos"), floating_base=True)
+
+
+def point_acceleration(model, q, v, a, frame, point=(0.0, 0.0, 0.0)):
+    """d²p/dt² of a point of a frame, from frame_acceleration (an independent route)."""
+    pose = mbs.frame_pose(model, q, frame)
+    r = pose[:3, :3] @ np.asarray(point)
+    w = mbs.frame_velocity(model, q, v, frame, "hybrid")[:3]
+    acceleration = mbs.frame_acceleration(model, q, v, a, frame, "hybrid")
+    return acceleration[3:] + np.cross(acceleration[:3], r) + np.cross(w, np.cross(w, r))
+
+
+@pytest.mark.parametrize("robot", ["solo12", "talos"])
+def test_methods_agree_and_constraints_hold(robot):
+    if robot == "solo12":
+        model, contacts = solo12(), [mbs.PointContact(foot) for foot in FEET]
+    else:
+        model, contacts = talos(), [mbs.FrameContact(sole) for sole in SOLES]
+    rng = np.random.default_rng(40)
+    q, v, tau = random_state(model, rng)
+    solutions = {method: mbs.contact_forward_dynamics(model, q, v, tau, contacts, method=method)
+                 for method in mbs.contact.METHODS}
+    a, forces = solutions["kkt"]
+    assert not solutions["kkt"].rank_deficient and solutions["kkt"].residual < 1e-9
+    for other_a, other_forces in solutions.values():
+        close(other_a, a, 1e-9)
+        close(np.concatenate(other_forces), np.concatenate(forces), 1e-9)
+    for contact in contacts:  # the constrained motion is still
+        if robot == "solo12":
+            close(point_acceleration(model, q, v, a, contact.frame), np.zeros(3), 1e-9)
+        else:
+            close(mbs.frame_acceleration(model, q, v, a, contact.frame, "body"), np.zeros(6), 1e-9)
+    # M a + h = tau + sum J^T f: the forces as external wrenches at the frame origins
+    wrenches = {c.frame: (np.r_[0, 0, 0, f] if f.size == 3 else f) for c, f in zip(contacts, forces, strict=True)}
+    close(mbs.inverse_dynamics(model, q, v, a, f_ext=wrenches), tau, 1e-9)
+
+
+def test_point_off_the_frame_origin_and_baumgarte():
+    model = solo12()
+    rng = np.random.default_rng(41)
+    q, v, tau = random_state(model, rng)
+    point = np.array([0.01, -0.02, 0.03])
+    target = mbs.frame_pose(model, q, "FL_FOOT")[:3, :3] @ point + mbs.frame_pose(model, q, "FL_FOOT")[:3, 3] \
+        + np.array([0.0, 0.0, 0.002])
+    contacts = [mbs.PointContact("FL_FOOT", tuple(point), target=tuple(target)), mbs.PointContact("HR_FOOT")]
+    a, forces = mbs.contact_forward_dynamics(model, q, v, tau, contacts)
+    close(point_acceleration(model, q, v, a, "FL_FOOT", point), np.zeros(3), 1e-9)
+    alpha, beta = 5.0, 7.0
+    for method in mbs.contact.METHODS:
+        a, _ = mbs.contact_forward_dynamics(model, q, v, tau, contacts, method=method, baumgarte=(alpha, beta))
+        rows = mbs.contact.constraint_rows(model, q, v, contacts)
+        velocity = rows.G @ v
+        close(point_acceleration(model, q, v, a, "FL_FOOT", point),
+              -2 * alpha * velocity[:3] - beta**2 * np.array([0.0, 0.0, -0.002]), 1e-9)
+        close(point_acceleration(model, q, v, a, "HR_FOOT"), -2 * alpha * velocity[3:], 1e-9)
+
+
+PLANAR_ARM = """<robot name="planar_arm">
+  <link name="base"/>
+  {links}
+</robot>"""
+
+
+def planar_arm(lengths=(0.5, 0.4, 0.3), masses=(2.0, 1.5, 1.0), extra=""):
+    """Links along their z, revolute about y, each of length L with its CoM at L/2."""
+    links, parent = [], "base"
+    for k, (length, mass) in enumerate(zip(lengths, masses, strict=True)):
+        origin = 0.0 if k == 0 else lengths[k - 1]
+        rod = mass * length**2 / 12
+        links.append(f"""
+  <link name="l{k}"><inertial><origin xyz="0 0 {length / 2}"/><mass value="{mass}"/>
+    <inertia ixx="{rod}" iyy="{rod}" izz="1e-6" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="j{k}" type="revolute"><parent link="{parent}"/><child link="l{k}"/>
+    <origin xyz="0 0 {origin}"/><axis xyz="0 1 0"/><limit lower="-6" upper="6" effort="1" velocity="1"/></joint>""")
+        parent = f"l{k}"
+    links.append(f"""
+  <link name="tip"/><joint name="tip_joint" type="fixed"><parent link="{parent}"/><child link="tip"/>
+    <origin xyz="0 0 {lengths[-1]}"/></joint>""")
+    return mbs.Model.from_urdf_string(PLANAR_ARM.format(links="".join(links) + extra))
+
+
+def test_rank_deficient_contact_gets_the_minimum_norm_forces_and_a_flag():
+    """A planar arm's tip held by a point contact: the out-of-plane row of G is zero."""
+    model = planar_arm()
+    rng = np.random.default_rng(42)
+    q, v, tau = rng.uniform(-1, 1, 3), rng.normal(size=3), rng.normal(size=3)
+    contacts = [mbs.PointContact("tip")]
+    solutions = [mbs.contact_forward_dynamics(model, q, v, tau, contacts, method=m) for m in mbs.contact.METHODS]
+    for solution in solutions:
+        a, (force,) = solution
+        assert solution.rank_deficient and solution.rank == 2 and solution.rows == 3
+        assert np.all(np.isfinite(a)) and np.all(np.isfinite(force))
+        assert solution.residual < 1e-9
+        assert abs(force[1]) < 1e-12  # nothing pushes along the free (out-of-plane) axis
+        close(a, solutions[0][0], 1e-9)
+        close(force, solutions[0][1][0], 1e-9)
+        close(point_acceleration(model, q, v, a, "tip"), np.zeros(3), 1e-9)
+    # the same arm with two contacts holding the same point: forces split, minimum norm
+    a2, (f1, f2) = mbs.contact_forward_dynamics(model, q, v, tau, contacts * 2, method="schur")
+    close(a2, solutions[0][0], 1e-9)
+    close(f1, f2, 1e-9)
+    close(f1 + f2, solutions[0][1][0], 1e-9)
+
+
+def test_four_bar_linkage_matches_its_lagrangian():
+    """A parallelogram: crank and rocker of length a and mass m turn about pivots
+    b apart, the coupler translates. One DoF θ (from vertical) with
+    (2/3 m a² + m2 a²) θ'' = (m + m2) a g sin θ, and the joints move as (θ, -θ, θ)."""
+    a_len, b_len, m, m2, g = 0.4, 0.6, 1.2, 0.8, 9.81
+    ground = f"""
+  <link name="pivot"/><joint name="pivot_joint" type="fixed"><parent link="base"/><child link="pivot"/>
+    <origin xyz="{b_len} 0 0"/></joint>"""
+    model = planar_arm((a_len, b_len, a_len), (m, m2, m), extra=ground)
+    closure = [mbs.LoopClosure("tip", "pivot")]
+    for theta, omega in ((0.3, 0.0), (-0.7, 1.3), (1.1, -2.0)):
+        q = np.array([theta, np.pi / 2 - theta, theta + np.pi / 2])
+        close(mbs.frame_pose(model, q, "tip")[:3, 3], [b_len, 0, 0], 1e-12)
+        v = omega * np.array([1.0, -1.0, 1.0])
+        theta_dd = (m + m2) * a_len * g * np.sin(theta) / (2 / 3 * m * a_len**2 + m2 * a_len**2)
+        for method in mbs.contact.METHODS:
+            solution = mbs.contact_forward_dynamics(model, q, v, np.zeros(3), closure, method=method)
+            assert solution.rank_deficient  # planar: the y row is zero
+            close(solution[0], theta_dd * np.array([1.0, -1.0, 1.0]), 1e-9)
+    weld = mbs.LoopClosure("tip", "pivot", weld=True)
+    assert weld.rows == 6
+    solution = mbs.contact_forward_dynamics(model, q, 0 * v, np.zeros(3), [weld])
+    close(solution[0], np.zeros(3), 1e-9)  # welded, the linkage is a structure
+    assert solution.rank == 3
+
+
+@pytest.mark.parametrize("restitution", [0.0, 0.5, 1.0])
+def test_impact(restitution):
+    model = solo12()
+    rng = np.random.default_rng(43)
+    q, v_minus, _ = random_state(model, rng)
+    contacts = [mbs.PointContact(foot) for foot in FEET[:3]] + [mbs.FrameContact("HR_FOOT")]
+    v_plus, impulses = mbs.impact(model, q, v_minus, contacts, restitution)
+    rows = mbs.contact.constraint_rows(model, q, v_minus, contacts)
+    close(rows.G @ v_plus, -restitution * rows.G @ v_minus, 1e-9)
+    M = mbs.mass_matrix(model, q)
+    # M (v+ - v-) = sum J^T Λ, checked as the momentum change against impulses as wrenches
+    wrenches = {c.frame: (np.r_[0, 0, 0, f] if f.size == 3 else f) for c, f in zip(contacts, impulses, strict=True)}
+    zero_gravity = mbs.Model.from_urdf_file(robot_path("solo12"), floating_base=True, gravity=(0, 0, 0))
+    close(mbs.inverse_dynamics(zero_gravity, q, 0 * v_minus, v_plus - v_minus, f_ext=wrenches), np.zeros(model.nv),
+          1e-9)
+    energy = lambda v: 0.5 * v @ M @ v  # noqa: E731
+    if restitution == 1.0:
+        close(energy(v_plus), energy(v_minus), 1e-9)
+    else:
+        assert energy(v_plus) < energy(v_minus)
+
+
+def test_bad_constraints_are_refused():
+    model = solo12()
+    q, v = model.neutral_configuration(), np.zeros(model.nv)
+    with pytest.raises(ValueError, match="no frame 'LF_TOE'"):
+        mbs.contact_forward_dynamics(model, q, v, v, [mbs.PointContact("LF_TOE")])
+    with pytest.raises(ValueError, match="method must be one of"):
+        mbs.contact_forward_dynamics(model, q, v, v, [mbs.PointContact("FL_FOOT")], method="qp")
+    with pytest.raises(ValueError, match="no constraints"):
+        mbs.contact_forward_dynamics(model, q, v, v, [])
+    with pytest.raises(ValueError, match="restitution"):
+        mbs.impact(model, q, v, [mbs.PointContact("FL_FOOT")], 1.5)
+    bad = v.copy()
+    bad[0] = np.inf
+    with pytest.raises(ValueError, match="non-finite"):
+        mbs.contact_forward_dynamics(model, q, bad, v, [mbs.PointContact("FL_FOOT")])

@@ -35,6 +35,7 @@ from mbs_dynamics.contact import (
     LoopClosure,
     PointContact,
     contact_forward_dynamics,
+    contact_inverse_dynamics,
     impact,
 )
 from mbs_dynamics.centroidal import (
@@ -62,6 +63,7 @@ __all__ = [
     "centroidal_momentum",
     "centroidal_momentum_matrix",
     "contact_forward_dynamics",
+    "contact_inverse_dynamics",
     "difference",
     "forward_dynamics",
     "frame_acceleration",

@@ -243,3 +243,85 @@ def impact(model: Model, q, v_minus, contacts, restitution: float = 0.0) -> Cons
     v_plus, impulses = _solve_kkt(M, G, M @ v_minus, target, rank == G.shape[0])
     return ConstraintSolution(v_plus, _forces(rows, impulses), rank, G.shape[0],
                               float(np.linalg.norm(G @ v_plus - target)))
+
+
+class ContactInverseDynamics(tuple):
+    """(tau, forces), unpackable as a pair: joint torques (nv,), zero on the
+    floating base, and one force per contact; feasible says whether the base
+    wrench is balanced (to `base_residual`) with the forces inside their
+    friction cones when friction was asked for; message says why not."""
+
+    def __new__(cls, tau, forces, feasible: bool, base_residual: float, message: str):
+        solution = super().__new__(cls, (tau, forces))
+        solution.feasible, solution.base_residual, solution.message = feasible, base_residual, message
+        return solution
+
+
+def contact_inverse_dynamics(model: Model, q, v, a, contacts, friction=None,
+                             normal=(0.0, 0.0, 1.0)) -> ContactInverseDynamics:
+    """(tau, forces) of a floating-base robot: the contact forces balance the
+    base wrench of M a + h exactly (G_base^T λ = (M a + h)_base), and the
+    joints supply the rest, tau = (M a + h) - G^T λ, zero on the base.
+
+    Without friction the forces are the minimum-norm λ. With `friction` (one
+    coefficient, or one per contact) the linear force f of each contact stays in
+    its exact cone |f - (f.n) n| <= mu f.n about `normal` (world), solved as the
+    minimum-norm λ under those constraints (SLSQP); when no λ balances the base
+    inside the cones, the answer says so (feasible False) and carries the
+    minimum-norm forces instead. Moments of frame contacts are not limited.
+    """
+    from scipy.optimize import minimize
+
+    from mbs_dynamics.rnea import inverse_dynamics
+
+    if not model.floating_base:
+        raise ValueError(f"model '{model.name}' has no floating base: use inverse_dynamics")
+    q = inputs.configuration(model, q, batch=False)
+    v = inputs.vector(model, v, model.nv, "v", batch=False)
+    a = inputs.vector(model, a, model.nv, "a", batch=False)
+    rows = constraint_rows(model, q, v, contacts)
+    # forces, not the multipliers of the body-axes frame rows: G^T λ = Gw^T f
+    Gw = np.vstack([np.linalg.solve(to_force, np.eye(to_force.shape[0])).T @ rows.G[block]
+                    for block, to_force in rows.blocks])
+    base = slice(model.v_index("root_joint"), model.v_index("root_joint") + 6)
+    full = inverse_dynamics(model, q, v, a)
+    A, b = Gw[:, base].T, full[base]
+    forces = np.linalg.lstsq(A, b, rcond=LSTSQ_RCOND)[0]  # minimum norm
+    residual = float(np.linalg.norm(A @ forces - b))
+    feasible, message = residual <= 1e-9 * max(1.0, float(np.abs(b).max())), ""
+    if not feasible:
+        message = f"the contacts cannot balance the base wrench (residual {residual:.3g})"
+    if friction is not None and feasible:
+        mu = np.broadcast_to(np.asarray(friction, dtype=float), (len(contacts),))
+        if np.any(mu < 0) or not np.all(np.isfinite(mu)):
+            raise ValueError(f"friction coefficients must be finite and >= 0, got {mu.tolist()}")
+        n = np.asarray(normal, dtype=float) / np.linalg.norm(normal)
+        linear = [(block.start + (3 if block.stop - block.start == 6 else 0), coefficient)
+                  for (block, _), coefficient in zip(rows.blocks, mu, strict=True)]
+
+        def cones(x):  # mu² (f.n)² - |f_t|² >= 0 and f.n >= 0, per contact
+            out = []
+            for start, coefficient in linear:
+                f = x[start:start + 3]
+                fn = f @ n
+                tangential = f - fn * n
+                out += [coefficient**2 * fn**2 - tangential @ tangential, fn]
+            return np.array(out)
+
+        scale = max(1.0, float(np.abs(b).max()))
+        result = minimize(lambda x: 0.5 * x @ x / scale**2, forces, jac=lambda x: x / scale**2, method="SLSQP",
+                          constraints=[{"type": "eq", "fun": lambda x: (A @ x - b) / scale},
+                                       {"type": "ineq", "fun": lambda x: cones(x) / scale**2}],
+                          options={"ftol": 1e-14, "maxiter": 500})
+        inside = bool(np.all(cones(result.x) >= -1e-9 * scale**2))
+        balanced = float(np.linalg.norm(A @ result.x - b)) <= 1e-9 * scale
+        if result.success and inside and balanced:
+            forces = result.x
+            residual = float(np.linalg.norm(A @ forces - b))
+        else:
+            feasible = False
+            message = ("no contact forces inside the friction cones balance the base wrench "
+                       f"(SLSQP: {result.message}); the minimum-norm forces are returned")
+    tau = full - Gw.T @ forces
+    tau[base] = 0.0
+    return ContactInverseDynamics(tau, [forces[block] for block, _ in rows.blocks], feasible, residual, message)

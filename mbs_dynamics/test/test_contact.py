@@ -23,6 +23,18 @@ def talos():
     return mbs.Model.from_urdf_file(robot_path("talos"), floating_base=True)
 
 
+def robot_with_contacts(robot):
+    """Solo-12 on four point feet, or TALOS on its two soles."""
+    if robot == "solo12":
+        return solo12(), [mbs.PointContact(foot) for foot in FEET]
+    return talos(), [mbs.FrameContact(sole) for sole in SOLES]
+
+
+def as_wrenches(contacts, forces):
+    """Contact forces as f_ext for inverse_dynamics: wrenches at the frame origins."""
+    return {c.frame: (np.r_[0, 0, 0, f] if f.size == 3 else f) for c, f in zip(contacts, forces, strict=True)}
+
+
 def point_acceleration(model, q, v, a, frame, point=(0.0, 0.0, 0.0)):
     """d²p/dt² of a point of a frame, from frame_acceleration (an independent route)."""
     pose = mbs.frame_pose(model, q, frame)
@@ -34,10 +46,7 @@ def point_acceleration(model, q, v, a, frame, point=(0.0, 0.0, 0.0)):
 
 @pytest.mark.parametrize("robot", ["solo12", "talos"])
 def test_methods_agree_and_constraints_hold(robot):
-    if robot == "solo12":
-        model, contacts = solo12(), [mbs.PointContact(foot) for foot in FEET]
-    else:
-        model, contacts = talos(), [mbs.FrameContact(sole) for sole in SOLES]
+    model, contacts = robot_with_contacts(robot)
     rng = np.random.default_rng(40)
     q, v, tau = random_state(model, rng)
     solutions = {method: mbs.contact_forward_dynamics(model, q, v, tau, contacts, method=method)
@@ -53,8 +62,7 @@ def test_methods_agree_and_constraints_hold(robot):
         else:
             close(mbs.frame_acceleration(model, q, v, a, contact.frame, "body"), np.zeros(6), 1e-9)
     # M a + h = tau + sum J^T f: the forces as external wrenches at the frame origins
-    wrenches = {c.frame: (np.r_[0, 0, 0, f] if f.size == 3 else f) for c, f in zip(contacts, forces, strict=True)}
-    close(mbs.inverse_dynamics(model, q, v, a, f_ext=wrenches), tau, 1e-9)
+    close(mbs.inverse_dynamics(model, q, v, a, f_ext=as_wrenches(contacts, forces)), tau, 1e-9)
 
 
 def test_point_off_the_frame_origin_and_baumgarte():
@@ -161,7 +169,7 @@ def test_impact(restitution):
     close(rows.G @ v_plus, -restitution * rows.G @ v_minus, 1e-9)
     M = mbs.mass_matrix(model, q)
     # M (v+ - v-) = sum J^T Λ, checked as the momentum change against impulses as wrenches
-    wrenches = {c.frame: (np.r_[0, 0, 0, f] if f.size == 3 else f) for c, f in zip(contacts, impulses, strict=True)}
+    wrenches = as_wrenches(contacts, impulses)
     zero_gravity = mbs.Model.from_urdf_file(robot_path("solo12"), floating_base=True, gravity=(0, 0, 0))
     close(mbs.inverse_dynamics(zero_gravity, q, 0 * v_minus, v_plus - v_minus, f_ext=wrenches), np.zeros(model.nv),
           1e-9)
@@ -187,3 +195,58 @@ def test_bad_constraints_are_refused():
     bad[0] = np.inf
     with pytest.raises(ValueError, match="non-finite"):
         mbs.contact_forward_dynamics(model, q, bad, v, [mbs.PointContact("FL_FOOT")])
+
+
+def standing(model):
+    """The robot upright at its neutral joint angles, at rest."""
+    q = model.neutral_configuration()
+    q[2] = 0.3
+    return q, np.zeros(model.nv)
+
+
+@pytest.mark.parametrize("robot", ["solo12", "talos"])
+def test_contact_inverse_dynamics_balances_the_base(robot):
+    model, contacts = robot_with_contacts(robot)
+    rng = np.random.default_rng(44)
+    q, v = standing(model)
+    for a in (np.zeros(model.nv), 0.3 * rng.normal(size=model.nv)):
+        solution = mbs.contact_inverse_dynamics(model, q, v, a, contacts)
+        tau, forces = solution
+        assert solution.feasible, solution.message
+        base = slice(model.v_index("root_joint"), model.v_index("root_joint") + 6)
+        assert np.all(tau[base] == 0)
+        # independent check: the forces as external wrenches leave exactly tau to the joints
+        close(mbs.inverse_dynamics(model, q, v, a, f_ext=as_wrenches(contacts, forces)), tau, 1e-9)
+        # minimum norm: no force in the null space of the base balance could be removed
+        stacked = np.concatenate(forces)
+        rows = mbs.contact.constraint_rows(model, q, v, contacts)
+        Gw = np.vstack([to_force @ rows.G[block] for block, to_force in rows.blocks])
+        null = np.linalg.svd(Gw[:, base].T)[2][6:]
+        close(null @ stacked, np.zeros(null.shape[0]), 1e-9)
+    if robot == "solo12":  # at rest, the feet carry the weight
+        _, forces = mbs.contact_inverse_dynamics(model, q, v, np.zeros(model.nv), contacts)
+        close(sum(forces), [0, 0, model.total_mass * 9.81], 1e-9)
+
+
+def test_contact_inverse_dynamics_with_friction_cones():
+    model = solo12()
+    contacts = [mbs.PointContact(foot) for foot in FEET]
+    q, v = standing(model)
+    a = np.zeros(model.nv)
+    a[3] = 2.0  # the base accelerates forward (body x): the feet must push sideways
+    free, free_forces = mbs.contact_inverse_dynamics(model, q, v, a, contacts)
+    mu = 0.5
+    solution = mbs.contact_inverse_dynamics(model, q, v, a, contacts, friction=mu)
+    tau, forces = solution
+    assert solution.feasible, solution.message
+    close(mbs.inverse_dynamics(model, q, v, a, f_ext=as_wrenches(contacts, forces)), tau, 1e-8)
+    for f in forces:
+        assert f[2] >= -1e-9 and np.hypot(f[0], f[1]) <= mu * f[2] + 1e-7
+    # too slippery to push the base that hard: said, not hidden
+    slippery = mbs.contact_inverse_dynamics(model, q, v, a, contacts, friction=0.05)
+    assert not slippery.feasible and "friction cones" in slippery.message
+    # one foot cannot hold the base's moments
+    single = mbs.contact_inverse_dynamics(model, q, v, a, contacts[:1])
+    assert not single.feasible and "cannot balance" in single.message
+    with pytest.raises(ValueError, match="no floating base"):
+        mbs.contact_inverse_dynamics(planar_arm(), np.zeros(3), np.zeros(3), np.zeros(3), [mbs.PointContact("tip")])

@@ -38,6 +38,7 @@ from mbs_dynamics.contact import (
     contact_inverse_dynamics,
     impact,
 )
+from mbs_dynamics.integrators import INTEGRATORS, step
 from mbs_dynamics.centroidal import (
     center_of_mass,
     center_of_mass_velocity,
@@ -49,6 +50,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BUNDLED_ROBOTS",
+    "INTEGRATORS",
     "ConstraintSolution",
     "Frame",
     "FrameContact",
@@ -78,6 +80,7 @@ __all__ = [
     "integrate",
     "inverse_dynamics",
     "nonlinear_effects",
+    "step",
     "JointDescription",
     "LinkDescription",
     "RobotDescription",

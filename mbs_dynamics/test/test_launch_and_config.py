@@ -126,3 +126,13 @@ def test_readme_lists_every_node_executable_and_parameter():
         assert f"| `{parameter.name}` |" in common, f"README: {parameter.name} missing"
     for script in console_scripts():
         assert f"`{script}`" in readme, f"README does not name {script}"
+
+
+def test_readme_core_example_runs():
+    """The README's Python example of the core runs as printed."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    example = readme.split("## The dynamics core (Python, no ROS needed)")[1].split("```python")[1].split("```")[0]
+    namespace = {}
+    exec(compile(example, "README.md", "exec"), namespace)  # noqa: S102
+    assert namespace["v_plus"].shape == (namespace["model"].nv,)
+    assert len(namespace["forces"]) == 4

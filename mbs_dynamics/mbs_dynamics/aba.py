@@ -11,8 +11,10 @@ from numba import njit, prange
 
 from mbs_dynamics import inputs
 from mbs_dynamics.inputs import invalid
+from mbs_dynamics.crba import mass_matrix
 from mbs_dynamics.joints import body_inertias, body_velocity, forward_pass, joint_bias_add
 from mbs_dynamics.model import Model, unpack_model
+from mbs_dynamics.rnea import external_wrenches_in_bodies, inverse_dynamics
 from mbs_dynamics.spatial import congruence_add, inertia_apply
 from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
 
@@ -306,8 +308,6 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
     dimension (then f_ext must be None). A singular mass matrix raises
     SingularMassMatrix (a ValueError) naming the joint.
     """
-    from mbs_dynamics.rnea import external_wrenches_in_bodies, inverse_dynamics
-
     q = inputs.shaped(model, q, model.nq, "q")
     v = inputs.shaped(model, v, model.nv, "v")
     tau = inputs.shaped(model, tau, model.nv, "tau")
@@ -315,8 +315,6 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
     if f_ext and batch:
         raise ValueError("f_ext is not supported with a batch of states")
     if model.has_coupled_joints:
-        from mbs_dynamics.crba import mass_matrix
-
         M = mass_matrix(model, q)
         bias = inverse_dynamics(model, q, v, np.zeros_like(v), f_ext)
         inputs.vector(model, tau, model.nv, "tau")

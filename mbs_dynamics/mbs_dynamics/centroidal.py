@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit, prange
 
 from mbs_dynamics import inputs
-from mbs_dynamics.crba import composite_momenta, composite_momentum, crba_views
+from mbs_dynamics.crba import composite_momenta, composite_momentum
 from mbs_dynamics.inputs import invalid
 from mbs_dynamics.joints import body_velocity, forward_pass
 from mbs_dynamics.model import Model, unpack_model
@@ -104,8 +104,7 @@ def momentum_matrix_kernel(packed, q, A, com, buffer):
         return 1
     parent, v_start, nv_joint = arrays[0], arrays[3], arrays[13]
     n = parent.shape[0]
-    composite_momenta(arrays, q, buffer)
-    _, _, _, _, _, _, mass_c, first_moment_c, inertia_c, S_world, F = crba_views(buffer, n)
+    mass_c, first_moment_c, inertia_c, S_world, F = composite_momenta(arrays, q, buffer)
     total_mass = 0.0
     com[0] = com[1] = com[2] = 0.0
     for i in range(n):

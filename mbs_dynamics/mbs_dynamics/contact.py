@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+from scipy.optimize import minimize
 
 from mbs_dynamics import inputs
 from mbs_dynamics.aba import InverseMassMatrix, forward_dynamics
@@ -33,7 +34,7 @@ from mbs_dynamics.crba import mass_matrix
 from mbs_dynamics.kinematics import frame_bias_acceleration, frame_jacobian, frame_pose, frame_velocity
 from mbs_dynamics.lie import skew, so3_log
 from mbs_dynamics.model import Model
-from mbs_dynamics.rnea import nonlinear_effects
+from mbs_dynamics.rnea import inverse_dynamics, nonlinear_effects
 
 # Singular values of G below this, relative to the largest, count as zero.
 RANK_TOLERANCE = 1e-9
@@ -95,7 +96,8 @@ class ConstraintSolution(tuple):
 @dataclass
 class ConstraintRows:
     """G (m, nv), gamma = -dG/dt v (m,), the position error phi (m,), and per
-    constraint its row slice and the map from its multipliers to its force."""
+    constraint its row slice and the orthogonal map from its multipliers to its
+    force (so G^T λ = (to_force G)^T force)."""
 
     G: np.ndarray
     gamma: np.ndarray
@@ -270,10 +272,6 @@ def contact_inverse_dynamics(model: Model, q, v, a, contacts, friction=None,
     inside the cones, the answer says so (feasible False) and carries the
     minimum-norm forces instead. Moments of frame contacts are not limited.
     """
-    from scipy.optimize import minimize
-
-    from mbs_dynamics.rnea import inverse_dynamics
-
     if not model.floating_base:
         raise ValueError(f"model '{model.name}' has no floating base: use inverse_dynamics")
     q = inputs.configuration(model, q, batch=False)
@@ -281,8 +279,7 @@ def contact_inverse_dynamics(model: Model, q, v, a, contacts, friction=None,
     a = inputs.vector(model, a, model.nv, "a", batch=False)
     rows = constraint_rows(model, q, v, contacts)
     # forces, not the multipliers of the body-axes frame rows: G^T λ = Gw^T f
-    Gw = np.vstack([np.linalg.solve(to_force, np.eye(to_force.shape[0])).T @ rows.G[block]
-                    for block, to_force in rows.blocks])
+    Gw = np.vstack([to_force @ rows.G[block] for block, to_force in rows.blocks])
     base = slice(model.v_index("root_joint"), model.v_index("root_joint") + 6)
     full = inverse_dynamics(model, q, v, a)
     A, b = Gw[:, base].T, full[base]

@@ -90,13 +90,15 @@ def crba_views(buffer, n):
 
 @njit(cache=True)
 def composite_momenta(arrays, q, buffer):
-    """Everything the CRBA needs from q: world placements, composite inertias
-    and world motion subspaces, in `buffer` (crba_views)."""
+    """Everything the CRBA needs from q, laid out in `buffer` (crba_views): world
+    placements, composite inertias and world motion subspaces. Returns the views
+    (mass_c, first_moment_c, inertia_c, S_world) and a 6x6 scratch F."""
     R, p, S, RJ, world_R, world_p, mass_c, first_moment_c, inertia_c, S_world, F = crba_views(
         buffer, arrays[0].shape[0])
     body_poses_kernel(arrays, q, R, p, S, RJ, world_R, world_p)
     world_composite_inertias(arrays, world_R, world_p, mass_c, first_moment_c, inertia_c)
     world_motion_subspaces(arrays, S, world_R, world_p, S_world)
+    return mass_c, first_moment_c, inertia_c, S_world, F
 
 
 @njit(cache=True, inline="always")
@@ -116,13 +118,11 @@ def crba_kernel(packed, q, M, buffer):
     if invalid(arrays, q, q[:0], q[:0]):
         return 1
     parent, v_start, nv_joint = arrays[0], arrays[3], arrays[13]
-    n = parent.shape[0]
-    composite_momenta(arrays, q, buffer)
-    _, _, _, _, _, _, mass_c, first_moment_c, inertia_c, S_world, F = crba_views(buffer, n)
+    mass_c, first_moment_c, inertia_c, S_world, F = composite_momenta(arrays, q, buffer)
     for r in range(M.shape[0]):
         for c in range(M.shape[1]):
             M[r, c] = 0.0
-    for i in range(n - 1, -1, -1):
+    for i in range(parent.shape[0] - 1, -1, -1):
         ni, vi = nv_joint[i], v_start[i]
         for k in range(ni):
             composite_momentum(mass_c, first_moment_c, inertia_c, S_world, i, k, F)

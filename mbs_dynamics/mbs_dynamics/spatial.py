@@ -50,18 +50,6 @@ def quaternion_to_rotation(x, y, z, w, out):
 
 
 @njit(cache=True, inline="always")
-def motion_to_child(R, p, m, out):
-    """child <- parent on a motion vector: [R^T w; R^T (v - p x w)]."""
-    w0, w1, w2 = m[0], m[1], m[2]
-    v0 = m[3] - (p[1] * w2 - p[2] * w1)
-    v1 = m[4] - (p[2] * w0 - p[0] * w2)
-    v2 = m[5] - (p[0] * w1 - p[1] * w0)
-    for k in range(3):
-        out[k] = R[0, k] * w0 + R[1, k] * w1 + R[2, k] * w2
-        out[3 + k] = R[0, k] * v0 + R[1, k] * v1 + R[2, k] * v2
-
-
-@njit(cache=True, inline="always")
 def motion_to_parent(R, p, m, out):
     """parent <- child on a motion vector: [R w; R v + p x (R w)]."""
     w0 = R[0, 0] * m[0] + R[0, 1] * m[1] + R[0, 2] * m[2]
@@ -93,28 +81,6 @@ def force_to_parent_add(R, p, f, out):
 
 
 @njit(cache=True, inline="always")
-def cross_motion_add(v, m, out):
-    """out += v x m = [w x mw; w x mv + vl x mw]."""
-    out[0] += v[1] * m[2] - v[2] * m[1]
-    out[1] += v[2] * m[0] - v[0] * m[2]
-    out[2] += v[0] * m[1] - v[1] * m[0]
-    out[3] += v[1] * m[5] - v[2] * m[4] + v[4] * m[2] - v[5] * m[1]
-    out[4] += v[2] * m[3] - v[0] * m[5] + v[5] * m[0] - v[3] * m[2]
-    out[5] += v[0] * m[4] - v[1] * m[3] + v[3] * m[1] - v[4] * m[0]
-
-
-@njit(cache=True, inline="always")
-def cross_force_add(v, f, out):
-    """out += v x* f = [w x n + vl x f; w x f]."""
-    out[0] += v[1] * f[2] - v[2] * f[1] + v[4] * f[5] - v[5] * f[4]
-    out[1] += v[2] * f[0] - v[0] * f[2] + v[5] * f[3] - v[3] * f[5]
-    out[2] += v[0] * f[1] - v[1] * f[0] + v[3] * f[4] - v[4] * f[3]
-    out[3] += v[1] * f[5] - v[2] * f[4]
-    out[4] += v[2] * f[3] - v[0] * f[5]
-    out[5] += v[0] * f[4] - v[1] * f[3]
-
-
-@njit(cache=True, inline="always")
 def inertia_apply(m, h0, h1, h2, I, w0, w1, w2, l0, l1, l2):  # noqa: E741
     """(m, h, I_O) [w; l] = [I_O w + h x l; m l - h x w], on scalars (RBDL §7.3)."""
     return (I[0, 0] * w0 + I[0, 1] * w1 + I[0, 2] * w2 + h1 * l2 - h2 * l1,
@@ -123,13 +89,6 @@ def inertia_apply(m, h0, h1, h2, I, w0, w1, w2, l0, l1, l2):  # noqa: E741
             m * l0 - (h1 * w2 - h2 * w1),
             m * l1 - (h2 * w0 - h0 * w2),
             m * l2 - (h0 * w1 - h1 * w0))
-
-
-@njit(cache=True, inline="always")
-def inertia_times_motion(m, h, I_O, v, out):  # noqa: N803
-    """out = I v for the spatial inertia (m, h, I_O)."""
-    out[0], out[1], out[2], out[3], out[4], out[5] = inertia_apply(
-        m, h[0], h[1], h[2], I_O, v[0], v[1], v[2], v[3], v[4], v[5])
 
 
 @njit(cache=True, inline="always")
@@ -146,22 +105,6 @@ def spatial_inertia_matrix(m, h, I_O, out):  # noqa: N803
     for r in range(3):
         for c in range(3):
             out[3 + r, c] = out[c, 3 + r]
-
-
-@njit(cache=True, inline="always")
-def motion_matrix_to_child(R, p, out):
-    """The 6x6 matrix X of child <- parent on motion vectors: [[R^T, 0], [-R^T p~, R^T]]."""
-    for r in range(6):
-        for c in range(6):
-            out[r, c] = 0.0
-    for r in range(3):
-        for c in range(3):
-            out[r, c] = R[c, r]
-            out[3 + r, 3 + c] = R[c, r]
-        # row r of R^T p~, whose columns are p~ e_c = p x e_c
-        out[3 + r, 0] = -(R[1, r] * p[2] - R[2, r] * p[1])
-        out[3 + r, 1] = -(R[2, r] * p[0] - R[0, r] * p[2])
-        out[3 + r, 2] = -(R[0, r] * p[1] - R[1, r] * p[0])
 
 
 @njit(cache=True, inline="always")

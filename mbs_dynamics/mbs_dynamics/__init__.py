@@ -39,6 +39,7 @@ from mbs_dynamics.contact import (
     impact,
 )
 from mbs_dynamics.integrators import INTEGRATORS, step
+from mbs_dynamics.friction import ContactStep, Ground, contact_step
 from mbs_dynamics.centroidal import (
     center_of_mass,
     center_of_mass_velocity,
@@ -52,8 +53,10 @@ __all__ = [
     "BUNDLED_ROBOTS",
     "INTEGRATORS",
     "ConstraintSolution",
+    "ContactStep",
     "Frame",
     "FrameContact",
+    "Ground",
     "LoopClosure",
     "PointContact",
     "InverseMassMatrix",
@@ -66,6 +69,7 @@ __all__ = [
     "centroidal_momentum_matrix",
     "contact_forward_dynamics",
     "contact_inverse_dynamics",
+    "contact_step",
     "difference",
     "forward_dynamics",
     "frame_acceleration",

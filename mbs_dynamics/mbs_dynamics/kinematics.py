@@ -85,6 +85,39 @@ def spatial_jacobian_kernel(packed, q, body, J, R_body, p_body, buffer):
     p_body[:] = world_p[body]
 
 
+@njit(cache=True)
+def point_jacobians_kernel(arrays, q, bodies, local_points, positions, jacobians, buffer):
+    """For points fixed in bodies (body frame coordinates; body -1: the world):
+    world positions (k, 3) and the Jacobians (k, 3, nv) of their world
+    velocities, columns w_j x p + v_j of the world twists ^0X_j S_j of the
+    joints that carry them (RBDL §6.2). Returns the offset of the buffer's free
+    part."""
+    parent, v_start, nv_joint = arrays[0], arrays[3], arrays[13]
+    R, p, S, RJ, world_R, world_p, o = kinematic_views(buffer, parent.shape[0])
+    column, o = take(buffer, o, (6,))
+    body_poses_kernel(arrays, q, R, p, S, RJ, world_R, world_p)
+    jacobians[:] = 0.0
+    for k in range(bodies.shape[0]):
+        b, x = bodies[k], local_points[k]
+        if b < 0:
+            positions[k] = x
+            continue
+        for r in range(3):
+            positions[k, r] = world_p[b, r] + world_R[b, r, 0] * x[0] + world_R[b, r, 1] * x[1] \
+                + world_R[b, r, 2] * x[2]
+        x0, x1, x2 = positions[k, 0], positions[k, 1], positions[k, 2]
+        j = b
+        while j >= 0:
+            for m in range(nv_joint[j]):
+                motion_to_parent(world_R[j], world_p[j], S[j, :, m], column)
+                c = v_start[j] + m
+                jacobians[k, 0, c] += column[1] * x2 - column[2] * x1 + column[3]
+                jacobians[k, 1, c] += column[2] * x0 - column[0] * x2 + column[4]
+                jacobians[k, 2, c] += column[0] * x1 - column[1] * x0 + column[5]
+            j = parent[j]
+    return o
+
+
 def frame_jacobian(model: Model, q, frame: str, representation: str = "body") -> np.ndarray:
     """(6, nv) map from v to the frame's twist [w; v] (Müller kinematics §3):
 

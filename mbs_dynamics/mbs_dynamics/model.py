@@ -22,6 +22,11 @@ Everything the compiled recursions need is a flat per-body array:
                               and the rotational inertia about the body origin
     nv_joint[i]               number of velocity coordinates of the body's joint
 
+and per velocity coordinate, dof_parent[k]: the coordinate before k on the
+path to the root (-1 at the root), so that M[k, j] != 0 only for j on that
+path (branch-induced sparsity, Featherstone RBDA §6.5); a plain chain
+k - 1 when mimic couplings put nonzeros elsewhere.
+
 The kernels receive them packed into two arrays, model.packed (unpack_model).
 """
 from __future__ import annotations
@@ -148,7 +153,7 @@ class _Builder:
             tree_rotation.append(rotation)
             tree_translation.append(translation)
             axis.append(joint_axis)
-            plane.append(_plane_basis(joint_axis))
+            plane.append(plane_basis(joint_axis))
             joint_of_body.append(name)
             inertias.append([])
             return len(parent) - 1
@@ -250,7 +255,22 @@ class _Builder:
 
         model.quaternion_starts = np.array([start for start, _ in model.quaternions], dtype=np.int64)
         model.nv_joint = np.array([JOINT_NV[kind] for kind in joint_type], dtype=np.int64)
+        model.dof_parent = self._dof_parents()
         self._pack()
+
+    def _dof_parents(self) -> np.ndarray:
+        model = self.model
+        if model.has_coupled_joints:
+            return np.arange(model.nv, dtype=np.int64) - 1
+        dof_parent = np.full(model.nv, -1, dtype=np.int64)
+        last = np.full(model.nbodies, -1, dtype=np.int64)  # a body's last coordinate
+        for body in range(model.nbodies):
+            above = last[model.parent[body]] if model.parent[body] >= 0 else -1
+            start = model.v_start[body]
+            for k in range(model.nv_joint[body]):
+                dof_parent[start + k] = above if k == 0 else start + k - 1
+            last[body] = start + model.nv_joint[body] - 1
+        return dof_parent
 
     def _pack(self):
         """What the compiled recursions read, copied into one float and one int
@@ -316,7 +336,7 @@ def unpack_model(packed):
             first_moment, rotational_inertia, quaternion_starts, nv_joint, gravity, floats[o])
 
 
-def _plane_basis(axis: np.ndarray) -> np.ndarray:
+def plane_basis(axis: np.ndarray) -> np.ndarray:
     """In-plane unit vectors (u1, u2) with u1 x u2 = axis; x and y for the z axis."""
     axis = axis / np.linalg.norm(axis)
     helper = np.array([1.0, 0.0, 0.0]) if abs(axis[0]) < 0.9 else np.array([0.0, 1.0, 0.0])

@@ -1,0 +1,463 @@
+"""Unilateral contact with Coulomb friction, for simulation: points of the robot
+against a ground plane, by velocity-level time stepping (Moreau-Jean; the
+impulse form of the constrained dynamics of F&O §3.4 and RBDL §2.3).
+
+One step of `dt` from (q, v) under the joint forces tau:
+
+    v_free = v + dt M⁻¹ (tau - h)
+    v⁺     = v_free + M⁻¹ G^T λ          (λ: the contact impulses)
+    q⁺     = q ⊕ dt v⁺
+
+with, for each touching point, the rows G = [n; t1; t2] J_p of its velocity
+along the ground normal n and two tangents, u = G v⁺ = W λ + c, W = G M⁻¹ G^T
+(the Delassus operator) and c = G v_free + (bias on the normal row), and the
+Coulomb law in its exact cone (not a pyramid):
+
+    no pulling, no penetration   λ_n >= 0,  u_n + b >= 0,  λ_n (u_n + b) = 0
+    friction cone                |λ_t| <= μ λ_n
+    sticking or sliding          u_t = 0, or λ_t = -μ λ_n u_t / |u_t|
+
+b lets a point that is above the ground by φ close the gap in one step (b =
+φ/dt), pushes a point below it out at `stabilization` φ/dt per step, and makes a
+point that would reach the ground within the step, approaching faster than
+BOUNCE_SPEED, leave at `restitution` times its approach speed (Newton's law of
+restitution, applied at the start of the step: the bounce is placed to within
+one step's travel).
+
+The solver is a projected block Gauss-Seidel over the points: for each point,
+the normal impulse from its row, then the tangential impulse exactly, as the
+minimiser of ½ λ_t^T W_tt λ_t + c_t^T λ_t over the disk |λ_t| <= μ λ_n (whose
+optimality condition is Coulomb's maximal dissipation, u_t = -κ λ_t), solved
+with a Moré-Sorensen secular equation. Redundant contacts (the corners of a
+sole) make W singular and Gauss-Seidel slow, so every POLISH_EVERY sweeps the
+points that stick are solved for directly, as bilateral constraints, and the
+result kept when it is closer to the law. Its accuracy is the largest violation
+of the law above, in velocity units (m/s), measured after every sweep; the
+step reports it and the number of sweeps. Warm-starting with the previous
+step's impulses makes a resting contact converge in one sweep.
+
+M is factored once per step as L^T L with the tree's sparsity (crba.ltl_factor).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from numba import njit
+
+from mbs_dynamics import inputs
+from mbs_dynamics.configuration import integrate_kernel
+from mbs_dynamics.contact import PointContact
+from mbs_dynamics.crba import crba_kernel, ltl_factor, ltl_solve, ltl_solve_lower, ltl_solve_transposed
+from mbs_dynamics.inputs import invalid
+from mbs_dynamics.kinematics import point_jacobians_kernel
+from mbs_dynamics.model import Model, plane_basis, unpack_model
+from mbs_dynamics.rnea import rnea_kernel
+from mbs_dynamics.workspace import scratch
+
+# Slower impacts (m/s) do not bounce: a resting contact stays at rest.
+BOUNCE_SPEED = 1e-2
+# Kernel status codes
+OK, INVALID_INPUT, SINGULAR_MASS_MATRIX = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Ground:
+    """The plane {x : normal . x = height} (world), with the Coulomb friction
+    coefficient and the restitution of the robot's contacts with it."""
+
+    height: float = 0.0
+    normal: tuple = (0.0, 0.0, 1.0)
+    friction: float = 1.0
+    restitution: float = 0.0
+
+    def __post_init__(self):
+        normal = np.asarray(self.normal, dtype=float)
+        if normal.shape != (3,) or not np.all(np.isfinite(normal)) or np.linalg.norm(normal) < 1e-12:
+            raise ValueError(f"ground normal must be a nonzero 3-vector, got {self.normal!r}")
+        if not np.isfinite(self.height):
+            raise ValueError(f"ground height must be finite, got {self.height!r}")
+        if not (np.isfinite(self.friction) and self.friction >= 0.0):
+            raise ValueError(f"friction must be finite and >= 0, got {self.friction!r}")
+        if not 0.0 <= self.restitution <= 1.0:
+            raise ValueError(f"restitution must be in [0, 1], got {self.restitution!r}")
+        normal = normal / np.linalg.norm(normal)
+        axes = np.vstack([normal, plane_basis(normal)])
+        axes.setflags(write=False)
+        object.__setattr__(self, "_axes", axes)
+
+    @property
+    def contact_axes(self) -> np.ndarray:
+        """Rows (n, t1, t2): the unit normal and two tangents, t1 x t2 = n."""
+        return self._axes
+
+
+class ContactStep(tuple):
+    """(q, v) after the step, unpackable as a pair, with what the contacts did:
+    forces (k, 3) the mean force on each point over the step, world axes;
+    impulses (k, 3) the same as impulses along (n, t1, t2) (pass them back as
+    warm_start); active (k,) the points the solver considered; gaps (k,) each
+    point's height above the ground at the start of the step; iterations and
+    residual (the largest violation of the Coulomb law, m/s) of the solver, and
+    converged = residual <= tolerance."""
+
+    def __new__(cls, q, v, forces, impulses, active, gaps, iterations, residual, converged):
+        result = super().__new__(cls, (q, v))
+        result.forces, result.impulses, result.active, result.gaps = forces, impulses, active, gaps
+        result.iterations, result.residual, result.converged = iterations, residual, converged
+        return result
+
+
+@njit(cache=True, inline="always")
+def _disk_minimizer(a, b, c, g1, g2, radius):
+    """argmin of ½ x^T A x + g^T x over |x| <= radius, A = [[a, b], [b, c]]
+    positive semidefinite: the unconstrained minimiser when it lies inside
+    (the minimum-norm one if A is singular), else x(κ) = -(A + κ 1)⁻¹ g on the
+    circle, κ > 0 by Newton's method on 1/|x(κ)| - 1/radius, concave in κ, so
+    that from below it converges monotonically (Moré-Sorensen)."""
+    if radius <= 0.0 or (g1 == 0.0 and g2 == 0.0):
+        return 0.0, 0.0
+    half_difference = 0.5 * (a - c)
+    spread = np.sqrt(half_difference * half_difference + b * b)
+    w1, w2 = 0.5 * (a + c) + spread, 0.5 * (a + c) - spread  # eigenvalues, w1 >= w2
+    angle = 0.5 * np.arctan2(2.0 * b, a - c)
+    e1x, e1y = np.cos(angle), np.sin(angle)  # eigenvector of w1; (-e1y, e1x) of w2
+    gamma1, gamma2 = e1x * g1 + e1y * g2, -e1y * g1 + e1x * g2
+    tiny = 1e-14 * max(w1, 1e-300)
+    inside, y1, y2 = False, 0.0, 0.0
+    if w2 > tiny:
+        y1, y2 = gamma1 / w1, gamma2 / w2
+        inside = y1 * y1 + y2 * y2 <= radius * radius
+    elif w1 > tiny and abs(gamma2) <= 1e-14 * abs(gamma1):
+        y1, y2 = gamma1 / w1, 0.0
+        inside = y1 * y1 <= radius * radius
+    if not inside:
+        kappa = max(0.0, np.sqrt(gamma1 * gamma1 + gamma2 * gamma2) / radius - w1)
+        for _ in range(60):
+            d1, d2 = max(w1 + kappa, tiny), max(w2 + kappa, tiny)
+            y1, y2 = gamma1 / d1, gamma2 / d2
+            norm = np.sqrt(y1 * y1 + y2 * y2)
+            if abs(norm - radius) <= 1e-15 * radius:
+                break
+            slope = (y1 * y1 / d1 + y2 * y2 / d2) / (norm * norm * norm)
+            kappa += (1.0 / radius - 1.0 / norm) / slope
+        scale = radius / np.sqrt(y1 * y1 + y2 * y2)  # onto the circle to rounding
+        y1, y2 = y1 * scale, y2 * scale
+    return -(e1x * y1 - e1y * y2), -(e1y * y1 + e1x * y2)
+
+
+@njit(cache=True)
+def coulomb_residual(W, u, impulses, friction):
+    """The largest violation of the Coulomb law (module docstring) over the
+    points, velocity units: min(λ_n W_nn, u_n) for the normal row (the natural
+    map), and |λ_t - P(λ_t - u_t/w)| w for the tangential (P: onto the disk
+    of radius μ λ_n, w: the largest eigenvalue of W_tt)."""
+    worst = 0.0
+    for k in range(friction.shape[0]):
+        n = 3 * k
+        worst = max(worst, abs(min(impulses[n] * W[n, n], u[n])))
+        a, b, c = W[n + 1, n + 1], W[n + 1, n + 2], W[n + 2, n + 2]
+        w = 0.5 * (a + c) + np.sqrt(0.25 * (a - c) * (a - c) + b * b)
+        if w <= 0.0:
+            continue
+        x1, x2 = impulses[n + 1] - u[n + 1] / w, impulses[n + 2] - u[n + 2] / w
+        radius = friction[k] * max(impulses[n], 0.0)
+        norm = np.sqrt(x1 * x1 + x2 * x2)
+        if norm > radius:
+            x1, x2 = x1 * radius / norm, x2 * radius / norm
+        worst = max(worst, np.sqrt((impulses[n + 1] - x1) ** 2 + (impulses[n + 2] - x2) ** 2) * w)
+    return worst
+
+
+@njit(cache=True)
+def _add_column(W, u, column, change):
+    if change != 0.0:
+        for r in range(u.shape[0]):
+            u[r] += W[r, column] * change
+
+
+@njit(cache=True)
+def _sweep(W, friction, impulses, u):
+    """One projected block Gauss-Seidel sweep over the points."""
+    for k in range(friction.shape[0]):
+        n, t1, t2 = 3 * k, 3 * k + 1, 3 * k + 2
+        if not W[n, n] > 0.0:  # a point no coordinate moves
+            continue
+        normal = max(0.0, impulses[n] - u[n] / W[n, n])
+        _add_column(W, u, n, normal - impulses[n])
+        impulses[n] = normal
+        a, b, c = W[t1, t1], W[t1, t2], W[t2, t2]
+        g1 = u[t1] - a * impulses[t1] - b * impulses[t2]
+        g2 = u[t2] - b * impulses[t1] - c * impulses[t2]
+        x1, x2 = _disk_minimizer(a, b, c, g1, g2, friction[k] * normal)
+        _add_column(W, u, t1, x1 - impulses[t1])
+        _add_column(W, u, t2, x2 - impulses[t2])
+        impulses[t1], impulses[t2] = x1, x2
+
+
+@njit(cache=True)
+def _residual_velocity(W, c, impulses, u):
+    for r in range(c.shape[0]):
+        total = c[r]
+        for s in range(c.shape[0]):
+            total += W[r, s] * impulses[s]
+        u[r] = total
+
+
+@njit(cache=True)
+def _polish(W, c, friction, impulses, u, residual):
+    """Solve for the points that stick (pressed, strictly inside their cones)
+    as bilateral, u = 0, the others' impulses held: the exact answer in one
+    step when the sticking set is right, which Gauss-Seidel approaches slowly
+    when the contacts are redundant (the corners of a sole). W_SS is singular
+    then: a Cholesky of W_SS + ε 1 with iterative refinement (proximal point
+    iterations) converges to a solution. Kept if its residual is smaller;
+    returns the residual."""
+    sticking = np.empty(friction.shape[0], dtype=np.int64)
+    count = 0
+    for k in range(friction.shape[0]):
+        n = 3 * k
+        if impulses[n] > 0.0 and np.hypot(impulses[n + 1], impulses[n + 2]) < friction[k] * impulses[n] * (1 - 1e-9):
+            sticking[count] = k
+            count += 1
+    if count == 0:
+        return residual
+    m = 3 * count
+    rows = np.empty(m, dtype=np.int64)
+    for i in range(count):
+        for a in range(3):
+            rows[3 * i + a] = 3 * sticking[i] + a
+    A = np.empty((m, m))
+    largest = 0.0
+    for i in range(m):
+        largest = max(largest, W[rows[i], rows[i]])
+    epsilon = 1e-10 * largest
+    for i in range(m):
+        for j in range(m):
+            A[i, j] = W[rows[i], rows[j]]
+        A[i, i] += epsilon
+    for j in range(m):  # Cholesky, A = L L^T in the lower triangle
+        total = A[j, j]
+        for k in range(j):
+            total -= A[j, k] * A[j, k]
+        if not total > 0.0:
+            return residual
+        A[j, j] = np.sqrt(total)
+        for i in range(j + 1, m):
+            total = A[i, j]
+            for k in range(j):
+                total -= A[i, k] * A[j, k]
+            A[i, j] = total / A[j, j]
+    candidate = impulses.copy()
+    velocity = np.empty_like(u)
+    step = np.empty(m)
+    for _ in range(4):  # refine: candidate_S -= (W_SS + ε)⁻¹ u_S
+        _residual_velocity(W, c, candidate, velocity)
+        for i in range(m):
+            step[i] = velocity[rows[i]]
+        for i in range(m):
+            total = step[i]
+            for k in range(i):
+                total -= A[i, k] * step[k]
+            step[i] = total / A[i, i]
+        for i in range(m - 1, -1, -1):
+            total = step[i]
+            for k in range(i + 1, m):
+                total -= A[k, i] * step[k]
+            step[i] = total / A[i, i]
+        for i in range(m):
+            candidate[rows[i]] -= step[i]
+    _residual_velocity(W, c, candidate, velocity)
+    polished = coulomb_residual(W, velocity, candidate, friction)
+    if polished < residual:
+        impulses[:] = candidate
+        u[:] = velocity
+        return polished
+    return residual
+
+
+# Gauss-Seidel sweeps between attempts to polish the sticking set
+POLISH_EVERY = 8
+
+
+@njit(cache=True)
+def solve_coulomb(W, c, friction, impulses, tolerance, max_iterations, u):
+    """Impulses λ (3 per point, rows n, t1, t2; in: the warm start) with
+    u = W λ + c obeying the Coulomb law of each point (module docstring), by
+    projected block Gauss-Seidel, polished every POLISH_EVERY sweeps by a
+    direct solve of the sticking points. Returns (sweeps, residual in m/s)."""
+    _residual_velocity(W, c, impulses, u)
+    residual = coulomb_residual(W, u, impulses, friction)
+    if residual <= tolerance:
+        return 0, residual
+    for sweep in range(1, max_iterations + 1):
+        _sweep(W, friction, impulses, u)
+        residual = coulomb_residual(W, u, impulses, friction)
+        if residual > tolerance and sweep % POLISH_EVERY == 0:
+            residual = _polish(W, c, friction, impulses, u, residual)
+        if residual <= tolerance:
+            return sweep, residual
+    return max_iterations, residual
+
+
+@njit(cache=True)
+def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points, axes, height, friction,
+                        restitution, stabilization, margin, tolerance, max_iterations, warm_start,
+                        v_out, impulses_out, gaps, touching, info, buffer):
+    """One time step's velocity v_out (module docstring); impulses_out (k, 3) along
+    the contact axes, gaps (k,), touching (k,) 1 for the points in the solver,
+    and info = (sweeps, residual, their number).
+    Returns OK, INVALID_INPUT or SINGULAR_MASS_MATRIX."""
+    arrays = unpack_model(packed)
+    if invalid(arrays, q, v, tau):
+        return INVALID_INPUT
+    nv, npoints = v.shape[0], bodies.shape[0]
+    M = np.empty((nv, nv))
+    crba_kernel(packed, q, M, buffer)
+    h = np.empty(nv)
+    zero = np.zeros(nv)
+    rnea_kernel(packed, q, v, zero, np.empty((0, 6)), h, buffer)
+    positions = np.empty((npoints, 3))
+    point_jacobians = np.empty((npoints, 3, nv))
+    point_jacobians_kernel(arrays, q, bodies, local_points, positions, point_jacobians, buffer)
+    if ltl_factor(M, dof_parent) >= 0:
+        return SINGULAR_MASS_MATRIX
+    v_free = tau - h
+    ltl_solve(M, dof_parent, v_free)
+    for r in range(nv):
+        v_free[r] = v[r] + dt * v_free[r]
+
+    # the touching points' rows G = axes J_p, and the normal rows' bias
+    active = np.empty(npoints, dtype=np.int64)
+    bias = np.empty(npoints)
+    count = 0
+    for k in range(npoints):
+        gap = -height
+        approach, free_approach = 0.0, 0.0
+        for r in range(3):
+            gap += axes[0, r] * positions[k, r]
+            for c in range(nv):
+                approach += axes[0, r] * point_jacobians[k, r, c] * v[c]
+                free_approach += axes[0, r] * point_jacobians[k, r, c] * v_free[c]
+        gaps[k] = gap
+        touching[k] = 0
+        if gap + dt * min(0.0, free_approach) > margin:
+            continue
+        touching[k] = 1
+        b = gap / dt if gap > 0.0 else stabilization * gap / dt
+        if restitution > 0.0 and approach < -BOUNCE_SPEED and gap + dt * free_approach <= 0.0:
+            b = min(b, restitution * approach)  # it hits the ground within the step: it bounces
+        active[count] = k
+        bias[count] = b
+        count += 1
+    impulses_out[:] = 0.0
+    info[0], info[1], info[2] = 0.0, 0.0, count
+    if count == 0:
+        v_out[:] = v_free
+        return OK
+    m = 3 * count
+    Y = np.zeros((m, nv))  # rows G, then L^-T G^T: W = Y Y^T
+    c = np.empty(m)
+    impulses = np.empty(m)
+    mu = np.full(count, friction)
+    for i in range(count):
+        k = active[i]
+        for a in range(3):
+            row = 3 * i + a
+            for col in range(nv):
+                Y[row, col] = axes[a, 0] * point_jacobians[k, 0, col] + axes[a, 1] * point_jacobians[k, 1, col] \
+                    + axes[a, 2] * point_jacobians[k, 2, col]
+            total = bias[i] if a == 0 else 0.0
+            for col in range(nv):
+                total += Y[row, col] * v_free[col]
+            c[row] = total
+            impulses[row] = warm_start[k, a]
+        impulses[3 * i] = max(impulses[3 * i], 0.0)
+    for row in range(m):
+        ltl_solve_transposed(M, dof_parent, Y[row])
+    W = np.empty((m, m))
+    for r in range(m):
+        for s in range(r + 1):
+            total = 0.0
+            for col in range(nv):
+                total += Y[r, col] * Y[s, col]
+            W[r, s] = total
+            W[s, r] = total
+    u = np.empty(m)
+    sweeps, residual = solve_coulomb(W, c, mu, impulses, tolerance, max_iterations, u)
+    change = np.zeros(nv)  # M⁻¹ G^T λ = L⁻¹ Y^T λ
+    for row in range(m):
+        for col in range(nv):
+            change[col] += Y[row, col] * impulses[row]
+    ltl_solve_lower(M, dof_parent, change)
+    for col in range(nv):
+        v_out[col] = v_free[col] + change[col]
+    for i in range(count):
+        for a in range(3):
+            impulses_out[active[i], a] = impulses[3 * i + a]
+    info[0], info[1] = sweeps, residual
+    return OK
+
+
+@lru_cache(maxsize=32)
+def _resolve(model: Model, points: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """(bodies, points in body coordinates) of PointContacts."""
+    bodies, local = [], []
+    for point in points:
+        if not isinstance(point, PointContact):
+            raise ValueError(f"contact points must be PointContact(frame, point), got {point!r}")
+        frame = model.frame(point.frame)
+        offset = np.asarray(point.point, dtype=float)
+        if offset.shape != (3,) or not np.all(np.isfinite(offset)):
+            raise ValueError(f"point of '{point.frame}' must be 3 finite numbers, got {point.point!r}")
+        bodies.append(frame.body)
+        local.append(frame.rotation @ offset + frame.translation)
+    if not bodies:
+        raise ValueError("no contact points given")
+    return np.array(bodies, dtype=np.int64), np.array(local, dtype=float).reshape(-1, 3)
+
+
+def contact_step(model: Model, q, v, tau, dt: float, points, ground: Ground = Ground(), *, warm_start=None,
+                 tolerance: float = 1e-10, max_iterations: int = 200, stabilization: float = 0.2,
+                 margin: float = 1e-4) -> ContactStep:
+    """One time step of `dt` with the `points` (PointContact: a point fixed in a
+    frame) in unilateral frictional contact with `ground` (module docstring):
+    semi-implicit Euler with contact impulses, first order. warm_start: the
+    previous step's `impulses`. Points within `margin` (m) of the ground, or
+    predicted to reach it within the step, enter the solver; it stops at
+    `tolerance` (m/s) or after `max_iterations` sweeps (then converged is False
+    and the step is the last sweep's)."""
+    dt = float(dt)
+    if not np.isfinite(dt) or dt <= 0:
+        raise ValueError(f"dt must be a positive finite number, got {dt}")
+    if not 0.0 <= stabilization <= 1.0:
+        raise ValueError(f"stabilization must be in [0, 1], got {stabilization}")
+    q = inputs.shaped(model, q, model.nq, "q", batch=False)
+    v = inputs.shaped(model, v, model.nv, "v", batch=False)
+    tau = inputs.shaped(model, tau, model.nv, "tau", batch=False)
+    bodies, local_points = _resolve(model, tuple(points))
+    npoints = bodies.shape[0]
+    if warm_start is None:
+        warm_start = np.zeros((npoints, 3))
+    else:
+        warm_start = np.asarray(warm_start, dtype=float)
+        if warm_start.shape != (npoints, 3):
+            raise ValueError(f"warm_start must have shape ({npoints}, 3), got {warm_start.shape}")
+    v_out, impulses, gaps, info = np.empty(model.nv), np.empty((npoints, 3)), np.empty(npoints), np.empty(3)
+    touching = np.empty(npoints, dtype=np.int64)
+    axes = ground.contact_axes
+    status = contact_step_kernel(model.packed, model.dof_parent, q, v, tau, dt, bodies, local_points, axes,
+                                 float(ground.height), float(ground.friction), float(ground.restitution),
+                                 float(stabilization), float(margin), float(tolerance), int(max_iterations),
+                                 warm_start, v_out, impulses, gaps, touching, info, scratch(model))
+    if status == INVALID_INPUT:
+        inputs.explain(model, q, (v, "v"), (tau, "tau"))
+    if status == SINGULAR_MASS_MATRIX:
+        raise ValueError(f"model '{model.name}' has a singular mass matrix at this q (a massless subtree)")
+    q_out = np.empty(model.nq)
+    integrate_kernel(model.packed, q, v_out, dt, q_out)
+    forces = impulses @ axes / dt
+    residual = float(info[1])
+    return ContactStep(q_out, v_out, forces, impulses, touching.astype(bool), gaps, int(info[0]), residual,
+                       residual <= tolerance)

@@ -1,0 +1,338 @@
+"""Unilateral contact with Coulomb friction (mbs.contact_step): a box at rest,
+sliding, on a slope below and above its friction angle; a ball dropped with and
+without restitution; Solo-12 standing on four feet; the solver's local step
+and its reported accuracy against the Coulomb law checked here independently;
+sticking contacts against the bilateral (KKT) impact solution."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from oracles import robot_path
+from test_model_and_rnea import close
+
+import mbs_dynamics as mbs
+from mbs_dynamics.friction import _disk_minimizer, solve_coulomb
+
+G = 9.81
+DT = 1e-3
+HALF = 0.1  # the box's half side
+BOX = f"""<robot name="box"><link name="box"><inertial><origin xyz="0 0 0"/><mass value="2.0"/>
+<inertia ixx="{2 * 2 * HALF**2 / 3}" iyy="{2 * 2 * HALF**2 / 3}" izz="{2 * 2 * HALF**2 / 3}" ixy="0" ixz="0" iyz="0"/>
+</inertial></link></robot>"""
+CORNERS = [mbs.PointContact("box", (sx * HALF, sy * HALF, sz * HALF))
+           for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]
+FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
+
+
+def box():
+    return mbs.Model.from_urdf_string(BOX, floating_base=True)
+
+
+def simulate(model, q, v, tau, points, ground, seconds, record=None, **options):
+    """Steps of DT for `seconds`; every step converged, pushed and never pulled.
+    record(step_result) is called after every step. Returns the final (q, v)."""
+    warm = None
+    for _ in range(round(seconds / DT)):
+        result = mbs.contact_step(model, q, v, tau(q, v) if callable(tau) else tau, DT, points, ground,
+                                  warm_start=warm, **options)
+        assert result.converged, f"residual {result.residual:.3g} after {result.iterations} sweeps"
+        assert np.all(result.impulses[:, 0] >= 0.0)
+        if record:
+            record(result)
+        q, v = result
+        warm = result.impulses
+    return q, v
+
+
+def on_slope(angle):
+    """A ground plane through the origin tilted by `angle` about y, and the box
+    lying flat on it at rest."""
+    normal = (np.sin(angle), 0.0, np.cos(angle))
+    q = box().neutral_configuration()
+    q[:3] = HALF * np.asarray(normal)
+    q[3:7] = (0.0, np.sin(angle / 2), 0.0, np.cos(angle / 2))
+    return q, np.asarray(normal)
+
+
+def test_box_rests_for_ten_seconds_without_drift_or_sinking():
+    model = box()
+    q0 = model.neutral_configuration()
+    q0[2] = HALF
+    iterations, forces = [], []
+
+    def record(result):
+        iterations.append(result.iterations)
+        forces.append(result.forces.sum(axis=0))
+
+    q, v = simulate(model, q0, np.zeros(6), np.zeros(6), CORNERS, mbs.Ground(friction=0.5), 10.0, record)
+    close(q, q0, 1e-9)  # neither drifts nor sinks, nor turns
+    close(v, np.zeros(6), 1e-9)
+    # the ground carries the weight, to what the solver's 1e-10 m/s allows: 2 kg x 1e-10 m/s / 1 ms
+    close(forces[-1], [0, 0, model.total_mass * G], 1e-8)
+    assert max(iterations[10:]) <= 2  # warm-started: a resting contact is solved at once
+
+
+@pytest.mark.parametrize("direction", [(1.0, 0.0), (1.0, 1.0), (-0.3, 1.0)])
+def test_sliding_box_decelerates_at_mu_g_along_its_velocity(direction):
+    model, mu, speed = box(), 0.4, 2.0
+    q = model.neutral_configuration()
+    q[2] = HALF
+    v = np.zeros(6)
+    v[3:5] = speed * np.asarray(direction) / np.hypot(*direction)
+    velocities = []
+    q, v = simulate(model, q, v, np.zeros(6), CORNERS, mbs.Ground(friction=mu), 0.8,
+                    lambda result: velocities.append(result[1].copy()))
+    velocities = np.array(velocities)
+    sliding = velocities[: int(speed / (mu * G) / DT) - 1]
+    # each step takes mu g dt off the speed, in the direction of motion (an exact
+    # cone: a friction pyramid would turn the diagonal slides)
+    speeds = np.hypot(sliding[:, 3], sliding[:, 4])
+    # per step to what the solver's tolerance (1e-10 m/s) allows in 1 ms; on average to 1e-9
+    close(-np.diff(speeds) / DT, np.full(speeds.size - 1, mu * G), 1e-7)
+    close((speeds[0] - speeds[-1]) / (DT * (speeds.size - 1)), mu * G, 1e-9)
+    close(sliding[:, 3:5] / speeds[:, None], np.tile(np.asarray(direction) / np.hypot(*direction), (len(sliding), 1)),
+          1e-8)
+    close(sliding[:, [0, 1, 2, 5]], np.zeros((len(sliding), 4)), 1e-9)  # no lift, no tipping, no turning
+    # it stops where v0²/(2 mu g) says (to one step's travel), and then sticks
+    close(v, np.zeros(6), 1e-9)
+    assert abs(np.hypot(q[0], q[1]) - speed**2 / (2 * mu * G)) <= speed * DT
+
+
+def test_box_on_a_slope_sticks_below_the_friction_angle_and_slides_above():
+    mu = 0.5
+    for angle, slides in ((np.arctan(mu) - 0.05, False), (np.arctan(mu) + 0.05, True)):
+        model = box()
+        q0, normal = on_slope(angle)
+        ground = mbs.Ground(normal=tuple(normal), friction=mu)
+        velocities = []
+        q, v = simulate(model, q0, np.zeros(6), np.zeros(6), CORNERS, ground, 1.0,
+                        lambda result, velocities=velocities: velocities.append(result[1].copy()))
+        downhill = np.array([np.cos(angle), 0.0, -np.sin(angle)])  # world, along the slope
+        body_downhill = np.array([1.0, 0.0, 0.0])  # the same in the box's axes
+        if not slides:
+            close(q, q0, 1e-9)
+            close(v, np.zeros(6), 1e-9)
+            continue
+        along = np.array(velocities)[:, 3:] @ body_downhill
+        expected = G * (np.sin(angle) - mu * np.cos(angle))
+        close(np.diff(along) / DT, np.full(along.size - 1, expected), 1e-7)
+        close((along[-1] - along[0]) / (DT * (along.size - 1)), expected, 1e-9)
+        assert np.dot(q[:3] - q0[:3], downhill) > 0.05
+        close((q[:3] - q0[:3]) @ normal, 0.0, 1e-9)  # on the slope, not into it
+
+
+def test_frictionless_slope_accelerates_at_g_sin():
+    angle = 0.3
+    model = box()
+    q0, normal = on_slope(angle)
+    velocities = []
+    simulate(model, q0, np.zeros(6), np.zeros(6), CORNERS, mbs.Ground(normal=tuple(normal), friction=0.0), 0.2,
+             lambda result: velocities.append(result[1][3]))
+    close(np.diff(velocities) / DT, np.full(len(velocities) - 1, G * np.sin(angle)), 1e-8)
+
+
+def ball():
+    """A 1 kg point mass (a small ball) at 1 m."""
+    urdf = """<robot name="ball"><link name="ball"><inertial><mass value="1.0"/>
+    <inertia ixx="1e-3" iyy="1e-3" izz="1e-3" ixy="0" ixz="0" iyz="0"/></inertial></link></robot>"""
+    model = mbs.Model.from_urdf_string(urdf, floating_base=True)
+    q = model.neutral_configuration()
+    q[2] = 1.0
+    return model, q
+
+
+@pytest.mark.parametrize("restitution", [0.0, 0.5, 1.0])
+def test_dropped_ball_lands_without_penetrating_and_bounces_with_its_restitution(restitution):
+    model, q = ball()
+    points = [mbs.PointContact("ball")]
+    heights, speeds, gaps = [], [], []
+
+    def record(result):
+        heights.append(result[0][2])
+        speeds.append(result[1][5])
+        gaps.append(result.gaps[0])
+
+    simulate(model, q, np.zeros(6), np.zeros(6), points, mbs.Ground(restitution=restitution), 1.2, record)
+    heights = np.array(heights)
+    assert min(gaps) >= -1e-12 and heights.min() >= -1e-12  # the ground is never passed
+    landing = int(np.argmax(np.array(speeds) >= 0.0))  # the first step that does not fall
+    assert abs(landing * DT - np.sqrt(2 / G)) <= 3 * DT
+    if restitution == 0:
+        close(heights[landing:], np.zeros(heights.size - landing), 1e-12)  # stays down
+    else:  # back up to e² of the drop, to the first order of the step
+        assert abs(heights[landing:].max() - restitution**2) <= 0.01
+
+
+def solo12_standing():
+    """Solo-12 in its SRDF 'straight_standing' posture with the feet on the ground."""
+    model = mbs.Model.from_urdf_file(robot_path("solo12"), floating_base=True)
+    q = model.neutral_configuration()
+    for leg, hfe in (("FL", 0.8), ("FR", 0.8), ("HL", -0.8), ("HR", -0.8)):
+        q[model.q_index(f"{leg}_HFE")], q[model.q_index(f"{leg}_KFE")] = hfe, -2 * hfe
+    q[2] -= min(mbs.frame_pose(model, q, foot)[2, 3] for foot in FEET)
+    return model, q
+
+
+def test_solo12_standing_on_four_feet_holds_still():
+    """The joint torques of contact-consistent inverse dynamics at rest, with a
+    light PD on the joints: the robot stands still, and the ground's forces are
+    the ones inverse dynamics assumed (four point contacts fix them uniquely)."""
+    model, q0 = solo12_standing()
+    points = [mbs.PointContact(foot) for foot in FEET]
+    mu = 0.8
+    feedforward, expected = mbs.contact_inverse_dynamics(model, q0, np.zeros(model.nv), np.zeros(model.nv),
+                                                         points, friction=mu)
+    joints = slice(6, model.nv)
+
+    def tau(q, v):
+        command = feedforward.copy()
+        command[joints] -= 5.0 * (q[7:] - q0[7:]) + 0.1 * v[joints]
+        return command
+
+    forces = []
+    q, v = simulate(model, q0, np.zeros(model.nv), tau, points, mbs.Ground(friction=mu), 2.0,
+                    lambda result: forces.append(result.forces))
+    close(q, q0, 1e-8)
+    close(v, np.zeros(model.nv), 1e-8)
+    close(forces[-1], np.array(expected), 1e-8)
+    for f in forces[-1]:
+        assert np.hypot(f[0], f[1]) <= mu * f[2]
+
+
+def test_sticking_contacts_match_the_bilateral_impact_solution():
+    """When every foot sticks, the step's velocity is the plastic impact of the
+    free motion on the bilateral constraints (contact.impact, dense KKT), a
+    route that shares neither the factorisation nor the solver."""
+    model, q = solo12_standing()
+    points = [mbs.PointContact(foot) for foot in FEET]
+    rng = np.random.default_rng(7)
+    v = 0.01 * rng.normal(size=model.nv)
+    tau, _ = mbs.contact_inverse_dynamics(model, q, v, np.zeros(model.nv), points)
+    tau[6:] += 0.05 * rng.normal(size=model.nv - 6)
+    result = mbs.contact_step(model, q, v, tau, DT, points, mbs.Ground(friction=10.0))
+    assert result.converged and np.all(result.impulses[:, 0] > 0)  # all pressed, all stick
+    v_free = v + DT * mbs.forward_dynamics(model, q, v, tau)
+    v_plus, impulses = mbs.impact(model, q, v_free, points, 0.0)
+    close(result[1], v_plus, 1e-9)
+    close(result.forces * DT, np.array(impulses), 1e-9)
+    close(result[0], mbs.integrate(model, q, v_plus, DT), 1e-12)
+
+
+def test_disk_minimizer_meets_its_optimality_conditions():
+    rng = np.random.default_rng(3)
+    for trial in range(300):
+        B = rng.normal(size=(2, 2))
+        A = B @ B.T if trial % 3 else np.outer(B[0], B[0])  # every third one singular
+        g = rng.normal(size=2) * rng.choice([1e-3, 1.0, 1e3])
+        radius = rng.choice([0.0, 1e-3, 0.5, 10.0])
+        x = np.array(_disk_minimizer(A[0, 0], A[0, 1], A[1, 1], g[0], g[1], radius))
+        norm = np.linalg.norm(x)
+        assert norm <= radius * (1 + 1e-12) + 1e-300
+        gradient = A @ x + g
+        if norm < radius * (1 - 1e-9):  # inside: stationary
+            assert np.linalg.norm(gradient) <= 1e-9 * max(1.0, np.linalg.norm(g))
+        elif radius > 0:  # on the circle: the gradient points inwards along -x
+            kappa = -(gradient @ x) / norm**2
+            assert kappa >= -1e-9
+            close(gradient, -kappa * x, 1e-8)
+        # no point of the disk does better
+        angles = np.linspace(0, 2 * np.pi, 64)
+        for r in (radius, 0.5 * radius):
+            for y in r * np.c_[np.cos(angles), np.sin(angles)]:
+                assert 0.5 * x @ A @ x + g @ x <= 0.5 * y @ A @ y + g @ y + 1e-9 * max(1.0, abs(g).max())
+
+
+def test_solver_residual_is_the_coulomb_law_violation():
+    """Random Delassus problems: at the reported accuracy the impulses obey
+    the Coulomb law, checked here from its definition."""
+    rng = np.random.default_rng(11)
+    for _ in range(50):
+        points, nv = rng.integers(1, 6), 12
+        Gm = rng.normal(size=(3 * points, nv))
+        B = rng.normal(size=(nv, nv))
+        W = Gm @ np.linalg.inv(B @ B.T + nv * np.eye(nv)) @ Gm.T
+        c = rng.normal(size=3 * points)
+        mu = rng.uniform(0.1, 1.5, size=points)
+        impulses, u = np.zeros(3 * points), np.empty(3 * points)
+        sweeps, residual = solve_coulomb(W, c, mu, impulses, 1e-12, 5000, u)
+        assert residual <= 1e-12 and sweeps < 5000
+        close(u, W @ impulses + c, 1e-12)
+        for k in range(points):
+            lam, vel = impulses[3 * k:3 * k + 3], u[3 * k:3 * k + 3]
+            tolerance = 1e-10 * max(1.0, np.abs(c).max())
+            assert lam[0] >= 0 and vel[0] >= -tolerance and abs(lam[0] * vel[0]) <= tolerance * max(1, lam[0])
+            assert np.linalg.norm(lam[1:]) <= mu[k] * lam[0] * (1 + 1e-12)
+            slip = np.linalg.norm(vel[1:])
+            if slip > 1e-8:  # sliding: the friction is on the cone, against the slip
+                close(lam[1:], -mu[k] * lam[0] * vel[1:] / slip, 1e-6)
+
+
+def test_contact_step_rejects_bad_input():
+    model = box()
+    q = model.neutral_configuration()
+    with pytest.raises(ValueError, match="dt"):
+        mbs.contact_step(model, q, np.zeros(6), np.zeros(6), 0.0, CORNERS)
+    with pytest.raises(ValueError, match="warm_start"):
+        mbs.contact_step(model, q, np.zeros(6), np.zeros(6), DT, CORNERS, warm_start=np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="no frame"):
+        mbs.contact_step(model, q, np.zeros(6), np.zeros(6), DT, [mbs.PointContact("nowhere")])
+    with pytest.raises(ValueError, match="friction"):
+        mbs.Ground(friction=-1.0)
+    with pytest.raises(ValueError, match="normal"):
+        mbs.Ground(normal=(0.0, 0.0, 0.0))
+    bad = np.zeros(6)
+    bad[2] = np.nan
+    with pytest.raises(ValueError, match="non-finite"):
+        mbs.contact_step(model, q, bad, np.zeros(6), DT, CORNERS)
+
+
+@pytest.mark.parametrize("robot", ["solo12", "talos", "talos_full", "tiago_dual"])
+def test_sparse_mass_matrix_factorisation(robot):
+    """M = L^T L with the tree's sparsity (RBDA §6.5) solves as the dense M does,
+    also with mimic couplings (where it falls back to a dense chain)."""
+    from oracles import random_state
+
+    from mbs_dynamics.crba import ltl_factor, ltl_solve
+
+    model = mbs.Model.from_urdf_file(robot_path(robot), floating_base=True)
+    rng = np.random.default_rng(5)
+    q, _, _ = random_state(model, rng)
+    M = mbs.mass_matrix(model, q)
+    L = M.copy()
+    assert ltl_factor(L, model.dof_parent) == -1
+    lower = np.tril(L)
+    close(lower.T @ lower, M, 1e-12)
+    b = rng.normal(size=model.nv)
+    x = b.copy()
+    ltl_solve(L, model.dof_parent, x)
+    close(M @ x, b, 1e-9)
+    assert (model.dof_parent < np.arange(model.nv)).all()
+    singular = M.copy()
+    singular[-1, -1] = 0.0
+    assert ltl_factor(singular, model.dof_parent) == model.nv - 1
+
+
+def test_point_jacobians_against_frame_jacobians():
+    from oracles import random_state
+
+    from mbs_dynamics.kinematics import point_jacobians_kernel
+    from mbs_dynamics.model import unpack_model
+    from mbs_dynamics.workspace import scratch
+
+    model = mbs.Model.from_urdf_file(robot_path("talos"), floating_base=True)
+    rng = np.random.default_rng(9)
+    q, v, _ = random_state(model, rng)
+    frames = ["left_sole_link", "right_sole_link", "gripper_left_base_link", "torso_2_link"]
+    offsets = rng.normal(size=(len(frames), 3))
+    placements = [model.frame(name) for name in frames]
+    bodies = np.array([frame.body for frame in placements])
+    local = np.array([frame.rotation @ offset + frame.translation
+                      for frame, offset in zip(placements, offsets, strict=True)])
+    positions, jacobians = np.empty((len(frames), 3)), np.empty((len(frames), 3, model.nv))
+    point_jacobians_kernel(unpack_model(model.packed), q, bodies, local, positions, jacobians, scratch(model))
+    for k, name in enumerate(frames):
+        pose = mbs.frame_pose(model, q, name)
+        r = pose[:3, :3] @ offsets[k]
+        close(positions[k], pose[:3, 3] + r, 1e-12)
+        J = mbs.frame_jacobian(model, q, name, "hybrid")
+        close(jacobians[k], J[3:] - np.cross(r, J[:3].T).T, 1e-12)  # v_p = v_o + w x r

@@ -294,6 +294,16 @@ def inverse_mass_apply(packed, buffer, x, y):
     bias_and_accelerations(arrays, no_gravity, S, R, p, IA, U, Dinv, c, pA, u, acc, pa, x, y)
 
 
+@njit(cache=True)
+def inverse_mass_apply_columns(packed, buffer, X, Y):
+    """Y = M^-1 X, column by column (inverse_mass_apply)."""
+    x, y = np.empty(X.shape[0]), np.empty(X.shape[0])
+    for k in range(X.shape[1]):
+        x[:] = X[:, k]
+        inverse_mass_apply(packed, buffer, x, y)
+        Y[:, k] = y
+
+
 def _singular(model: Model, body: int) -> SingularMassMatrix:
     return SingularMassMatrix(
         f"the mass matrix of model '{model.name}' is singular: joint '{model.body_joint_names[body]}' "
@@ -364,7 +374,11 @@ class InverseMassMatrix:
     def __matmul__(self, x) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)
         if x.ndim == 2:
-            return np.column_stack([self @ column for column in x.T])
+            if not (x.shape[0] == self.model.nv and np.all(np.isfinite(x))):
+                return np.column_stack([self @ column for column in x.T])  # says what is wrong
+            y = np.empty(x.shape)
+            inverse_mass_apply_columns(self.model.packed, self._buffer, x, y)
+            return y
         x = inputs.vector(self.model, x, self.model.nv, "x", batch=False)
         y = np.empty(self.model.nv)
         inverse_mass_apply(self.model.packed, self._buffer, x, y)

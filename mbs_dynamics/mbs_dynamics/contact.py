@@ -23,18 +23,21 @@ forces, and the solution says `rank_deficient`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
+from numba import njit
 from scipy.optimize import minimize
 
 from mbs_dynamics import inputs
 from mbs_dynamics.aba import InverseMassMatrix, forward_dynamics
-from mbs_dynamics.crba import mass_matrix
-from mbs_dynamics.kinematics import frame_bias_acceleration, frame_jacobian, frame_pose, frame_velocity
-from mbs_dynamics.lie import skew, so3_log
+from mbs_dynamics.crba import ltl_factor, ltl_solve_lower, mass_matrix
+from mbs_dynamics.kinematics import frames_motion_kernel
+from mbs_dynamics.lie import so3_log
 from mbs_dynamics.model import Model
 from mbs_dynamics.rnea import inverse_dynamics, nonlinear_effects
+from mbs_dynamics.workspace import scratch
 
 # Singular values of G below this, relative to the largest, count as zero.
 RANK_TOLERANCE = 1e-9
@@ -42,6 +45,10 @@ RANK_TOLERANCE = 1e-9
 # deficient G: singular values below this, relative, are its null directions.
 LSTSQ_RCOND = 1e-12
 METHODS = ("kkt", "schur", "nullspace")
+IDENTITY = {3: np.eye(3), 6: np.eye(6)}
+ORIGIN = np.zeros(3)
+for _constant in (*IDENTITY.values(), ORIGIN):
+    _constant.setflags(write=False)
 
 
 @dataclass(frozen=True)
@@ -105,77 +112,207 @@ class ConstraintRows:
     blocks: list
 
 
-def _point_rows(model, q, v, frame, point):
-    """(G, -dG/dt v, world position) of a point fixed in `frame`: p' = v_o + w x r."""
-    pose = frame_pose(model, q, frame)
-    r = pose[:3, :3] @ np.asarray(point, dtype=float)
-    J = frame_jacobian(model, q, frame, "hybrid")
-    w = frame_velocity(model, q, v, frame, "hybrid")[:3]
-    bias = frame_bias_acceleration(model, q, v, frame, "hybrid")  # [dw/dt; d²o/dt²] at a = 0
-    G = J[3:] - skew(r) @ J[:3]
-    classical = bias[3:] + np.cross(bias[:3], r) + np.cross(w, np.cross(w, r))
-    return G, -classical, pose[:3, 3] + r, J[:3], -bias[:3], pose[:3, :3]
+@lru_cache(maxsize=64)
+def _placements(model: Model, frames: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bodies, rotations, translations) of the named frames in their bodies."""
+    placements = [model.frame(name) for name in frames]
+    return (np.array([f.body for f in placements], dtype=np.int64),
+            np.array([f.rotation for f in placements], dtype=float).reshape(-1, 3, 3),
+            np.array([f.translation for f in placements], dtype=float).reshape(-1, 3))
+
+
+def _frames_motion(model: Model, q, v, frames: tuple):
+    """Hybrid Jacobians (k, 6, nv), [twist; bias acceleration] (k, 2, 6) and
+    world poses of the frames (kinematics.frames_motion_kernel)."""
+    bodies, local_R, local_p = _placements(model, frames)
+    k = len(frames)
+    J, motion = np.empty((k, 6, model.nv)), np.empty((k, 2, 6))
+    world_R, world_p = np.empty((k, 3, 3)), np.empty((k, 3))
+    if frames_motion_kernel(model.packed, q, v, bodies, local_R, local_p, J, motion, world_R, world_p,
+                            scratch(model)):
+        inputs.explain(model, q, (v, "v"))
+    return J, motion, world_R, world_p
+
+
+@njit(cache=True)
+def _point_rows(J, motion, R, p, point, G, gamma, position):
+    """G (3, nv), gamma = -dG/dt v and the world position of a point fixed in a
+    frame with hybrid Jacobian J and motion [twist; bias] (frames_motion_kernel):
+    p' = do/dt + w x r with r = R point, p'' = d²o/dt² + dw/dt x r + w x (w x r)
+    at a = 0."""
+    r0 = R[0, 0] * point[0] + R[0, 1] * point[1] + R[0, 2] * point[2]
+    r1 = R[1, 0] * point[0] + R[1, 1] * point[1] + R[1, 2] * point[2]
+    r2 = R[2, 0] * point[0] + R[2, 1] * point[1] + R[2, 2] * point[2]
+    for c in range(J.shape[1]):  # v_o - r x w
+        G[0, c] = J[3, c] - (r1 * J[2, c] - r2 * J[1, c])
+        G[1, c] = J[4, c] - (r2 * J[0, c] - r0 * J[2, c])
+        G[2, c] = J[5, c] - (r0 * J[1, c] - r1 * J[0, c])
+    w0, w1, w2 = motion[0, 0], motion[0, 1], motion[0, 2]
+    d0, d1, d2 = motion[1, 0], motion[1, 1], motion[1, 2]
+    x0, x1, x2 = w1 * r2 - w2 * r1, w2 * r0 - w0 * r2, w0 * r1 - w1 * r0  # w x r
+    gamma[0] = -(motion[1, 3] + d1 * r2 - d2 * r1 + w1 * x2 - w2 * x1)
+    gamma[1] = -(motion[1, 4] + d2 * r0 - d0 * r2 + w2 * x0 - w0 * x2)
+    gamma[2] = -(motion[1, 5] + d0 * r1 - d1 * r0 + w0 * x1 - w1 * x0)
+    position[0], position[1], position[2] = p[0] + r0, p[1] + r1, p[2] + r2
+
+
+@njit(cache=True)
+def _frame_rows(J, motion, R, G, gamma):
+    """G = the body Jacobian (6, nv) and gamma = -d(body twist)/dt at a = 0 of a
+    frame with hybrid J and motion: [dw_b/dt; dv_b/dt] = [R^T dw/dt; R^T d²o/dt²
+    - w_b x v_b]."""
+    for half in (0, 3):
+        for r in range(3):
+            for c in range(J.shape[1]):
+                G[half + r, c] = R[0, r] * J[half, c] + R[1, r] * J[half + 1, c] + R[2, r] * J[half + 2, c]
+    body = np.empty((2, 6))
+    for row in range(2):
+        for half in (0, 3):
+            for r in range(3):
+                body[row, half + r] = R[0, r] * motion[row, half] + R[1, r] * motion[row, half + 1] \
+                    + R[2, r] * motion[row, half + 2]
+    w, u = body[0, :3], body[0, 3:]
+    gamma[0], gamma[1], gamma[2] = -body[1, 0], -body[1, 1], -body[1, 2]
+    gamma[3] = -(body[1, 3] - (w[1] * u[2] - w[2] * u[1]))
+    gamma[4] = -(body[1, 4] - (w[2] * u[0] - w[0] * u[2]))
+    gamma[5] = -(body[1, 5] - (w[0] * u[1] - w[1] * u[0]))
 
 
 def constraint_rows(model: Model, q, v, constraints) -> ConstraintRows:
     """Stack the rows of `constraints` at (q, v)."""
-    Gs, gammas, phis, blocks = [], [], [], []
-    start = 0
+    frames = []
     for constraint in constraints:
-        if isinstance(constraint, PointContact):
-            G, gamma, position, *_ = _point_rows(model, q, v, constraint.frame, constraint.point)
-            phi = position - np.asarray(constraint.target, dtype=float) if constraint.target is not None \
-                else np.zeros(3)
-            to_force = np.eye(3)
-        elif isinstance(constraint, FrameContact):
-            G = frame_jacobian(model, q, constraint.frame, "body")
-            gamma = -frame_bias_acceleration(model, q, v, constraint.frame, "body")
-            phi = np.zeros(6)
-            R = frame_pose(model, q, constraint.frame)[:3, :3]
-            to_force = np.kron(np.eye(2), R)  # body wrench -> world-aligned, same point
+        if isinstance(constraint, (PointContact, FrameContact)):
+            frames.append(constraint.frame)
         elif isinstance(constraint, LoopClosure):
-            Ga, gamma_a, pa, Wa, alpha_a, Ra = _point_rows(model, q, v, constraint.frame_a, (0, 0, 0))
-            Gb, gamma_b, pb, Wb, alpha_b, Rb = _point_rows(model, q, v, constraint.frame_b, (0, 0, 0))
-            G, gamma, phi = Ga - Gb, gamma_a - gamma_b, pa - pb
-            if constraint.weld:
-                G = np.vstack([Wa - Wb, G])
-                gamma = np.concatenate([alpha_a - alpha_b, gamma])
-                phi = np.concatenate([so3_log(Ra @ Rb.T), phi])
-            to_force = np.eye(constraint.rows)
+            frames += [constraint.frame_a, constraint.frame_b]
         else:
             raise ValueError(f"unknown constraint {constraint!r}: use PointContact, FrameContact or LoopClosure")
-        Gs.append(G)
-        gammas.append(gamma)
-        phis.append(phi)
-        blocks.append((slice(start, start + G.shape[0]), to_force))
-        start += G.shape[0]
-    if not Gs:
+    if not frames:
         raise ValueError("no constraints given")
-    return ConstraintRows(np.vstack(Gs), np.concatenate(gammas), np.concatenate(phis), blocks)
+    J, motion, world_R, world_p = _frames_motion(model, q, v, tuple(frames))
+    m = sum(constraint.rows for constraint in constraints)
+    G, gamma, phi = np.empty((m, model.nv)), np.empty(m), np.zeros(m)
+    blocks = []
+    start = i = 0
+    position, other = np.empty(3), np.empty(3)
+    for constraint in constraints:
+        rows = slice(start, start + constraint.rows)
+        if isinstance(constraint, PointContact):
+            _point_rows(J[i], motion[i], world_R[i], world_p[i], np.asarray(constraint.point, dtype=float),
+                        G[rows], gamma[rows], position)
+            if constraint.target is not None:
+                phi[rows] = position - np.asarray(constraint.target, dtype=float)
+            to_force = IDENTITY[3]
+            i += 1
+        elif isinstance(constraint, FrameContact):
+            _frame_rows(J[i], motion[i], world_R[i], G[rows], gamma[rows])
+            R = world_R[i]
+            to_force = np.zeros((6, 6))  # body wrench -> world-aligned, same point
+            to_force[:3, :3] = to_force[3:, 3:] = R
+            i += 1
+        else:
+            linear = slice(rows.stop - 3, rows.stop)
+            Gb, gamma_b = np.empty((3, model.nv)), np.empty(3)
+            _point_rows(J[i], motion[i], world_R[i], world_p[i], ORIGIN, G[linear], gamma[linear], position)
+            _point_rows(J[i + 1], motion[i + 1], world_R[i + 1], world_p[i + 1], ORIGIN, Gb, gamma_b, other)
+            G[linear] -= Gb
+            gamma[linear] -= gamma_b
+            phi[linear] = position - other
+            if constraint.weld:
+                angular = slice(rows.start, rows.start + 3)
+                G[angular] = J[i, :3] - J[i + 1, :3]
+                gamma[angular] = motion[i + 1, 1, :3] - motion[i, 1, :3]
+                phi[angular] = so3_log(world_R[i] @ world_R[i + 1].T)
+            to_force = IDENTITY[constraint.rows]
+            i += 2
+        blocks.append((rows, to_force))
+        start = rows.stop
+    return ConstraintRows(G, gamma, phi, blocks)
 
 
-def _rank(G: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+# numpy's linear algebra costs 20-170 us a call on these small matrices, LAPACK
+# from compiled code a few: the dense steps below are compiled.
+
+
+@njit(cache=True)
+def _rank(G):
+    """(rank, U, s, Vt) of G by its SVD: singular values above RANK_TOLERANCE
+    of the largest count."""
     U, s, Vt = np.linalg.svd(G)
-    rank = int(np.sum(s > RANK_TOLERANCE * max(s[0], 1e-300))) if s.size else 0
+    rank = 0
+    for value in s:
+        if value > RANK_TOLERANCE * max(s[0], 1e-300):
+            rank += 1
     return rank, U, s, Vt
+
+
+@njit(cache=True)
+def _certainly_full_rank(G):
+    """True when G's rows are independent by a margin, without an SVD (which
+    takes some 30 us here): σ_min(G)² = λ_min(G G^T) >= 1 / |(G G^T)⁻¹|_F and
+    σ_max(G) <= |G|_F, so σ_min / σ_max is bounded below from a Cholesky of
+    G G^T. False means "not certain": then the SVD decides."""
+    m = G.shape[0]
+    A = G @ G.T
+    scale = 0.0
+    for i in range(m):
+        scale += A[i, i]  # |G|_F²
+    chain = np.arange(m) - 1  # a dense factor A = L^T L
+    if ltl_factor(A, chain) >= 0:
+        return False
+    inverse_norm = 0.0  # |L⁻¹|_F² >= |L⁻¹|_2² = |A⁻¹|_2 = 1 / σ_min²
+    column = np.empty(m)
+    for c in range(m):
+        column[:] = 0.0
+        column[c] = 1.0
+        ltl_solve_lower(A, chain, column)
+        for i in range(m):
+            inverse_norm += column[i] * column[i]
+    # σ_max² <= |G|_F²
+    return 1.0 / (inverse_norm * scale) > (1e3 * RANK_TOLERANCE) ** 2
 
 
 def _forces(rows: ConstraintRows, multipliers: np.ndarray) -> list[np.ndarray]:
     return [to_force @ multipliers[block] for block, to_force in rows.blocks]
 
 
+@njit(cache=True)
 def _solve_kkt(M, G, rhs_top, rhs_bottom, full_rank):
     """[[M, G^T], [G, 0]] [x; -λ] = [rhs_top; rhs_bottom] -> (x, λ); least
     squares (minimum norm) when G loses rank."""
     n, m = M.shape[0], G.shape[0]
     K = np.zeros((n + m, n + m))
-    K[:n, :n], K[:n, n:], K[n:, :n] = M, G.T, G
-    rhs = np.concatenate([rhs_top, rhs_bottom])
+    K[:n, :n] = M
+    K[:n, n:] = G.T
+    K[n:, :n] = G
+    rhs = np.concatenate((rhs_top, rhs_bottom))
     if full_rank:
         solution = np.linalg.solve(K, rhs)
     else:
         solution = np.linalg.lstsq(K, rhs, rcond=LSTSQ_RCOND)[0]
-    return solution[:n], -solution[n:]
+    return solution[:n].copy(), -solution[n:]
+
+
+@njit(cache=True)
+def _solve_operational(operational, rhs, full_rank):
+    """λ of (G M⁻¹ G^T) λ = rhs; minimum norm when G loses rank."""
+    if full_rank:
+        return np.linalg.solve(operational, rhs)
+    return np.linalg.lstsq(operational, rhs, rcond=LSTSQ_RCOND)[0]
+
+
+@njit(cache=True)
+def _solve_nullspace(M, h, tau, target, rank, U, s, Vt):
+    """a = a_p + N y with a_p = G⁺ target and G N = 0, N^T M N y = N^T (tau - h
+    - M a_p); λ = the minimum-norm solution of G^T λ = M a + h - tau."""
+    range_rows, null, left = Vt[:rank].copy(), Vt[rank:].T.copy(), np.ascontiguousarray(U[:, :rank])
+    particular = range_rows.T @ ((left.T @ target) / s[:rank])
+    a = particular.copy()
+    if null.shape[1]:
+        a += null @ np.linalg.solve(null.T @ M @ null, null.T @ (tau - h - M @ particular))
+    multipliers = left @ ((range_rows @ (M @ a + h - tau)) / s[:rank])
+    return a, multipliers
 
 
 def contact_forward_dynamics(model: Model, q, v, tau, contacts, method: str = "kkt",
@@ -197,7 +334,10 @@ def contact_forward_dynamics(model: Model, q, v, tau, contacts, method: str = "k
     rows = constraint_rows(model, q, v, contacts)
     G = rows.G
     target = rows.gamma - 2.0 * alpha * (G @ v) - beta**2 * rows.phi
-    rank, U, s, Vt = _rank(G)
+    if method != "nullspace" and _certainly_full_rank(G):
+        rank = G.shape[0]
+    else:
+        rank, U, s, Vt = _rank(G)
     full_rank = rank == G.shape[0]
     if method == "kkt":
         a, multipliers = _solve_kkt(mass_matrix(model, q), G, tau - nonlinear_effects(model, q, v), target,
@@ -206,22 +346,11 @@ def contact_forward_dynamics(model: Model, q, v, tau, contacts, method: str = "k
         Minv = InverseMassMatrix(model, q)
         free = forward_dynamics(model, q, v, tau)
         Minv_Gt = Minv @ G.T
-        operational = G @ Minv_Gt  # G M⁻¹ G^T
-        rhs = target - G @ free
-        if full_rank:
-            multipliers = np.linalg.solve(operational, rhs)
-        else:
-            multipliers = np.linalg.lstsq(operational, rhs, rcond=LSTSQ_RCOND)[0]
+        multipliers = _solve_operational(G @ Minv_Gt, target - G @ free, full_rank)  # G M⁻¹ G^T λ = ...
         a = free + Minv_Gt @ multipliers
     else:
-        M, h = mass_matrix(model, q), nonlinear_effects(model, q, v)
-        range_rows, null = Vt[:rank], Vt[rank:].T  # G N = 0
-        particular = range_rows.T @ ((U[:, :rank].T @ target) / s[:rank])  # G⁺ target
-        y = np.linalg.solve(null.T @ M @ null, null.T @ (tau - h - M @ particular)) if null.shape[1] \
-            else np.zeros(0)
-        a = particular + null @ y
-        # G^T λ = M a + h - tau, minimum norm: λ = U_r S_r⁻¹ V_r (M a + h - tau)
-        multipliers = U[:, :rank] @ ((range_rows @ (M @ a + h - tau)) / s[:rank])
+        a, multipliers = _solve_nullspace(mass_matrix(model, q), nonlinear_effects(model, q, v), tau, target,
+                                          rank, U, s, Vt)
     residual = float(np.linalg.norm(G @ a - target))
     return ConstraintSolution(a, _forces(rows, multipliers), rank, G.shape[0], residual)
 

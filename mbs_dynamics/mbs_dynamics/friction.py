@@ -51,7 +51,7 @@ from mbs_dynamics.configuration import integrate_kernel
 from mbs_dynamics.contact import PointContact
 from mbs_dynamics.crba import crba_kernel, ltl_factor, ltl_solve, ltl_solve_lower, ltl_solve_transposed
 from mbs_dynamics.inputs import invalid
-from mbs_dynamics.kinematics import point_jacobians_kernel
+from mbs_dynamics.kinematics import frames_motion_kernel
 from mbs_dynamics.model import Model, plane_basis, unpack_model
 from mbs_dynamics.rnea import rnea_kernel
 from mbs_dynamics.workspace import scratch
@@ -211,7 +211,7 @@ def _polish(W, c, friction, impulses, u, residual):
     as bilateral, u = 0, the others' impulses held: the exact answer in one
     step when the sticking set is right, which Gauss-Seidel approaches slowly
     when the contacts are redundant (the corners of a sole). W_SS is singular
-    then: a Cholesky of W_SS + ε 1 with iterative refinement (proximal point
+    then: a dense factor of W_SS + ε 1 with iterative refinement (proximal point
     iterations) converges to a solution. Kept if its residual is smaller;
     returns the residual."""
     sticking = np.empty(friction.shape[0], dtype=np.int64)
@@ -237,18 +237,9 @@ def _polish(W, c, friction, impulses, u, residual):
         for j in range(m):
             A[i, j] = W[rows[i], rows[j]]
         A[i, i] += epsilon
-    for j in range(m):  # Cholesky, A = L L^T in the lower triangle
-        total = A[j, j]
-        for k in range(j):
-            total -= A[j, k] * A[j, k]
-        if not total > 0.0:
-            return residual
-        A[j, j] = np.sqrt(total)
-        for i in range(j + 1, m):
-            total = A[i, j]
-            for k in range(j):
-                total -= A[i, k] * A[j, k]
-            A[i, j] = total / A[j, j]
+    chain = np.arange(m) - 1  # a dense factor A = L^T L
+    if ltl_factor(A, chain) >= 0:
+        return residual
     candidate = impulses.copy()
     velocity = np.empty_like(u)
     step = np.empty(m)
@@ -256,16 +247,7 @@ def _polish(W, c, friction, impulses, u, residual):
         _residual_velocity(W, c, candidate, velocity)
         for i in range(m):
             step[i] = velocity[rows[i]]
-        for i in range(m):
-            total = step[i]
-            for k in range(i):
-                total -= A[i, k] * step[k]
-            step[i] = total / A[i, i]
-        for i in range(m - 1, -1, -1):
-            total = step[i]
-            for k in range(i + 1, m):
-                total -= A[k, i] * step[k]
-            step[i] = total / A[i, i]
+        ltl_solve(A, chain, step)
         for i in range(m):
             candidate[rows[i]] -= step[i]
     _residual_velocity(W, c, candidate, velocity)
@@ -318,9 +300,12 @@ def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points,
     h = np.empty(nv)
     zero = np.zeros(nv)
     rnea_kernel(packed, q, v, zero, np.empty((0, 6)), h, buffer)
-    positions = np.empty((npoints, 3))
-    point_jacobians = np.empty((npoints, 3, nv))
-    point_jacobians_kernel(arrays, q, bodies, local_points, positions, point_jacobians, buffer)
+    positions, rotations = np.empty((npoints, 3)), np.empty((npoints, 3, 3))
+    jacobians, motion = np.empty((npoints, 6, nv)), np.empty((npoints, 2, 6))
+    no_rotation = np.zeros((npoints, 3, 3))  # only the points' positions and velocities matter
+    frames_motion_kernel(packed, q, v, bodies, no_rotation, local_points, jacobians, motion, rotations, positions,
+                         buffer)
+    point_jacobians = jacobians[:, 3:, :]
     if ltl_factor(M, dof_parent) >= 0:
         return SINGULAR_MASS_MATRIX
     v_free = tau - h

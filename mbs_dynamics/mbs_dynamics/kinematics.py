@@ -6,7 +6,7 @@ from numba import njit
 from mbs_dynamics import inputs
 from mbs_dynamics.inputs import invalid
 from mbs_dynamics.joints import body_acceleration, body_velocity, forward_pass
-from mbs_dynamics.lie import adjoint, pose
+from mbs_dynamics.lie import adjoint, pose, skew
 from mbs_dynamics.model import Model, unpack_model
 from mbs_dynamics.spatial import motion_to_parent
 from mbs_dynamics.workspace import kinematic_views, scratch, take
@@ -86,36 +86,71 @@ def spatial_jacobian_kernel(packed, q, body, J, R_body, p_body, buffer):
 
 
 @njit(cache=True)
-def point_jacobians_kernel(arrays, q, bodies, local_points, positions, jacobians, buffer):
-    """For points fixed in bodies (body frame coordinates; body -1: the world):
-    world positions (k, 3) and the Jacobians (k, 3, nv) of their world
-    velocities, columns w_j x p + v_j of the world twists ^0X_j S_j of the
-    joints that carry them (RBDL §6.2). Returns the offset of the buffer's free
-    part."""
+def frames_motion_kernel(packed, q, v, bodies, local_R, local_p, jacobians, motion, world_R, world_p, buffer):
+    """For frames fixed in bodies (placement local_R, local_p in the body; body
+    -1: the world), in one pass: the hybrid Jacobians (k, 6, nv) [w; do/dt] of
+    their origins o, motion (k, 2, 6) = their hybrid twists [w; do/dt] and bias
+    accelerations [dw/dt; d²o/dt²] at a = 0 without gravity (what constraints
+    need, F&O eqs. 1-4), and their world poses. Returns 1 without computing
+    when an input is invalid (inputs.invalid), else 0."""
+    arrays = unpack_model(packed)
+    if invalid(arrays, q, v, v):
+        return 1
     parent, v_start, nv_joint = arrays[0], arrays[3], arrays[13]
-    R, p, S, RJ, world_R, world_p, o = kinematic_views(buffer, parent.shape[0])
+    n = parent.shape[0]
+    R, p, S, RJ, body_R, body_p, o = kinematic_views(buffer, n)
+    vel, o = take(buffer, o, (n, 6))
+    acc, o = take(buffer, o, (n, 6))
     column, o = take(buffer, o, (6,))
-    body_poses_kernel(arrays, q, R, p, S, RJ, world_R, world_p)
+    no_gravity, o = take(buffer, o, (3,))
+    no_gravity[0] = no_gravity[1] = no_gravity[2] = 0.0
+    no_acceleration, o = take(buffer, o, (v.shape[0],))
+    no_acceleration[:] = 0.0
+    body_poses_kernel(arrays, q, R, p, S, RJ, body_R, body_p)
+    for i in range(n):
+        j0, j1, j2, j3, j4, j5 = body_velocity(arrays, i, R, p, S, v, vel)
+        body_acceleration(arrays, i, R, p, S, v, no_acceleration, vel, acc, j0, j1, j2, j3, j4, j5, no_gravity)
     jacobians[:] = 0.0
+    motion[:] = 0.0
     for k in range(bodies.shape[0]):
-        b, x = bodies[k], local_points[k]
+        b, x = bodies[k], local_p[k]
         if b < 0:
-            positions[k] = x
+            world_R[k] = local_R[k]
+            world_p[k] = x
             continue
+        Rb = body_R[b]
         for r in range(3):
-            positions[k, r] = world_p[b, r] + world_R[b, r, 0] * x[0] + world_R[b, r, 1] * x[1] \
-                + world_R[b, r, 2] * x[2]
-        x0, x1, x2 = positions[k, 0], positions[k, 1], positions[k, 2]
+            for c in range(3):
+                world_R[k, r, c] = Rb[r, 0] * local_R[k, 0, c] + Rb[r, 1] * local_R[k, 1, c] \
+                    + Rb[r, 2] * local_R[k, 2, c]
+            world_p[k, r] = body_p[b, r] + Rb[r, 0] * x[0] + Rb[r, 1] * x[1] + Rb[r, 2] * x[2]
+        x0, x1, x2 = world_p[k, 0], world_p[k, 1], world_p[k, 2]
         j = b
         while j >= 0:
             for m in range(nv_joint[j]):
-                motion_to_parent(world_R[j], world_p[j], S[j, :, m], column)
+                motion_to_parent(body_R[j], body_p[j], S[j, :, m], column)
                 c = v_start[j] + m
-                jacobians[k, 0, c] += column[1] * x2 - column[2] * x1 + column[3]
-                jacobians[k, 1, c] += column[2] * x0 - column[0] * x2 + column[4]
-                jacobians[k, 2, c] += column[0] * x1 - column[1] * x0 + column[5]
+                jacobians[k, 0, c] += column[0]
+                jacobians[k, 1, c] += column[1]
+                jacobians[k, 2, c] += column[2]
+                jacobians[k, 3, c] += column[1] * x2 - column[2] * x1 + column[3]
+                jacobians[k, 4, c] += column[2] * x0 - column[0] * x2 + column[4]
+                jacobians[k, 5, c] += column[0] * x1 - column[1] * x0 + column[5]
             j = parent[j]
-    return o
+        # in body axes: the origin's velocity v_b + w_b x x and acceleration
+        # dv_b/dt + dw_b/dt x x + w_b x (origin velocity); then to world axes
+        w, u, dw, du = vel[b, :3], vel[b, 3:], acc[b, :3], acc[b, 3:]
+        o0, o1, o2 = u[0] + w[1] * x[2] - w[2] * x[1], u[1] + w[2] * x[0] - w[0] * x[2], \
+            u[2] + w[0] * x[1] - w[1] * x[0]
+        e0 = du[0] + dw[1] * x[2] - dw[2] * x[1] + w[1] * o2 - w[2] * o1
+        e1 = du[1] + dw[2] * x[0] - dw[0] * x[2] + w[2] * o0 - w[0] * o2
+        e2 = du[2] + dw[0] * x[1] - dw[1] * x[0] + w[0] * o1 - w[1] * o0
+        for r in range(3):
+            motion[k, 0, r] = Rb[r, 0] * w[0] + Rb[r, 1] * w[1] + Rb[r, 2] * w[2]
+            motion[k, 0, 3 + r] = Rb[r, 0] * o0 + Rb[r, 1] * o1 + Rb[r, 2] * o2
+            motion[k, 1, r] = Rb[r, 0] * dw[0] + Rb[r, 1] * dw[1] + Rb[r, 2] * dw[2]
+            motion[k, 1, 3 + r] = Rb[r, 0] * e0 + Rb[r, 1] * e1 + Rb[r, 2] * e2
+    return 0
 
 
 def frame_jacobian(model: Model, q, frame: str, representation: str = "body") -> np.ndarray:
@@ -139,7 +174,7 @@ def frame_jacobian(model: Model, q, frame: str, representation: str = "body") ->
         return J
     R_frame = R_body @ placement.rotation
     origin = R_body @ placement.translation + p_body
-    J[3:] += np.cross(J[:3].T, origin).T  # velocity of the frame origin: v_s + w x r
+    J[3:] -= skew(origin) @ J[:3]  # velocity of the frame origin: v_s + w x r
     if representation == "hybrid":
         return J
     J[:3] = R_frame.T @ J[:3]
@@ -204,7 +239,7 @@ def _frame_motion(model: Model, q, v, a, frame: str, representation: str):
         return to_world @ twist, to_world @ acceleration
     # the frame origin's velocity R v_b and acceleration R (dv_b/dt + w_b x v_b)
     origin_velocity = R @ twist[3:]
-    origin_acceleration = R @ (acceleration[3:] + np.cross(twist[:3], twist[3:]))
+    origin_acceleration = R @ (acceleration[3:] + skew(twist[:3]) @ twist[3:])
     if representation == "hybrid":
         return (np.concatenate([R @ twist[:3], origin_velocity]),
                 np.concatenate([R @ acceleration[:3], origin_acceleration]))

@@ -8,6 +8,8 @@ from numba import njit, prange
 from mbs_dynamics import inputs
 from mbs_dynamics.inputs import invalid
 from mbs_dynamics.joints import body_acceleration, body_velocity, forward_pass
+from mbs_dynamics.kinematics import body_poses
+from mbs_dynamics.lie import skew
 from mbs_dynamics.model import Model, unpack_model
 from mbs_dynamics.spatial import force_to_parent_add, inertia_apply
 from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
@@ -131,8 +133,6 @@ def gravity_torques(model: Model, q) -> np.ndarray:
 def external_wrenches_in_bodies(model: Model, q, f_ext) -> np.ndarray:
     """{frame: world-aligned wrench about the frame origin} -> per-body wrenches
     about the body origin in body axes, (nbodies, 6)."""
-    from mbs_dynamics.kinematics import body_poses
-
     world_R, world_p = body_poses(model, q)
     bodies = np.zeros((model.nbodies, 6))
     for name, wrench in f_ext.items():
@@ -142,6 +142,6 @@ def external_wrenches_in_bodies(model: Model, q, f_ext) -> np.ndarray:
             continue  # on a link fixed to the world: no joint feels it
         R = world_R[frame.body]
         torque, force = R.T @ wrench[:3], R.T @ wrench[3:]
-        bodies[frame.body, :3] += torque + np.cross(frame.translation, force)
+        bodies[frame.body, :3] += torque + skew(frame.translation) @ force
         bodies[frame.body, 3:] += force
     return bodies

@@ -105,3 +105,22 @@ class Pair:
         pin, pm = self.pin, self.pin_model
         pin.framesForwardKinematics(pm, self.data, self.q(q))
         return self.data.oMf[pm.getFrameId(frame)].homogeneous
+
+
+def mujoco_spec(path: str):
+    """MuJoCo's own import of a URDF as an MjSpec (mujoco imported here: only the
+    tests and benchmarks that use it need it), without the visual and collision
+    geometry (meshes do not matter, and MuJoCo would look for them), inertias
+    as written."""
+    import xml.etree.ElementTree as ET
+
+    import mujoco
+
+    root = ET.parse(path).getroot()
+    for link in root.iter("link"):
+        for element in link.findall("visual") + link.findall("collision"):
+            link.remove(element)
+    extension = ET.SubElement(root, "mujoco")
+    ET.SubElement(extension, "compiler", {"discardvisual": "true", "fusestatic": "false",
+                                          "balanceinertia": "false", "inertiafromgeom": "false"})
+    return mujoco.MjSpec.from_string(ET.tostring(root, encoding="unicode"))

@@ -250,3 +250,22 @@ def test_contact_inverse_dynamics_with_friction_cones():
     assert not single.feasible and "cannot balance" in single.message
     with pytest.raises(ValueError, match="no floating base"):
         mbs.contact_inverse_dynamics(planar_arm(), np.zeros(3), np.zeros(3), np.zeros(3), [mbs.PointContact("tip")])
+
+
+def test_full_rank_certificate_never_passes_a_deficient_set():
+    """The SVD-free test that lets kkt and schur skip the SVD: it may only say
+    yes when the SVD would, and says yes for well-conditioned rows."""
+    from mbs_dynamics.contact import RANK_TOLERANCE, _certainly_full_rank
+
+    rng = np.random.default_rng(12)
+    for trial in range(400):
+        m, n = rng.integers(1, 13), 18
+        G = rng.normal(size=(m, n))
+        if trial % 2:  # rank deficient, exactly or to within the tolerance
+            G[-1] = G[:-1].T @ rng.normal(size=m - 1) + rng.choice([0.0, 1e-12, 1e-10]) * rng.normal(size=n)
+        s = np.linalg.svd(G, compute_uv=False)
+        full = s[-1] > RANK_TOLERANCE * s[0]
+        if _certainly_full_rank(G):
+            assert full
+        elif trial % 2 == 0:
+            assert s[-1] < 1e-5 * s[0]  # only near-deficient rows are left to the SVD

@@ -312,27 +312,29 @@ def test_sparse_mass_matrix_factorisation(robot):
     assert ltl_factor(singular, model.dof_parent) == model.nv - 1
 
 
-def test_point_jacobians_against_frame_jacobians():
+def test_frames_motion_against_frame_kinematics():
+    """The one-pass kernel of the contact rows against the single-frame functions."""
     from oracles import random_state
 
-    from mbs_dynamics.kinematics import point_jacobians_kernel
-    from mbs_dynamics.model import unpack_model
+    from mbs_dynamics.kinematics import frames_motion_kernel
     from mbs_dynamics.workspace import scratch
 
     model = mbs.Model.from_urdf_file(robot_path("talos"), floating_base=True)
     rng = np.random.default_rng(9)
     q, v, _ = random_state(model, rng)
     frames = ["left_sole_link", "right_sole_link", "gripper_left_base_link", "torso_2_link"]
-    offsets = rng.normal(size=(len(frames), 3))
     placements = [model.frame(name) for name in frames]
-    bodies = np.array([frame.body for frame in placements])
-    local = np.array([frame.rotation @ offset + frame.translation
-                      for frame, offset in zip(placements, offsets, strict=True)])
-    positions, jacobians = np.empty((len(frames), 3)), np.empty((len(frames), 3, model.nv))
-    point_jacobians_kernel(unpack_model(model.packed), q, bodies, local, positions, jacobians, scratch(model))
-    for k, name in enumerate(frames):
+    k = len(frames)
+    jacobians, motion = np.empty((k, 6, model.nv)), np.empty((k, 2, 6))
+    rotations, positions = np.empty((k, 3, 3)), np.empty((k, 3))
+    assert frames_motion_kernel(model.packed, q, v, np.array([f.body for f in placements]),
+                                np.array([f.rotation for f in placements]),
+                                np.array([f.translation for f in placements]), jacobians, motion, rotations,
+                                positions, scratch(model)) == 0
+    for i, name in enumerate(frames):
         pose = mbs.frame_pose(model, q, name)
-        r = pose[:3, :3] @ offsets[k]
-        close(positions[k], pose[:3, 3] + r, 1e-12)
-        J = mbs.frame_jacobian(model, q, name, "hybrid")
-        close(jacobians[k], J[3:] - np.cross(r, J[:3].T).T, 1e-12)  # v_p = v_o + w x r
+        close(rotations[i], pose[:3, :3], 1e-12)
+        close(positions[i], pose[:3, 3], 1e-12)
+        close(jacobians[i], mbs.frame_jacobian(model, q, name, "hybrid"), 1e-12)
+        close(motion[i, 0], mbs.frame_velocity(model, q, v, name, "hybrid"), 1e-12)
+        close(motion[i, 1], mbs.frame_bias_acceleration(model, q, v, name, "hybrid"), 1e-12)

@@ -10,11 +10,9 @@ tau = T^T (M_mj (T a + dT/dt v) + b_mj).
 """
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
-
 import numpy as np
 import pytest
-from oracles import random_state, robot_path
+from oracles import mujoco_spec, random_state, robot_path
 from test_model_and_rnea import close
 
 import mbs_dynamics as mbs
@@ -30,14 +28,7 @@ class MujocoPair:
     def __init__(self, name: str, floating_base: bool):
         path = robot_path(name)
         self.model = mbs.Model.from_urdf_file(path, floating_base=floating_base, mimic="independent")
-        root = ET.parse(path).getroot()
-        for link in root.iter("link"):  # meshes do not matter, and MuJoCo would look for them
-            for element in link.findall("visual") + link.findall("collision"):
-                link.remove(element)
-        extension = ET.SubElement(root, "mujoco")
-        ET.SubElement(extension, "compiler", {"discardvisual": "true", "fusestatic": "false",
-                                              "balanceinertia": "false", "inertiafromgeom": "false"})
-        spec = mujoco.MjSpec.from_string(ET.tostring(root, encoding="unicode"))
+        spec = mujoco_spec(path)
         if floating_base:
             spec.worldbody.first_body().add_freejoint()
         self.mj = spec.compile()

@@ -141,7 +141,12 @@ class DynamicsNode(Node):
             self.get_logger().info(f"still waiting for the robot description on {topic} ({self._waited:g} s)")
 
     def _on_description_message(self, message: String) -> None:
-        if self.robot is not None or self.fatal_error is not None:
+        if self.fatal_error is not None:
+            return
+        if self.robot is not None:  # a model never changes under a running node
+            self.get_logger().warning(
+                "a new robot_description arrived: ignored, this node keeps the robot it started with "
+                f"('{self.robot.name}'); restart it to load another")
             return
         self.destroy_timer(self._waiting_timer)
         self._load(lambda: parse_urdf_string(message.data), f"topic {self._description_subscription.topic_name}")

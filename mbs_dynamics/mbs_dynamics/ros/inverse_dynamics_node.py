@@ -1,6 +1,63 @@
 """Inverse dynamics node: joint_states in; feedforward torques and centroidal
-momentum out (default name ``inverse_dynamics``)."""
+momentum out (default name ``inverse_dynamics``).
+
+For each joint_states message: the model's state from the message by joint
+name (and, for a floating base, the latest ``odom``), the accelerations from
+``acceleration_source``, one core call (mbs.inverse_dynamics, or
+mbs.contact_inverse_dynamics with ``contact_frames``), and the results
+published with the input's stamp:
+
+    ~/joint_efforts        sensor_msgs/JointState, the model's joints and efforts
+    ~/effort_command       std_msgs/Float64MultiArray in command_joints order
+    ~/centroidal_momentum  mbs_dynamics_interfaces/CentroidalMomentum
+    ~/base_wrench          geometry_msgs/WrenchStamped, floating base without
+                           contacts: the wrench [n; f] the base would need, base axes
+    /diagnostics           compute time, counts of what was received, published, dropped
+
+Acceleration sources: 'zero' (gravity and velocity-product compensation);
+'reference' (the first point of ~/reference: its positions and velocities
+replace the measured ones of the joints it names, its accelerations are used,
+the other joints keep their measured state and zero acceleration; a
+reference older than reference_timeout falls back to 'zero', said once per
+fall); 'differentiate' (a first-order low-pass derivative of the measured
+velocities over the message stamps, cut-off differentiation_cutoff).
+
+Bad input never stops the node: a message with a missing joint, wrong array
+lengths, non-finite values, a stamp older than the last one, or (floating
+base) no odometry yet is dropped and counted, with a throttled warning; joint
+names the model does not know are ignored, warned once. A new
+robot_description at run time is refused with a warning: the node keeps the
+model it started with (restart it to load another robot).
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import WrenchStamped
+from nav_msgs.msg import Odometry
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
+
+import mbs_dynamics as mbs
+from mbs_dynamics.ros.conversions import InvalidInput, JointMap, base_state, joint_arrays, stamp_seconds
 from mbs_dynamics.ros.dynamics_node import EMPTY_STRING_ARRAY, DynamicsNode, ParameterSpec, node_main
+from mbs_dynamics_interfaces.msg import CentroidalMomentum
+
+# A 1 kHz stream: keep the newest few, never block the publisher.
+STREAM_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
+COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
+ACCELERATION_SOURCES = ("zero", "reference", "differentiate")
+CONTACT_TYPES = ("point", "frame")
+# Seconds between repeats of the same warning.
+WARNING_PERIOD = 5.0
+# Compute times kept for the diagnostics' percentiles.
+TIMING_WINDOW = 5000
 
 
 class InverseDynamicsNode(DynamicsNode):
@@ -20,9 +77,278 @@ class InverseDynamicsNode(DynamicsNode):
         ParameterSpec("contact_frames", EMPTY_STRING_ARRAY,
                       "Frames in contact (floating base): contact-consistent inverse dynamics; "
                       "empty = none."),
+        ParameterSpec("contact_type", "point",
+                      "Contacts at contact_frames: 'point' (a force at each frame origin: feet) or 'frame' "
+                      "(a wrench: soles)."),
         ParameterSpec("diagnostics_period", 1.0,
                       "Period (s) of the /diagnostics status."),
     )
+
+    def on_robot(self, robot) -> None:
+        try:
+            self.model = mbs.Model(robot, floating_base=self.parameter("floating_base"),
+                                   mimic=self.parameter("mimic"), gravity=self.parameter("gravity"))
+            self.joints = JointMap(self.model)
+            self.settings = self._settings({})
+        except ValueError as error:
+            self._fail(str(error))
+            return
+        self.counts = Counter()
+        self.compute_times = deque(maxlen=TIMING_WINDOW)
+        self._warned_unknown: set[str] = set()
+        self._last_stamp = -np.inf
+        self._odometry = None
+        self._reference = None
+        self._reference_stale = False
+        self._derivative = None  # (stamp, v, filtered a)
+        self.add_on_set_parameters_callback(self._check_parameters)
+        self.efforts_publisher = self.create_publisher(JointState, "~/joint_efforts", COMMAND_QOS)
+        self.command_publisher = self.create_publisher(Float64MultiArray, "~/effort_command", COMMAND_QOS)
+        self.momentum_publisher = self.create_publisher(CentroidalMomentum, "~/centroidal_momentum", COMMAND_QOS)
+        self.diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.wrench_publisher = (self.create_publisher(WrenchStamped, "~/base_wrench", COMMAND_QOS)
+                                 if self.model.floating_base else None)
+        self.create_subscription(JointState, "joint_states", self._on_joint_state, STREAM_QOS)
+        self.create_subscription(JointTrajectory, "~/reference", self._on_reference, COMMAND_QOS)
+        if self.model.floating_base:
+            self.create_subscription(Odometry, "odom", self._on_odometry, STREAM_QOS)
+        self._diagnostics_timer = self.create_timer(self.parameter("diagnostics_period"), self._publish_diagnostics)
+        self.get_logger().info(
+            f"inverse dynamics of {self.model.nv} coordinates, accelerations '{self.settings['acceleration_source']}'"
+            + (f", contacts at {[c.frame for c in self.settings['contacts']]}" if self.settings["contacts"] else ""))
+
+    # --- parameters -----------------------------------------------------
+
+    def _settings(self, changes: dict) -> dict:
+        """The parameters the callbacks use, checked; `changes` overrides the
+        current values. Raises ValueError saying what is wrong."""
+        value = {name: changes.get(name, self.parameter(name)) for name in (
+            "acceleration_source", "reference_timeout", "differentiation_cutoff", "command_joints",
+            "clamp_to_effort_limits", "contact_frames", "contact_type", "diagnostics_period")}
+        if value["acceleration_source"] not in ACCELERATION_SOURCES:
+            raise ValueError(f"acceleration_source must be one of {ACCELERATION_SOURCES}, "
+                             f"got '{value['acceleration_source']}'")
+        if value["contact_type"] not in CONTACT_TYPES:
+            raise ValueError(f"contact_type must be one of {CONTACT_TYPES}, got '{value['contact_type']}'")
+        for name in ("reference_timeout", "differentiation_cutoff", "diagnostics_period"):
+            if not value[name] > 0:
+                raise ValueError(f"{name} must be positive, got {value[name]}")
+        command_joints = list(value["command_joints"]) or list(self.joints.names)
+        try:
+            value["command_order"] = self.joints.order(command_joints)
+        except ValueError as error:
+            raise ValueError(f"command_joints: {error}") from None
+        frames = list(value["contact_frames"])
+        if frames and not self.model.floating_base:
+            raise ValueError("contact_frames need a floating base (floating_base: true)")
+        unknown = [frame for frame in frames if frame not in self.model.frames]
+        if unknown:
+            raise ValueError(f"contact_frames: model '{self.model.name}' has no frames {unknown}")
+        contact = mbs.PointContact if value["contact_type"] == "point" else mbs.FrameContact
+        value["contacts"] = [contact(frame) for frame in frames]
+        limit = self.model.effort_limit
+        value["effort_limit"] = np.where(np.isfinite(limit) & (limit > 0), limit, np.inf)
+        return value
+
+    def _check_parameters(self, parameters) -> SetParametersResult:
+        changes = {p.name: p.value for p in parameters}
+        try:
+            settings = self._settings(changes)
+        except ValueError as error:
+            return SetParametersResult(successful=False, reason=str(error))
+        self.settings = settings  # applied at the next message
+        if "diagnostics_period" in changes:
+            self._diagnostics_timer.timer_period_ns = int(settings["diagnostics_period"] * 1e9)
+        return SetParametersResult(successful=True)
+
+    # --- inputs -----------------------------------------------------------
+
+    def _on_odometry(self, message: Odometry) -> None:
+        try:
+            self._odometry = (*base_state(message.pose.pose, message.twist.twist), message.header.frame_id)
+        except InvalidInput as error:
+            self._drop(error.reason, f"odom: {error}")
+
+    def _on_reference(self, message: JointTrajectory) -> None:
+        try:
+            if not message.points:
+                raise InvalidInput("invalid", "~/reference has no points")
+            match = self.joints.match(message.joint_names)
+            self._warn_unknown(match.unknown)
+            point = message.points[0]
+            arrays = {}
+            for field in ("positions", "velocities", "accelerations"):
+                values = np.asarray(getattr(point, field), dtype=float)
+                if values.size and values.shape[0] != match.size:
+                    raise InvalidInput("invalid", f"~/reference has {values.shape[0]} {field} for "
+                                                  f"{match.size} joints")
+                if not np.all(np.isfinite(values)):
+                    raise InvalidInput("invalid", f"~/reference {field} are not finite")
+                arrays[field] = values[match.message_index] if values.size else None
+            self._reference = (self.get_clock().now(), match, arrays)
+        except InvalidInput as error:
+            self._drop(error.reason, str(error))
+
+    def _on_joint_state(self, message: JointState) -> None:
+        start = time.perf_counter()
+        self.counts["received"] += 1
+        try:
+            self._compute_and_publish(message)
+            self.counts["published"] += 1
+        except InvalidInput as error:
+            self._drop(error.reason, str(error))
+        except ValueError as error:  # the core refused the state: says why
+            self._drop("invalid", f"joint_states: {error}")
+        except Exception as error:  # noqa: BLE001  a message never takes the node down
+            self._drop("error", f"joint_states: {type(error).__name__}: {error}")
+        self.compute_times.append(time.perf_counter() - start)
+
+    # --- the computation ----------------------------------------------------
+
+    def _state(self, message: JointState) -> tuple[np.ndarray, np.ndarray, float]:
+        """(q, v, stamp in s) of a joint_states message (and odom)."""
+        model = self.model
+        match = self.joints.match(message.name)
+        self._warn_unknown(match.unknown)
+        positions, velocities = joint_arrays(match, message.position, message.velocity, "joint_states")
+        stamp = stamp_seconds(message.header.stamp)
+        if stamp < self._last_stamp:
+            raise InvalidInput("stamp_backwards", f"joint_states stamp {stamp:.6f} s is before the last one "
+                                                  f"({self._last_stamp:.6f} s)")
+        q, v = model.neutral_configuration(), np.zeros(model.nv)
+        q[match.q_index] = positions
+        if velocities is not None:
+            v[match.v_index] = velocities
+        if model.floating_base:
+            if self._odometry is None:
+                raise InvalidInput("no_odometry", "no odom received yet: the floating base's state is unknown")
+            q[:7], v[:6], _ = self._odometry
+        self._last_stamp = stamp
+        return q, v, stamp
+
+    def _accelerations(self, q, v, stamp) -> np.ndarray:
+        """a from the acceleration source (q, v updated in place by a reference)."""
+        source = self.settings["acceleration_source"]
+        a = np.zeros(self.model.nv)
+        if source == "reference":
+            if self._reference is None:
+                self._say_stale("no reference received yet: using zero accelerations")
+                return a
+            received, match, arrays = self._reference
+            age = (self.get_clock().now() - received).nanoseconds * 1e-9
+            if age > self.settings["reference_timeout"]:
+                self._say_stale(f"the reference is {age:.3g} s old (reference_timeout "
+                                f"{self.settings['reference_timeout']:g} s): using zero accelerations")
+                return a
+            if self._reference_stale:
+                self.get_logger().info("the reference is fresh again")
+                self._reference_stale = False
+            if arrays["positions"] is not None:
+                q[match.q_index] = arrays["positions"]
+            if arrays["velocities"] is not None:
+                v[match.v_index] = arrays["velocities"]
+            if arrays["accelerations"] is not None:
+                a[match.v_index] = arrays["accelerations"]
+        elif source == "differentiate":
+            if self._derivative is not None:
+                last_stamp, last_v, filtered = self._derivative
+                dt = stamp - last_stamp
+                if dt > 0:
+                    smoothing = dt / (dt + 1.0 / (2 * np.pi * self.settings["differentiation_cutoff"]))
+                    filtered = filtered + smoothing * ((v - last_v) / dt - filtered)
+                a = filtered
+                self._derivative = (stamp, v.copy(), filtered) if dt > 0 else self._derivative
+            else:
+                self._derivative = (stamp, v.copy(), a)
+        return a
+
+    def _compute_and_publish(self, message: JointState) -> None:
+        q, v, stamp = self._state(message)
+        a = self._accelerations(q, v, stamp)
+        settings, model = self.settings, self.model
+        if settings["contacts"]:
+            solution = mbs.contact_inverse_dynamics(model, q, v, a, settings["contacts"])
+            tau = solution[0]
+            if not solution.feasible:
+                self.counts["infeasible_contacts"] += 1
+                self.get_logger().warning(f"contact inverse dynamics: {solution.message}",
+                                          throttle_duration_sec=WARNING_PERIOD)
+        else:
+            tau = mbs.inverse_dynamics(model, q, v, a)
+        if settings["clamp_to_effort_limits"]:
+            over = np.abs(tau) > settings["effort_limit"]
+            if over.any():
+                self.counts["clamped"] += 1
+                names = [self.joints.names[k] for k in np.flatnonzero(over[self.joints.v_index])]
+                self.get_logger().warning(f"efforts clamped to the URDF limits: {names}",
+                                          throttle_duration_sec=WARNING_PERIOD)
+                tau = np.clip(tau, -settings["effort_limit"], settings["effort_limit"])
+        self._publish(message.header.stamp, q, v, tau)
+
+    def _publish(self, stamp, q, v, tau) -> None:
+        model = self.model
+        efforts = JointState()
+        efforts.header.stamp = stamp
+        efforts.name = list(self.joints.names)
+        efforts.effort = tau[self.joints.v_index].tolist()
+        self.efforts_publisher.publish(efforts)
+        self.command_publisher.publish(Float64MultiArray(data=tau[self.settings["command_order"]].tolist()))
+        momentum = CentroidalMomentum()
+        momentum.header.stamp = stamp
+        momentum.header.frame_id = (self._odometry[2] if model.floating_base else model.description.root)
+        h = mbs.centroidal_momentum(model, q, v)
+        c = mbs.center_of_mass(model, q)
+        momentum.total_mass = model.total_mass
+        momentum.com_position.x, momentum.com_position.y, momentum.com_position.z = c.tolist()
+        velocity = h[3:] / model.total_mass if model.total_mass > 0 else np.zeros(3)
+        momentum.com_velocity.x, momentum.com_velocity.y, momentum.com_velocity.z = velocity.tolist()
+        momentum.linear_momentum.x, momentum.linear_momentum.y, momentum.linear_momentum.z = h[3:].tolist()
+        momentum.angular_momentum.x, momentum.angular_momentum.y, momentum.angular_momentum.z = h[:3].tolist()
+        self.momentum_publisher.publish(momentum)
+        if self.wrench_publisher is not None and not self.settings["contacts"]:
+            wrench = WrenchStamped()
+            wrench.header.stamp = stamp
+            wrench.header.frame_id = model.description.root
+            base = model.v_index("root_joint")
+            (wrench.wrench.torque.x, wrench.wrench.torque.y, wrench.wrench.torque.z,
+             wrench.wrench.force.x, wrench.wrench.force.y, wrench.wrench.force.z) = tau[base:base + 6].tolist()
+            self.wrench_publisher.publish(wrench)
+
+    # --- reporting ----------------------------------------------------------
+
+    def _drop(self, reason: str, message: str) -> None:
+        self.counts[f"dropped_{reason}"] += 1
+        self.get_logger().warning(f"dropped: {message} ({self.counts[f'dropped_{reason}']} so far)",
+                                  throttle_duration_sec=WARNING_PERIOD)
+
+    def _warn_unknown(self, names) -> None:
+        new = [name for name in names if name not in self._warned_unknown]
+        if new:
+            self._warned_unknown.update(new)
+            self.get_logger().warning(f"ignoring joints the model does not have: {new}")
+
+    def _say_stale(self, message: str) -> None:
+        self.counts["stale_reference"] += 1
+        if not self._reference_stale:
+            self._reference_stale = True
+            self.get_logger().warning(message)
+
+    def _publish_diagnostics(self) -> None:
+        times = np.array(self.compute_times) * 1e6
+        dropped = sum(count for key, count in self.counts.items() if key.startswith("dropped_"))
+        status = DiagnosticStatus(name=f"{self.get_name()}: inverse dynamics", hardware_id=self.model.name)
+        status.level = DiagnosticStatus.WARN if dropped else DiagnosticStatus.OK
+        status.message = f"{self.counts['published']} published, {dropped} dropped"
+        values = {"received": self.counts["received"], "published": self.counts["published"], "dropped": dropped}
+        values.update({key: count for key, count in sorted(self.counts.items()) if key not in values})
+        if times.size:
+            values.update({"compute_us_mean": f"{times.mean():.1f}",
+                           "compute_us_p99": f"{np.percentile(times, 99):.1f}",
+                           "compute_us_max": f"{times.max():.1f}"})
+        status.values = [KeyValue(key=key, value=str(value)) for key, value in values.items()]
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = self.get_clock().now().to_msg()
+        self.diagnostics_publisher.publish(array)
 
 
 main = node_main(InverseDynamicsNode, "inverse_dynamics")

@@ -1,0 +1,337 @@
+"""The inverse dynamics node over real DDS, in its own process: joint states
+of Panda and TALOS published from this test's node; every effort checked
+against the core computed here; reference and differentiate modes; a floating
+base with and without contacts; bad input counted while the node keeps
+answering."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from oracles import random_state, robot_path
+from ros_processes import executable, wait_for_node
+from test_model_and_rnea import close
+
+import mbs_dynamics as mbs
+
+SOLES = ["left_sole_link", "right_sole_link"]
+
+
+class Exchange:
+    """Publishes joint_states (and odom, ~/reference) to one inverse dynamics
+    node and collects what it publishes, by stamp."""
+
+    def __init__(self, test_node, name: str):
+        from diagnostic_msgs.msg import DiagnosticArray
+        from geometry_msgs.msg import WrenchStamped
+        from nav_msgs.msg import Odometry
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Float64MultiArray
+        from trajectory_msgs.msg import JointTrajectory
+
+        from mbs_dynamics.ros.inverse_dynamics_node import COMMAND_QOS, STREAM_QOS
+        from mbs_dynamics_interfaces.msg import CentroidalMomentum
+
+        self.node, self.name = test_node, name
+        # joint_states and odom are the node's relative topics: /joint_states, /odom
+        self.joint_states = test_node.create_publisher(JointState, "/joint_states", STREAM_QOS)
+        self.odometry = test_node.create_publisher(Odometry, "/odom", STREAM_QOS)
+        self.reference = test_node.create_publisher(JointTrajectory, f"/{name}/reference", COMMAND_QOS)
+        self.received = {"efforts": {}, "command": [], "momentum": {}, "wrench": {}, "diagnostics": []}
+        received = self.received
+        test_node.create_subscription(JointState, f"/{name}/joint_efforts",
+                                      lambda m: received["efforts"].__setitem__(stamp_key(m), m), COMMAND_QOS)
+        test_node.create_subscription(Float64MultiArray, f"/{name}/effort_command",
+                                      lambda m: received["command"].append(m), COMMAND_QOS)
+        test_node.create_subscription(CentroidalMomentum, f"/{name}/centroidal_momentum",
+                                      lambda m: received["momentum"].__setitem__(stamp_key(m), m), COMMAND_QOS)
+        test_node.create_subscription(WrenchStamped, f"/{name}/base_wrench",
+                                      lambda m: received["wrench"].__setitem__(stamp_key(m), m), COMMAND_QOS)
+        test_node.create_subscription(DiagnosticArray, "/diagnostics",
+                                      lambda m: received["diagnostics"].append(m), 10)
+        self.messages = {"JointState": JointState, "Odometry": Odometry, "JointTrajectory": JointTrajectory}
+
+    def wait_connected(self, timeout=15.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.joint_states.get_subscription_count() and all(
+                    self.node.count_publishers(f"/{self.name}/{topic}")
+                    for topic in ("joint_efforts", "effort_command", "centroidal_momentum")):
+                self.spin(0.5)  # let the node's publishers match our subscriptions, too
+                return
+            self.spin(0.05)
+        raise AssertionError(f"{self.name} did not connect")
+
+    def spin(self, seconds: float):
+        import rclpy
+
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            rclpy.spin_once(self.node, timeout_sec=0.01)
+
+    def joint_state(self, names, positions, velocities, stamp: float):
+        message = self.messages["JointState"]()
+        message.header.stamp.sec, message.header.stamp.nanosec = int(stamp), int(round((stamp % 1) * 1e9))
+        message.name, message.position, message.velocity = list(names), list(positions), list(velocities)
+        return message
+
+    def send_odometry(self, q, v):
+        message = self.messages["Odometry"]()
+        message.header.frame_id, message.child_frame_id = "odom", "base_link"
+        pose, twist = message.pose.pose, message.twist.twist
+        pose.position.x, pose.position.y, pose.position.z = q[:3]
+        pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w = q[3:7]
+        twist.angular.x, twist.angular.y, twist.angular.z = v[:3]
+        twist.linear.x, twist.linear.y, twist.linear.z = v[3:6]
+        self.odometry.publish(message)
+
+    def ask(self, message, timeout: float = 5.0):
+        """Publish joint_states and wait for the efforts with its stamp."""
+        key = stamp_key(message)
+        self.joint_states.publish(message)
+        deadline = time.monotonic() + timeout
+        while key not in self.received["efforts"] and time.monotonic() < deadline:
+            self.spin(0.005)
+        return self.received["efforts"].get(key)
+
+    def wait_for(self, channel: str, key, timeout: float = 5.0):
+        deadline = time.monotonic() + timeout
+        while key not in self.received[channel] and time.monotonic() < deadline:
+            self.spin(0.005)
+        return self.received[channel][key]
+
+    def counts(self, timeout: float = 5.0) -> dict:
+        """The node's latest diagnostics values."""
+        self.received["diagnostics"].clear()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.spin(0.05)
+            for array in self.received["diagnostics"]:
+                for status in array.status:
+                    if status.name.startswith(f"{self.name}:"):
+                        return {kv.key: kv.value for kv in status.values}
+        raise AssertionError("no diagnostics")
+
+
+def stamp_key(message):
+    return (message.header.stamp.sec, message.header.stamp.nanosec)
+
+
+def joint_values(model, q, v):
+    """(names, positions, velocities) of the model's joints, as a JointState carries them."""
+    names = [name for name in model.joint_names if name != "root_joint"]
+    return (names, [q[model.q_index(n)] for n in names], [v[model.v_index(n)] for n in names])
+
+
+def start(start_process, test_node, robot, name, *parameters, source="file"):
+    """The node in its own process, given the robot by file (or, source='topic',
+    by whoever publishes /robot_description)."""
+    given = ["-p", f"robot_description_file:={robot_path(robot)}"] if source == "file" else []
+    node = start_process([executable("inverse_dynamics_node"), "--ros-args", "-r", f"__node:={name}", *given,
+                          "-p", "diagnostics_period:=0.2", *[a for p in parameters for a in ("-p", p)]])
+    node.wait_for(f"\\[{name}\\]: inverse dynamics of")
+    wait_for_node(test_node, name)
+    exchange = Exchange(test_node, name)
+    exchange.wait_connected()
+    return node, exchange
+
+
+def efforts_by_name(message) -> dict:
+    return dict(zip(message.name, message.effort, strict=True))
+
+
+def test_efforts_and_momentum_match_the_core_on_panda(start_process, test_node):
+    model = mbs.Model.from_urdf_file(robot_path("panda"))
+    command_joints = [name for name in model.joint_names][::-1]
+    node, exchange = start(start_process, test_node, "panda", "id_panda",
+                           f"command_joints:=[{','.join(repr(n) for n in command_joints)}]")
+    rng = np.random.default_rng(1)
+    for k in range(20):
+        q, v, _ = random_state(model, rng)
+        names, positions, velocities = joint_values(model, q, v)
+        order = rng.permutation(len(names))  # any order, and a name the model does not know
+        message = exchange.joint_state([names[i] for i in order] + ["conveyor"],
+                                       [positions[i] for i in order] + [0.0],
+                                       [velocities[i] for i in order] + [1.0], 100.0 + 0.001 * k)
+        reply = exchange.ask(message)
+        assert reply is not None, node.output
+        expected = mbs.inverse_dynamics(model, q, v, np.zeros(model.nv))
+        got = efforts_by_name(reply)
+        close([got[n] for n in model.joint_names], expected, 1e-9)
+        exchange.spin(0.02)
+        close(exchange.received["command"][-1].data, expected[::-1], 1e-9)
+        momentum = exchange.wait_for("momentum", stamp_key(message))
+        h = mbs.centroidal_momentum(model, q, v)
+        close([momentum.angular_momentum.x, momentum.angular_momentum.y, momentum.angular_momentum.z,
+               momentum.linear_momentum.x, momentum.linear_momentum.y, momentum.linear_momentum.z], h, 1e-9)
+        close([momentum.com_position.x, momentum.com_position.y, momentum.com_position.z],
+              mbs.center_of_mass(model, q), 1e-9)
+        assert momentum.header.frame_id == model.description.root
+    assert node.output.count("ignoring joints the model does not have: ['conveyor']") == 1
+    counts = exchange.counts()
+    assert counts["published"] == "20" and counts["dropped"] == "0"
+    assert node.interrupt() == 0
+
+
+def talos_state(model, rng):
+    q, v, _ = random_state(model, rng)
+    q[:3] = (0.1, -0.2, 1.0)
+    return q, 0.3 * v
+
+
+def test_floating_base_with_and_without_contacts_on_talos(start_process, test_node):
+    model = mbs.Model.from_urdf_file(robot_path("talos"), floating_base=True)
+    free_node, free = start(start_process, test_node, "talos", "id_talos", "floating_base:=true")
+    contact_node, contact = start(start_process, test_node, "talos", "id_talos_feet", "floating_base:=true",
+                                  f"contact_frames:=[{','.join(SOLES)}]", "contact_type:=frame")
+    rng = np.random.default_rng(2)
+    names, positions, velocities = joint_values(model, *talos_state(model, rng))
+    assert free.ask(free.joint_state(names, positions, velocities, 5.0), timeout=1.0) is None  # no odom yet
+    for k in range(5):
+        q, v = talos_state(model, rng)
+        names, positions, velocities = joint_values(model, q, v)
+        for exchange in (free, contact):
+            exchange.send_odometry(q, v)
+        free.spin(0.1)
+        stamp = 10.0 + k
+        reply = free.ask(free.joint_state(names, positions, velocities, stamp))
+        tau = mbs.inverse_dynamics(model, q, v, np.zeros(model.nv))
+        got = efforts_by_name(reply)
+        close([got[n] for n in names], tau[6:], 1e-9)
+        wrench = free.wait_for("wrench", stamp_key(reply)).wrench
+        close([wrench.torque.x, wrench.torque.y, wrench.torque.z, wrench.force.x, wrench.force.y, wrench.force.z],
+              tau[:6], 1e-9)
+        reply = contact.ask(contact.joint_state(names, positions, velocities, stamp))
+        tau, _ = mbs.contact_inverse_dynamics(model, q, v, np.zeros(model.nv),
+                                              [mbs.FrameContact(s) for s in SOLES])
+        got = efforts_by_name(reply)
+        close([got[n] for n in names], tau[6:], 1e-9)
+    assert free.counts()["dropped_no_odometry"] == "1"
+    assert not contact.received["wrench"]  # with contacts the base is balanced: no base wrench
+    assert free_node.interrupt() == 0 and contact_node.interrupt() == 0
+
+
+def test_reference_mode_and_its_fallback_when_stale(start_process, test_node):
+    model = mbs.Model.from_urdf_file(robot_path("panda"))
+    node, exchange = start(start_process, test_node, "panda", "id_reference", "acceleration_source:=reference",
+                           "reference_timeout:=0.5")
+    rng = np.random.default_rng(3)
+    q, v, _ = random_state(model, rng)
+    q_ref, v_ref, a_ref = random_state(model, rng)
+    names, positions, velocities = joint_values(model, q, v)
+    reference = exchange.messages["JointTrajectory"]()
+    reference.joint_names = names[:-1]  # one joint left to its measured state, zero acceleration
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    point = JointTrajectoryPoint()
+    point.positions = [q_ref[model.q_index(n)] for n in names[:-1]]
+    point.velocities = [v_ref[model.v_index(n)] for n in names[:-1]]
+    point.accelerations = [a_ref[model.v_index(n)] for n in names[:-1]]
+    reference.points = [point]
+    exchange.reference.publish(reference)
+    exchange.spin(0.1)
+    reply = exchange.ask(exchange.joint_state(names, positions, velocities, 1.0))
+    last = model.v_index(names[-1])
+    q_used, v_used, a_used = q_ref.copy(), v_ref.copy(), a_ref.copy()
+    q_used[model.q_index(names[-1])], v_used[last], a_used[last] = q[model.q_index(names[-1])], v[last], 0.0
+    got = efforts_by_name(reply)
+    close([got[n] for n in names], mbs.inverse_dynamics(model, q_used, v_used, a_used), 1e-9)
+    exchange.spin(0.6)  # the reference goes stale: the measured state, zero accelerations
+    reply = exchange.ask(exchange.joint_state(names, positions, velocities, 2.0))
+    got = efforts_by_name(reply)
+    close([got[n] for n in names], mbs.inverse_dynamics(model, q, v, np.zeros(model.nv)), 1e-9)
+    node.wait_for("the reference is .* s old \\(reference_timeout 0.5 s\\): using zero accelerations")
+    assert node.interrupt() == 0
+
+
+def test_differentiate_mode_follows_a_velocity_ramp(start_process, test_node):
+    model = mbs.Model.from_urdf_file(robot_path("panda"))
+    node, exchange = start(start_process, test_node, "panda", "id_differentiate",
+                           "acceleration_source:=differentiate", "differentiation_cutoff:=50.0")
+    rng = np.random.default_rng(4)
+    q, v0, slope = random_state(model, rng)
+    names, positions, _ = joint_values(model, q, v0)
+    for k in range(150):  # v = v0 + slope t at 1 kHz stamps
+        v = v0 + slope * 0.001 * k
+        reply = exchange.ask(exchange.joint_state(names, positions, joint_values(model, q, v)[2], 3.0 + 0.001 * k))
+        assert reply is not None
+    got = efforts_by_name(reply)  # the filter has settled on the slope: e^(-150 x 0.24) left
+    close([got[n] for n in names], mbs.inverse_dynamics(model, q, v, slope), 1e-8)
+    assert node.interrupt() == 0
+
+
+def test_bad_input_is_counted_and_the_node_keeps_answering(start_process, test_node):
+    from rcl_interfaces.srv import SetParameters
+    from rclpy.parameter import Parameter
+
+    from std_msgs.msg import String
+    from test_nodes import publish_robot_description
+
+    model = mbs.Model.from_urdf_file(robot_path("panda"))
+    description = publish_robot_description(test_node, open(robot_path("panda")).read())
+    node, exchange = start(start_process, test_node, "panda", "id_bad", source="topic")
+    rng = np.random.default_rng(5)
+    q, v, _ = random_state(model, rng)
+    names, positions, velocities = joint_values(model, q, v)
+    bad = [
+        exchange.joint_state(names[1:], positions[1:], velocities[1:], 1.0),  # a joint missing
+        exchange.joint_state(names, positions[:-1], velocities, 1.1),  # wrong length
+        exchange.joint_state(names, positions, velocities[:3], 1.2),  # wrong length
+        exchange.joint_state(names, [np.nan] + positions[1:], velocities, 1.3),  # NaN
+        exchange.joint_state(names + [names[0]], positions + [0.0], velocities + [0.0], 1.4),  # a name twice
+    ]
+    for message in bad:
+        assert exchange.ask(message, timeout=0.5) is None
+    good = exchange.joint_state(names, positions, velocities, 2.0)
+    assert exchange.ask(good) is not None
+    assert exchange.ask(exchange.joint_state(names, positions, velocities, 1.9), timeout=0.5) is None  # backwards
+    # parameters: a wrong value is refused with a reason, a right one taken
+    client = test_node.create_client(SetParameters, "/id_bad/set_parameters")
+    assert client.wait_for_service(timeout_sec=10)
+    import rclpy
+
+    for value, successful in (("bogus", False), ("differentiate", True), ("zero", True)):
+        future = client.call_async(SetParameters.Request(
+            parameters=[Parameter("acceleration_source", value=value).to_parameter_msg()]))
+        rclpy.spin_until_future_complete(test_node, future, timeout_sec=10)
+        result = future.result().results[0]
+        assert result.successful == successful, result.reason
+        if not successful:
+            assert "acceleration_source must be one of" in result.reason
+    # clamping to the URDF effort limits, reported
+    future = client.call_async(SetParameters.Request(
+        parameters=[Parameter("clamp_to_effort_limits", value=True).to_parameter_msg()]))
+    rclpy.spin_until_future_complete(test_node, future, timeout_sec=10)
+    assert future.result().results[0].successful
+    fast = [30.0 * x for x in velocities]
+    reply = exchange.ask(exchange.joint_state(names, positions, fast, 2.5))
+    limits = np.array([model.effort_limit[model.v_index(n)] for n in names])
+    unclamped = mbs.inverse_dynamics(model, q, 30.0 * v, np.zeros(model.nv))
+    assert np.any(np.abs(unclamped) > limits)
+    close([efforts_by_name(reply)[n] for n in names], np.clip(unclamped, -limits, limits), 1e-9)
+    node.wait_for(r"efforts clamped to the URDF limits: \[")
+    # a new robot_description at run time: refused, said
+    description.publish(String(data=open(robot_path("ur5")).read()))
+    reply = exchange.ask(exchange.joint_state(names, positions, velocities, 3.0))
+    expected = np.clip(mbs.inverse_dynamics(model, q, v, np.zeros(model.nv)), -limits, limits)
+    close([efforts_by_name(reply)[n] for n in names], expected, 1e-9)
+    node.wait_for("a new robot_description arrived: ignored")
+    counts = exchange.counts()
+    assert counts["dropped_missing_joint"] == "1"
+    assert counts["dropped_invalid"] == "4"
+    assert counts["dropped_stamp_backwards"] == "1"
+    assert counts["published"] == "3" and counts["clamped"] == "1"
+    assert "lacks joints ['panda_joint1']" in node.output
+    assert node.process.poll() is None
+    assert node.interrupt() == 0
+
+
+def test_unusable_parameters_stop_the_node_with_a_clear_message(start_process):
+    node = start_process([executable("inverse_dynamics_node"), "--ros-args", "-p",
+                          f"robot_description_file:={robot_path('panda')}", "-p", "command_joints:=[elbow]"])
+    node.wait_for("command_joints: unknown joints \\['elbow'\\].*; stopping")
+    assert node.wait_exit() == 1
+    node = start_process([executable("inverse_dynamics_node"), "--ros-args", "-p",
+                          f"robot_description_file:={robot_path('panda')}", "-p", "contact_frames:=[panda_hand]"])
+    node.wait_for("contact_frames need a floating base.*; stopping")
+    assert node.wait_exit() == 1

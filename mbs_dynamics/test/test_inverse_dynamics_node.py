@@ -335,3 +335,44 @@ def test_unusable_parameters_stop_the_node_with_a_clear_message(start_process):
                           f"robot_description_file:={robot_path('panda')}", "-p", "contact_frames:=[panda_hand]"])
     node.wait_for("contact_frames need a floating base.*; stopping")
     assert node.wait_exit() == 1
+
+
+def test_reference_age_is_measured_in_sim_time(start_process, test_node):
+    """With use_sim_time the reference's age is /clock time: a second of wall
+    time without /clock moving leaves it fresh; /clock moving past the timeout
+    makes it stale."""
+    from rosgraph_msgs.msg import Clock
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    model = mbs.Model.from_urdf_file(robot_path("panda"))
+    clock = test_node.create_publisher(Clock, "/clock", 10)
+
+    def tick(seconds):
+        message = Clock()
+        message.clock.sec, message.clock.nanosec = int(seconds), int(round((seconds % 1) * 1e9))
+        clock.publish(message)
+
+    tick(10.0)
+    node, exchange = start(start_process, test_node, "panda", "id_sim_time", "use_sim_time:=true",
+                           "acceleration_source:=reference", "reference_timeout:=0.5")
+    rng = np.random.default_rng(6)
+    q, v, a = random_state(model, rng)
+    names, positions, velocities = joint_values(model, q, v)
+    for _ in range(5):
+        tick(10.0)
+        exchange.spin(0.05)
+    reference = exchange.messages["JointTrajectory"]()
+    reference.joint_names = names
+    reference.points = [JointTrajectoryPoint(accelerations=[a[model.v_index(n)] for n in names])]
+    exchange.reference.publish(reference)
+    exchange.spin(0.2)
+    tick(10.2)
+    exchange.spin(1.0)  # a second of wall time; 0.2 s of sim time
+    got = efforts_by_name(exchange.ask(exchange.joint_state(names, positions, velocities, 10.2)))
+    close([got[n] for n in names], mbs.inverse_dynamics(model, q, v, a), 1e-9)
+    tick(11.0)
+    exchange.spin(0.2)
+    got = efforts_by_name(exchange.ask(exchange.joint_state(names, positions, velocities, 11.0)))
+    close([got[n] for n in names], mbs.inverse_dynamics(model, q, v, np.zeros(model.nv)), 1e-9)
+    node.wait_for("the reference is 1 s old")
+    assert node.interrupt() == 0

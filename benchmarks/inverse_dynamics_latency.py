@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Latency of the inverse dynamics node: TALOS joint_states (and odom) at
+1 kHz from one process, the node in a second, the efforts received in a third.
+
+    .venv/bin/python benchmarks/inverse_dynamics_latency.py [--seconds 30] [--rate 1000]
+        [--contacts]   (contact-consistent torques on the two soles)
+
+Prints the latency from the input's stamp (the publisher's wall clock) to the
+receipt of the efforts with that stamp (p50, p99, max), the messages lost,
+and the node's CPU use (its process, from /proc). Goals (issue 5): p99 < 3 ms,
+nothing lost.
+"""
+import argparse
+import importlib.metadata
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROBOTS_DIR = importlib.metadata.distribution("example-robot-data").locate_file(
+    "cmeel.prefix/share/example-robot-data/robots")
+TALOS = str(ROBOTS_DIR / "talos_data/robots/talos_reduced.urdf")
+NODE = "id_latency"
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (and its reaped children), s."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def receive(seconds: float, ready, results) -> None:
+    """The receiving process: latency of every ~/joint_efforts message."""
+    import rclpy
+    from sensor_msgs.msg import JointState
+
+    from mbs_dynamics.ros.inverse_dynamics_node import COMMAND_QOS
+
+    rclpy.init()
+    node = rclpy.create_node("latency_receiver")
+    latencies, stamps = [], set()
+
+    def on_efforts(message):
+        now = time.time()
+        stamp = message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
+        latencies.append(now - stamp)
+        stamps.add((message.header.stamp.sec, message.header.stamp.nanosec))
+
+    node.create_subscription(JointState, f"/{NODE}/joint_efforts", on_efforts, COMMAND_QOS)
+    while node.count_publishers(f"/{NODE}/joint_efforts") == 0:
+        rclpy.spin_once(node, timeout_sec=0.05)
+    ready.set()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        rclpy.spin_once(node, timeout_sec=0.05)
+    results.put((latencies, len(stamps)))
+    node.destroy_node()
+    rclpy.shutdown()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--rate", type=float, default=1000.0)
+    parser.add_argument("--contacts", action="store_true")
+    arguments = parser.parse_args()
+
+    import rclpy
+    from nav_msgs.msg import Odometry
+    from sensor_msgs.msg import JointState
+
+    import mbs_dynamics as mbs
+    from mbs_dynamics.ros.inverse_dynamics_node import STREAM_QOS
+
+    model = mbs.Model.from_urdf_file(TALOS, floating_base=True)
+    parameters = ["-p", f"robot_description_file:={TALOS}", "-p", "floating_base:=true"]
+    if arguments.contacts:
+        parameters += ["-p", "contact_frames:=[left_sole_link,right_sole_link]", "-p", "contact_type:=frame"]
+    executable = Path(sys.executable).parent / "inverse_dynamics_node"
+    node_process = subprocess.Popen([str(executable), "--ros-args", "-r", f"__node:={NODE}", *parameters],
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter: its own rclpy
+    ready, results = context.Event(), context.Queue()
+    receiver = context.Process(target=receive, args=(arguments.seconds + 8.0, ready, results))
+    receiver.start()
+
+    rclpy.init()
+    node = rclpy.create_node("latency_publisher")
+    joint_states = node.create_publisher(JointState, "/joint_states", STREAM_QOS)
+    odometry = node.create_publisher(Odometry, "/odom", STREAM_QOS)
+    names = [name for name in model.joint_names if name != "root_joint"]
+    rng = np.random.default_rng(0)
+    q = model.neutral_configuration()
+    q[2] = 1.0
+    positions = [float(x) for x in 0.1 * rng.normal(size=len(names))]
+    odom = Odometry()
+    odom.header.frame_id = "odom"
+    odom.pose.pose.position.z, odom.pose.pose.orientation.w = 1.0, 1.0
+    if not ready.wait(60.0):
+        sys.exit("the node did not come up:\n" + node_process.stdout.read())
+    while joint_states.get_subscription_count() == 0:
+        time.sleep(0.05)
+    for _ in range(20):  # odom first: without it the node drops joint_states
+        odometry.publish(odom)
+        time.sleep(0.01)
+
+    period = 1.0 / arguments.rate
+    count = int(arguments.seconds * arguments.rate)
+    cpu_start, wall_start = cpu_seconds(node_process.pid), time.monotonic()
+    next_time = time.monotonic()
+    message = JointState()
+    message.name = names
+    for k in range(count):
+        now = time.time()
+        message.header.stamp.sec, message.header.stamp.nanosec = int(now), int((now % 1) * 1e9)
+        message.position = positions
+        message.velocity = [0.01 * k % 1.0] * len(names)
+        joint_states.publish(message)
+        if k % 10 == 0:
+            odometry.publish(odom)
+        next_time += period
+        delay = next_time - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+    sent_seconds = time.monotonic() - wall_start
+    time.sleep(1.0)
+    cpu = cpu_seconds(node_process.pid) - cpu_start
+    latencies, received = results.get(timeout=arguments.seconds + 30)
+    receiver.join(10)
+    node_process.send_signal(2)
+    node_process.wait(10)
+    node.destroy_node()
+    rclpy.shutdown()
+
+    latencies = np.array(latencies) * 1e3
+    print(f"TALOS ({model.nv} coordinates, floating base{', 2 sole contacts' if arguments.contacts else ''}): "
+          f"{count} joint_states in {sent_seconds:.1f} s ({count / sent_seconds:.0f} Hz)")
+    print(f"latency stamp -> efforts received: p50 {np.percentile(latencies, 50):.3f} ms, "
+          f"p99 {np.percentile(latencies, 99):.3f} ms, max {latencies.max():.3f} ms")
+    print(f"lost: {count - received} of {count}; node CPU: {100 * cpu / (sent_seconds + 1.0):.0f} % of one core")
+
+
+if __name__ == "__main__":
+    main()

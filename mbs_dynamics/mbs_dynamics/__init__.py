@@ -45,6 +45,7 @@ from mbs_dynamics.centroidal import (
     center_of_mass_velocity,
     centroidal_momentum,
     centroidal_momentum_matrix,
+    centroidal_state,
 )
 
 __version__ = "0.1.0"
@@ -67,6 +68,7 @@ __all__ = [
     "center_of_mass_velocity",
     "centroidal_momentum",
     "centroidal_momentum_matrix",
+    "centroidal_state",
     "contact_forward_dynamics",
     "contact_inverse_dynamics",
     "contact_step",

@@ -161,6 +161,14 @@ def centroidal_momentum(model: Model, q, v) -> np.ndarray:
     return _momentum(model, q, v)[..., :6]
 
 
+def centroidal_state(model: Model, q, v) -> tuple[np.ndarray, np.ndarray]:
+    """(h_G (6,), c (3,)): centroidal_momentum and center_of_mass from one pass."""
+    q = inputs.shaped(model, q, model.nq, "q", batch=False)
+    v = inputs.shaped(model, v, model.nv, "v", batch=False)
+    out = _momentum(model, q, v)
+    return out[:6], out[6:]
+
+
 def centroidal_momentum_matrix(model: Model, q) -> np.ndarray:
     """A_G (6, nv) with h_G = A_G v."""
     q = inputs.shaped(model, q, model.nq, "q", batch=False)

@@ -45,6 +45,9 @@ def test_centroidal_quantities_match_pinocchio(name):
         close(h, d.hg.vector[rows])
         A_pin = pin.computeCentroidalMap(pm, d, qp)
         close(mbs.centroidal_momentum_matrix(pair.model, q), A_pin[rows] @ pair.P.T)
+        h_state, com_state = mbs.centroidal_state(pair.model, q, v)  # both from one pass
+        close(h_state, d.hg.vector[rows])
+        close(com_state, pin.centerOfMass(pm, d, qp), 1e-12)
 
 
 @pytest.mark.parametrize("name", ["ur5", "panda", "talos", "pr2", "anymal"])

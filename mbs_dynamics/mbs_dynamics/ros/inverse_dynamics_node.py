@@ -31,6 +31,7 @@ model it started with (restart it to load another robot).
 """
 from __future__ import annotations
 
+import threading
 import time
 from array import array
 from collections import Counter, deque
@@ -40,7 +41,11 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import SetParametersResult
+import rclpy
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
+from rclpy.guard_condition import GuardCondition
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -53,13 +58,13 @@ from mbs_dynamics_interfaces.msg import CentroidalMomentum
 
 # A 1 kHz stream: keep the newest few, never block the publisher.
 STREAM_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
-COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
+COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=50, reliability=ReliabilityPolicy.RELIABLE)
 ACCELERATION_SOURCES = ("zero", "reference", "differentiate")
 CONTACT_TYPES = ("point", "frame")
 # Seconds between repeats of the same warning.
 WARNING_PERIOD = 5.0
-# joint_states taken in one callback at most (then the executor serves the rest).
-DRAIN_LIMIT = 50
+# The stream thread's longest wait (ns) before it looks whether to stop.
+STREAM_WAIT_NS = 200_000_000
 # Compute times kept for the diagnostics' percentiles.
 TIMING_WINDOW = 5000
 
@@ -97,6 +102,7 @@ class InverseDynamicsNode(DynamicsNode):
         except ValueError as error:
             self._fail(str(error))
             return
+        self._load_kernels()
         self.counts = Counter()
         self.compute_times = deque(maxlen=TIMING_WINDOW)
         self._warned_unknown: set[str] = set()
@@ -124,15 +130,28 @@ class InverseDynamicsNode(DynamicsNode):
                                  if self.model.floating_base else None)
         # best effort: compatible with any publisher, no QoS events to watch
         stream = SubscriptionEventCallbacks(use_default_callbacks=False)
-        self._joint_states = self.create_subscription(JointState, "joint_states", self._on_joint_state, STREAM_QOS,
-                                                      event_callbacks=stream)
-        self.create_subscription(JointTrajectory, "~/reference", self._on_reference, COMMAND_QOS)
+        topics = [(JointState, "joint_states", self._process)]
         if self.model.floating_base:
-            self.create_subscription(Odometry, "odom", self._on_odometry, STREAM_QOS, event_callbacks=stream)
+            topics.append((Odometry, "odom", self._on_odometry))
+        self._stream = Stream(self, topics, stream)
+        self.create_subscription(JointTrajectory, "~/reference", self._on_reference, COMMAND_QOS)
         self._diagnostics_timer = self.create_timer(self.parameter("diagnostics_period"), self._publish_diagnostics)
         self.get_logger().info(
             f"inverse dynamics of {self.model.nv} coordinates, accelerations '{self.settings['acceleration_source']}'"
             + (f", contacts at {[c.frame for c in self.settings['contacts']]}" if self.settings["contacts"] else ""))
+
+    def _load_kernels(self) -> None:
+        """Run each computation once: numba loads a compiled kernel from its cache
+        on first use (tens to hundreds of ms), which would otherwise stall the
+        first joint_states and overflow the stream's queue."""
+        q, zero = self.model.neutral_configuration(), np.zeros(self.model.nv)
+        mbs.inverse_dynamics(self.model, q, zero, zero)
+        mbs.centroidal_state(self.model, q, zero)
+        if self.model.floating_base:
+            try:
+                mbs.contact_inverse_dynamics(self.model, q, zero, zero, [mbs.PointContact(self.model.description.root)])
+            except ValueError:
+                pass
 
     # --- parameters -----------------------------------------------------
 
@@ -206,21 +225,6 @@ class InverseDynamicsNode(DynamicsNode):
         except InvalidInput as error:
             self._drop(error.reason, str(error))
 
-    def _on_joint_state(self, message: JointState) -> None:
-        """One message, then those already queued behind it: taking them here
-        (as the executor would, Subscription.handle.take_message) saves a pass
-        of the executor's wait-set rebuild per message, which costs more than
-        the dynamics, and lets the node catch up after a stall instead of
-        losing messages."""
-        self._process(message)
-        subscription = self._joint_states
-        for _ in range(DRAIN_LIMIT):
-            with subscription.handle:
-                taken = subscription.handle.take_message(subscription.msg_type, subscription.raw)
-            if taken is None:
-                return
-            self._process(taken[0])
-
     def _process(self, message: JointState) -> None:
         start = time.perf_counter()
         self.counts["received"] += 1
@@ -234,6 +238,12 @@ class InverseDynamicsNode(DynamicsNode):
         except Exception as error:  # noqa: BLE001  a message never takes the node down
             self._drop("error", f"joint_states: {type(error).__name__}: {error}")
         self.compute_times.append(time.perf_counter() - start)
+
+    def destroy_node(self):
+        stream = getattr(self, "_stream", None)
+        if stream is not None:
+            stream.stop()
+        return super().destroy_node()
 
     # --- the computation ----------------------------------------------------
 
@@ -390,6 +400,57 @@ class InverseDynamicsNode(DynamicsNode):
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.get_clock().now().to_msg()
         self.diagnostics_publisher.publish(array)
+
+
+class Stream:
+    """The high-rate topics (joint_states, odom) served by a thread of their
+    own, which waits on those subscriptions only and takes every message
+    queued. An executor rebuilds its wait set of all the node's entities, in
+    Python, for every message (about 0.4 ms of CPU here: more than the dynamics
+    and the publishing together). The subscriptions belong to a hidden helper
+    node in the same namespace that no executor spins (so a remapping given for
+    the main node only does not reach them: remap joint_states and odom
+    globally). The callbacks run on this thread, the node's others on the
+    executor's."""
+
+    def __init__(self, node: Node, topics, event_callbacks):
+        self.helper = rclpy.create_node(f"_{node.get_name()}_stream", namespace=node.get_namespace(),
+                                        context=node.context, start_parameter_services=False)
+        self.topics = [(self.helper.create_subscription(kind, topic, lambda _: None, STREAM_QOS,
+                                                        event_callbacks=event_callbacks), callback)
+                       for kind, topic, callback in topics]
+        self.wake = GuardCondition(None, None, context=node.context)
+        self.running = True
+        self.thread = threading.Thread(target=self._serve, name="stream", daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        wait_set = _rclpy.WaitSet(len(self.topics), 1, 0, 0, 0, 0, self.helper.context.handle)
+        while self.running:
+            wait_set.clear_entities()
+            with self.wake.handle:
+                for subscription, _ in self.topics:
+                    with subscription.handle:
+                        wait_set.add_subscription(subscription.handle)
+                wait_set.add_guard_condition(self.wake.handle)
+            wait_set.wait(STREAM_WAIT_NS)
+            taken_any = True
+            while taken_any and self.running:
+                taken_any = False
+                for subscription, callback in self.topics:
+                    with subscription.handle:
+                        taken = subscription.handle.take_message(subscription.msg_type, subscription.raw)
+                    if taken is not None:
+                        taken_any = True
+                        callback(taken[0])
+
+    def stop(self) -> None:
+        if self.running:
+            self.running = False
+            self.wake.trigger()
+            self.thread.join(2.0)
+            self.wake.destroy()
+            self.helper.destroy_node()
 
 
 def set_vector(vector, values) -> None:

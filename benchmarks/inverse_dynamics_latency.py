@@ -39,6 +39,7 @@ def receive(seconds: float, ready, results) -> None:
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
     from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+    from rclpy.qos import QoSProfile
     from sensor_msgs.msg import JointState
 
     from mbs_dynamics.ros.inverse_dynamics_node import COMMAND_QOS
@@ -53,7 +54,9 @@ def receive(seconds: float, ready, results) -> None:
         latencies.append((stamp, now - stamp))
         stamps.add((message.header.stamp.sec, message.header.stamp.nanosec))
 
-    efforts = node.create_subscription(JointState, f"/{NODE}/joint_efforts", lambda _: None, COMMAND_QOS)
+    # the node's own reliable QoS, with a queue that outlasts this harness's pauses
+    queue = QoSProfile(history=COMMAND_QOS.history, depth=1000, reliability=COMMAND_QOS.reliability)
+    efforts = node.create_subscription(JointState, f"/{NODE}/joint_efforts", lambda _: None, queue)
     diagnostics = {}
 
     def on_diagnostics(message):
@@ -82,7 +85,7 @@ def receive(seconds: float, ready, results) -> None:
             last_monitor = time.monotonic()
     for _ in range(20):
         rclpy.spin_once(monitor, timeout_sec=0.05)
-    results.put((latencies, len(stamps), diagnostics))
+    results.put((latencies, sorted(stamps), diagnostics))
     node.destroy_node()
     rclpy.shutdown()
 
@@ -139,9 +142,11 @@ def main():
     next_time = time.monotonic()
     message = JointState(name=names, position=positions)
     velocities = [array("d", [0.001 * (k % 1000)] * len(names)) for k in range(1000)]
+    sent = []
     for k in range(count):
         now = time.time()
         message.header.stamp.sec, message.header.stamp.nanosec = int(now), int((now % 1) * 1e9)
+        sent.append((message.header.stamp.sec, message.header.stamp.nanosec))
         message.velocity = velocities[k % 1000]  # the publisher as light as a driver: no conversions
         joint_states.publish(message)
         if k % 10 == 0:
@@ -153,7 +158,8 @@ def main():
     sent_seconds = time.monotonic() - wall_start
     time.sleep(1.0)
     cpu = cpu_seconds(node_process.pid) - cpu_start
-    latencies, received, diagnostics = results.get(timeout=arguments.seconds + 30)
+    latencies, received_stamps, diagnostics = results.get(timeout=arguments.seconds + 30)
+    received = len(received_stamps)
     receiver.join(10)
     node_process.send_signal(2)
     try:
@@ -170,6 +176,10 @@ def main():
           f"{count} joint_states in {sent_seconds:.1f} s ({count / sent_seconds:.0f} Hz)")
     print(f"latency stamp -> efforts received: p50 {np.percentile(latencies, 50):.3f} ms, "
           f"p99 {np.percentile(latencies, 99):.3f} ms, max {latencies.max():.3f} ms")
+    arrived = set(received_stamps)
+    missing = [i for i, stamp in enumerate(sent) if stamp not in arrived]
+    if missing:
+        print(f"  lost messages (index in the stream): {missing[:20]}{' ...' if len(missing) > 20 else ''}")
     print(f"  after the first second: p50 {np.percentile(latencies[~first], 50):.3f} ms, "
           f"p99 {np.percentile(latencies[~first], 99):.3f} ms, max {latencies[~first].max():.3f} ms")
     print(f"lost: {count - received} of {count} (the node received {diagnostics.get('received', '?')}, "

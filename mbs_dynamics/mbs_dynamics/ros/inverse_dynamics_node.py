@@ -56,8 +56,8 @@ from mbs_dynamics.ros.conversions import InvalidInput, JointMap, base_state, joi
 from mbs_dynamics.ros.dynamics_node import EMPTY_STRING_ARRAY, DynamicsNode, ParameterSpec, node_main
 from mbs_dynamics_interfaces.msg import CentroidalMomentum
 
-# A 1 kHz stream: keep the newest few, never block the publisher.
-STREAM_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
+# A 1 kHz stream: never block the publisher; a queue that outlasts a 100 ms stall.
+STREAM_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
 COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=50, reliability=ReliabilityPolicy.RELIABLE)
 ACCELERATION_SOURCES = ("zero", "reference", "differentiate")
 CONTACT_TYPES = ("point", "frame")
@@ -147,11 +147,11 @@ class InverseDynamicsNode(DynamicsNode):
         q, zero = self.model.neutral_configuration(), np.zeros(self.model.nv)
         mbs.inverse_dynamics(self.model, q, zero, zero)
         mbs.centroidal_state(self.model, q, zero)
-        if self.model.floating_base:
-            try:
-                mbs.contact_inverse_dynamics(self.model, q, zero, zero, [mbs.PointContact(self.model.description.root)])
-            except ValueError:
-                pass
+        if self.model.floating_base:  # either contact type: contact_frames may change at run time
+            root = self.model.description.root
+            for contacts in (self.settings["contacts"], [mbs.PointContact(root)], [mbs.FrameContact(root)]):
+                if contacts:
+                    mbs.contact_inverse_dynamics(self.model, q, zero, zero, contacts)
 
     # --- parameters -----------------------------------------------------
 

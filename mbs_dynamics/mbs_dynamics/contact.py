@@ -23,7 +23,6 @@ forces, and the solution says `rank_deficient`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
@@ -33,11 +32,10 @@ from scipy.optimize import minimize
 from mbs_dynamics import inputs
 from mbs_dynamics.aba import InverseMassMatrix, forward_dynamics
 from mbs_dynamics.crba import ltl_factor, ltl_solve_lower, mass_matrix
-from mbs_dynamics.kinematics import frames_motion_kernel
+from mbs_dynamics.kinematics import frames_motion
 from mbs_dynamics.lie import so3_log
 from mbs_dynamics.model import Model
 from mbs_dynamics.rnea import inverse_dynamics, nonlinear_effects
-from mbs_dynamics.workspace import scratch
 
 # Singular values of G below this, relative to the largest, count as zero.
 RANK_TOLERANCE = 1e-9
@@ -112,28 +110,6 @@ class ConstraintRows:
     blocks: list
 
 
-@lru_cache(maxsize=64)
-def _placements(model: Model, frames: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(bodies, rotations, translations) of the named frames in their bodies."""
-    placements = [model.frame(name) for name in frames]
-    return (np.array([f.body for f in placements], dtype=np.int64),
-            np.array([f.rotation for f in placements], dtype=float).reshape(-1, 3, 3),
-            np.array([f.translation for f in placements], dtype=float).reshape(-1, 3))
-
-
-def _frames_motion(model: Model, q, v, frames: tuple):
-    """Hybrid Jacobians (k, 6, nv), [twist; bias acceleration] (k, 2, 6) and
-    world poses of the frames (kinematics.frames_motion_kernel)."""
-    bodies, local_R, local_p = _placements(model, frames)
-    k = len(frames)
-    J, motion = np.empty((k, 6, model.nv)), np.empty((k, 2, 6))
-    world_R, world_p = np.empty((k, 3, 3)), np.empty((k, 3))
-    if frames_motion_kernel(model.packed, q, v, bodies, local_R, local_p, J, motion, world_R, world_p,
-                            scratch(model)):
-        inputs.explain(model, q, (v, "v"))
-    return J, motion, world_R, world_p
-
-
 @njit(cache=True)
 def _point_rows(J, motion, R, p, point, G, gamma, position):
     """G (3, nv), gamma = -dG/dt v and the world position of a point fixed in a
@@ -190,7 +166,7 @@ def constraint_rows(model: Model, q, v, constraints) -> ConstraintRows:
             raise ValueError(f"unknown constraint {constraint!r}: use PointContact, FrameContact or LoopClosure")
     if not frames:
         raise ValueError("no constraints given")
-    J, motion, world_R, world_p = _frames_motion(model, q, v, tuple(frames))
+    J, motion, world_R, world_p = frames_motion(model, q, v, tuple(frames))
     m = sum(constraint.rows for constraint in constraints)
     G, gamma, phi = np.empty((m, model.nv)), np.empty(m), np.zeros(m)
     blocks = []

@@ -51,7 +51,7 @@ from mbs_dynamics.configuration import integrate_kernel
 from mbs_dynamics.contact import PointContact
 from mbs_dynamics.crba import crba_kernel, ltl_factor, ltl_solve, ltl_solve_lower, ltl_solve_transposed
 from mbs_dynamics.inputs import invalid
-from mbs_dynamics.kinematics import frames_motion_kernel
+from mbs_dynamics.kinematics import frame_placements, frames_motion_kernel
 from mbs_dynamics.model import Model, plane_basis, unpack_model
 from mbs_dynamics.rnea import rnea_kernel
 from mbs_dynamics.workspace import scratch
@@ -305,7 +305,7 @@ def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points,
     no_rotation = np.zeros((npoints, 3, 3))  # only the points' positions and velocities matter
     frames_motion_kernel(packed, q, v, bodies, no_rotation, local_points, jacobians, motion, rotations, positions,
                          buffer)
-    point_jacobians = jacobians[:, 3:, :]
+    point_jacobians = jacobians[:, 3:, :]  # and motion[:, 0, 3:] = the points' velocities
     if ltl_factor(M, dof_parent) >= 0:
         return SINGULAR_MASS_MATRIX
     v_free = tau - h
@@ -322,8 +322,8 @@ def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points,
         approach, free_approach = 0.0, 0.0
         for r in range(3):
             gap += axes[0, r] * positions[k, r]
+            approach += axes[0, r] * motion[k, 0, 3 + r]
             for c in range(nv):
-                approach += axes[0, r] * point_jacobians[k, r, c] * v[c]
                 free_approach += axes[0, r] * point_jacobians[k, r, c] * v_free[c]
         gaps[k] = gap
         touching[k] = 0
@@ -388,19 +388,16 @@ def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points,
 @lru_cache(maxsize=32)
 def _resolve(model: Model, points: tuple) -> tuple[np.ndarray, np.ndarray]:
     """(bodies, points in body coordinates) of PointContacts."""
-    bodies, local = [], []
+    if not points:
+        raise ValueError("no contact points given")
     for point in points:
         if not isinstance(point, PointContact):
             raise ValueError(f"contact points must be PointContact(frame, point), got {point!r}")
-        frame = model.frame(point.frame)
-        offset = np.asarray(point.point, dtype=float)
-        if offset.shape != (3,) or not np.all(np.isfinite(offset)):
-            raise ValueError(f"point of '{point.frame}' must be 3 finite numbers, got {point.point!r}")
-        bodies.append(frame.body)
-        local.append(frame.rotation @ offset + frame.translation)
-    if not bodies:
-        raise ValueError("no contact points given")
-    return np.array(bodies, dtype=np.int64), np.array(local, dtype=float).reshape(-1, 3)
+    offsets = np.array([np.asarray(point.point, dtype=float) for point in points])
+    if offsets.shape != (len(points), 3) or not np.all(np.isfinite(offsets)):
+        raise ValueError(f"contact points must be 3 finite numbers each, got {[p.point for p in points]}")
+    bodies, rotations, translations = frame_placements(model, tuple(point.frame for point in points))
+    return bodies, np.einsum("kij,kj->ki", rotations, offsets) + translations
 
 
 def contact_step(model: Model, q, v, tau, dt: float, points, ground: Ground = Ground(), *, warm_start=None,

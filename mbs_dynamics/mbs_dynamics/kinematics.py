@@ -1,5 +1,7 @@
 """Forward kinematics: poses of every body and frame (Müller kinematics §2-3,
 RBDL §6): ^0T_i = ^0T_λ(i) ^λT_i."""
+from functools import lru_cache
+
 import numpy as np
 from numba import njit
 
@@ -59,30 +61,6 @@ def frame_pose(model: Model, q, frame: str) -> np.ndarray:
 
 
 REPRESENTATIONS = ("body", "spatial", "hybrid", "mixed")
-
-
-@njit(cache=True)
-def spatial_jacobian_kernel(packed, q, body, J, R_body, p_body, buffer):
-    """J (6, nv): the spatial Jacobian of `body`, columns ^0X_j S_j for the joints j
-    that support it (RBDL §6.2), world axes, velocity of the point at the world origin;
-    (R_body, p_body): the body's world placement."""
-    arrays = unpack_model(packed)
-    parent, v_start, nv_joint = arrays[0], arrays[3], arrays[13]
-    R, p, S, RJ, world_R, world_p, o = kinematic_views(buffer, parent.shape[0])
-    column = buffer[o:o + 6]
-    body_poses_kernel(arrays, q, R, p, S, RJ, world_R, world_p)
-    for r in range(6):
-        for c in range(J.shape[1]):
-            J[r, c] = 0.0
-    j = body
-    while j >= 0:
-        for k in range(nv_joint[j]):
-            motion_to_parent(world_R[j], world_p[j], S[j, :, k], column)
-            for r in range(6):
-                J[r, v_start[j] + k] += column[r]
-        j = parent[j]
-    R_body[:, :] = world_R[body]
-    p_body[:] = world_p[body]
 
 
 @njit(cache=True)
@@ -153,6 +131,29 @@ def frames_motion_kernel(packed, q, v, bodies, local_R, local_p, jacobians, moti
     return 0
 
 
+@lru_cache(maxsize=64)
+def frame_placements(model: Model, frames: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bodies, rotations, translations) of the named frames in their bodies."""
+    placements = [model.frame(name) for name in frames]
+    return (np.array([f.body for f in placements], dtype=np.int64),
+            np.array([f.rotation for f in placements], dtype=float).reshape(-1, 3, 3),
+            np.array([f.translation for f in placements], dtype=float).reshape(-1, 3))
+
+
+def frames_motion(model: Model, q, v, frames: tuple):
+    """Hybrid Jacobians (k, 6, nv), [twist; bias acceleration] (k, 2, 6) and
+    world rotations and origins of the named frames (frames_motion_kernel), for
+    shaped q and v; invalid values raise (inputs.explain)."""
+    bodies, local_R, local_p = frame_placements(model, frames)
+    k = len(frames)
+    J, motion = np.empty((k, 6, model.nv)), np.empty((k, 2, 6))
+    world_R, world_p = np.empty((k, 3, 3)), np.empty((k, 3))
+    if frames_motion_kernel(model.packed, q, v, bodies, local_R, local_p, J, motion, world_R, world_p,
+                            scratch(model)):
+        inputs.explain(model, q, (v, "v"))
+    return J, motion, world_R, world_p
+
+
 def frame_jacobian(model: Model, q, frame: str, representation: str = "body") -> np.ndarray:
     """(6, nv) map from v to the frame's twist [w; v] (Müller kinematics §3):
 
@@ -163,19 +164,13 @@ def frame_jacobian(model: Model, q, frame: str, representation: str = "body") ->
     """
     if representation not in REPRESENTATIONS:
         raise ValueError(f"representation must be one of {', '.join(REPRESENTATIONS)}, got {representation!r}")
-    placement = model.frame(frame)
     q = inputs.configuration(model, q, batch=False)
-    J = np.zeros((6, model.nv))
-    if placement.body < 0:
-        return J
-    R_body, p_body = np.empty((3, 3)), np.empty(3)
-    spatial_jacobian_kernel(model.packed, q, placement.body, J, R_body, p_body, scratch(model))
-    if representation == "spatial":
-        return J
-    R_frame = R_body @ placement.rotation
-    origin = R_body @ placement.translation + p_body
-    J[3:] -= skew(origin) @ J[:3]  # velocity of the frame origin: v_s + w x r
+    J, _, world_R, world_p = frames_motion(model, q, np.zeros(model.nv), (frame,))
+    J, R_frame, origin = J[0], world_R[0], world_p[0]
     if representation == "hybrid":
+        return J
+    if representation == "spatial":
+        J[3:] += skew(origin) @ J[:3]  # the body point at the world origin: do/dt - w x o
         return J
     J[:3] = R_frame.T @ J[:3]
     if representation == "body":

@@ -42,7 +42,7 @@ from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import SetParametersResult
 import rclpy
-from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.guard_condition import GuardCondition
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
@@ -98,6 +98,8 @@ class InverseDynamicsNode(DynamicsNode):
             self.model = mbs.Model(robot, floating_base=self.parameter("floating_base"),
                                    mimic=self.parameter("mimic"), gravity=self.parameter("gravity"))
             self.joints = JointMap(self.model)
+            limit = self.model.effort_limit  # a URDF effort of 0 means none given
+            self.effort_limit = np.where(np.isfinite(limit) & (limit > 0), limit, np.inf)
             self.settings = self._settings({})
         except ValueError as error:
             self._fail(str(error))
@@ -113,27 +115,16 @@ class InverseDynamicsNode(DynamicsNode):
         self._derivative = None  # (stamp, v, filtered a)
         self._messages()
         self.add_on_set_parameters_callback(self._check_parameters)
-        # Publishers without QoS event handlers: each would join the executor's
-        # wait set, rebuilt in Python for every message (measured: a third of
-        # the node's time at 1 kHz).
-        quiet = PublisherEventCallbacks(use_default_callbacks=False)
-        self.efforts_publisher = self.create_publisher(JointState, "~/joint_efforts", COMMAND_QOS,
-                                                       event_callbacks=quiet)
-        self.command_publisher = self.create_publisher(Float64MultiArray, "~/effort_command", COMMAND_QOS,
-                                                       event_callbacks=quiet)
-        self.momentum_publisher = self.create_publisher(CentroidalMomentum, "~/centroidal_momentum", COMMAND_QOS,
-                                                        event_callbacks=quiet)
-        self.diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10,
-                                                           event_callbacks=quiet)
-        self.wrench_publisher = (self.create_publisher(WrenchStamped, "~/base_wrench", COMMAND_QOS,
-                                                       event_callbacks=quiet)
+        self.efforts_publisher = self.create_publisher(JointState, "~/joint_efforts", COMMAND_QOS)
+        self.command_publisher = self.create_publisher(Float64MultiArray, "~/effort_command", COMMAND_QOS)
+        self.momentum_publisher = self.create_publisher(CentroidalMomentum, "~/centroidal_momentum", COMMAND_QOS)
+        self.diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.wrench_publisher = (self.create_publisher(WrenchStamped, "~/base_wrench", COMMAND_QOS)
                                  if self.model.floating_base else None)
-        # best effort: compatible with any publisher, no QoS events to watch
-        stream = SubscriptionEventCallbacks(use_default_callbacks=False)
         topics = [(JointState, "joint_states", self._process)]
         if self.model.floating_base:
             topics.append((Odometry, "odom", self._on_odometry))
-        self._stream = Stream(self, topics, stream)
+        self._stream = Stream(self, topics)
         self.create_subscription(JointTrajectory, "~/reference", self._on_reference, COMMAND_QOS)
         self._diagnostics_timer = self.create_timer(self.parameter("diagnostics_period"), self._publish_diagnostics)
         self.get_logger().info(
@@ -182,8 +173,6 @@ class InverseDynamicsNode(DynamicsNode):
             raise ValueError(f"contact_frames: model '{self.model.name}' has no frames {unknown}")
         contact = mbs.PointContact if value["contact_type"] == "point" else mbs.FrameContact
         value["contacts"] = [contact(frame) for frame in frames]
-        limit = self.model.effort_limit
-        value["effort_limit"] = np.where(np.isfinite(limit) & (limit > 0), limit, np.inf)
         return value
 
     def _check_parameters(self, parameters) -> SetParametersResult:
@@ -318,13 +307,13 @@ class InverseDynamicsNode(DynamicsNode):
         else:
             tau = mbs.inverse_dynamics(model, q, v, a)
         if settings["clamp_to_effort_limits"]:
-            over = np.abs(tau) > settings["effort_limit"]
+            over = np.abs(tau) > self.effort_limit
             if over.any():
                 self.counts["clamped"] += 1
                 names = [self.joints.names[k] for k in np.flatnonzero(over[self.joints.v_index])]
                 self.get_logger().warning(f"efforts clamped to the URDF limits: {names}",
                                           throttle_duration_sec=WARNING_PERIOD)
-                tau = np.clip(tau, -settings["effort_limit"], settings["effort_limit"])
+                tau = np.clip(tau, -self.effort_limit, self.effort_limit)
         self._publish(message.header.stamp, q, v, tau)
 
     def _messages(self) -> None:
@@ -413,11 +402,13 @@ class Stream:
     globally). The callbacks run on this thread, the node's others on the
     executor's."""
 
-    def __init__(self, node: Node, topics, event_callbacks):
+    def __init__(self, node: Node, topics):
         self.helper = rclpy.create_node(f"_{node.get_name()}_stream", namespace=node.get_namespace(),
                                         context=node.context, start_parameter_services=False)
+        # best effort is compatible with any publisher; and no executor would serve QoS event handlers
+        no_events = SubscriptionEventCallbacks(use_default_callbacks=False)
         self.topics = [(self.helper.create_subscription(kind, topic, lambda _: None, STREAM_QOS,
-                                                        event_callbacks=event_callbacks), callback)
+                                                        event_callbacks=no_events), callback)
                        for kind, topic, callback in topics]
         self.wake = GuardCondition(None, None, context=node.context)
         self.running = True

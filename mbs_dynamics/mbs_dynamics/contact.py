@@ -6,9 +6,11 @@ at the acceleration level when G a = gamma (DESIGN.md §2):
 
     PointContact(frame, point)   3 rows: the point's classical acceleration
                                  d²p/dt² = 0, world axes; its force f (3,)
-    FrameContact(frame)          6 rows: the frame's body twist does not
-                                 change; its wrench [n; f] (6,) about the
-                                 frame origin, world-aligned axes
+    FrameContact(frame, point)   6 rows: the contact frame (origin `point`
+                                 in `frame`, frame's axes) is welded: its
+                                 body twist does not change; its wrench
+                                 [n; f] (6,) about its origin, world-aligned
+                                 axes
     LoopClosure(frame_a, frame_b)
                                  3 rows: the two frame origins move together
                                  (6 with weld=True: nor do they turn); the
@@ -62,9 +64,12 @@ class PointContact:
 
 @dataclass(frozen=True)
 class FrameContact:
-    """A frame welded to the world: its body twist does not change, 6 rows."""
+    """A frame welded to the world: its body twist does not change, 6 rows.
+    `point` (frame coordinates) moves the contact frame's origin, e.g. to the
+    centre of a sole; its axes stay the frame's."""
 
     frame: str
+    point: tuple = (0.0, 0.0, 0.0)
     rows: ClassVar[int] = 6
 
 
@@ -133,10 +138,11 @@ def _point_rows(J, motion, R, p, point, G, gamma, position):
 
 
 @njit(cache=True)
-def _frame_rows(J, motion, R, G, gamma):
+def _frame_rows(J, motion, R, point, G, gamma):
     """G = the body Jacobian (6, nv) and gamma = -d(body twist)/dt at a = 0 of a
     frame with hybrid J and motion: [dw_b/dt; dv_b/dt] = [R^T dw/dt; R^T d²o/dt²
-    - w_b x v_b]."""
+    - w_b x v_b]; then moved to the origin `point` (frame axes, fixed in the
+    frame): v_b' = v_b - point x w_b, so G and gamma take the same shift."""
     for half in (0, 3):
         for r in range(3):
             for c in range(J.shape[1]):
@@ -152,6 +158,17 @@ def _frame_rows(J, motion, R, G, gamma):
     gamma[3] = -(body[1, 3] - (w[1] * u[2] - w[2] * u[1]))
     gamma[4] = -(body[1, 4] - (w[2] * u[0] - w[0] * u[2]))
     gamma[5] = -(body[1, 5] - (w[0] * u[1] - w[1] * u[0]))
+    p0, p1, p2 = point[0], point[1], point[2]
+    if p0 != 0.0 or p1 != 0.0 or p2 != 0.0:
+        for c in range(J.shape[1]):
+            g0, g1, g2 = G[0, c], G[1, c], G[2, c]
+            G[3, c] -= p1 * g2 - p2 * g1
+            G[4, c] -= p2 * g0 - p0 * g2
+            G[5, c] -= p0 * g1 - p1 * g0
+        g0, g1, g2 = gamma[0], gamma[1], gamma[2]
+        gamma[3] -= p1 * g2 - p2 * g1
+        gamma[4] -= p2 * g0 - p0 * g2
+        gamma[5] -= p0 * g1 - p1 * g0
 
 
 def constraint_rows(model: Model, q, v, constraints) -> ConstraintRows:
@@ -182,7 +199,8 @@ def constraint_rows(model: Model, q, v, constraints) -> ConstraintRows:
             to_force = IDENTITY[3]
             i += 1
         elif isinstance(constraint, FrameContact):
-            _frame_rows(J[i], motion[i], world_R[i], G[rows], gamma[rows])
+            _frame_rows(J[i], motion[i], world_R[i], np.asarray(constraint.point, dtype=float), G[rows],
+                        gamma[rows])
             R = world_R[i]
             to_force = np.zeros((6, 6))  # body wrench -> world-aligned, same point
             to_force[:3, :3] = to_force[3:, 3:] = R
@@ -356,11 +374,14 @@ class ContactInverseDynamics(tuple):
     """(tau, forces), unpackable as a pair: joint torques (nv,), zero on the
     floating base, and one force per contact; feasible says whether the base
     wrench is balanced (to `base_residual`) with the forces inside their
-    friction cones when friction was asked for; message says why not."""
+    friction cones when friction was asked for; message says why not.
+    base_wrench (6,) is what the contacts leave unbalanced on the base (the
+    root joint's generalised force, base axes): zero when feasible."""
 
-    def __new__(cls, tau, forces, feasible: bool, base_residual: float, message: str):
+    def __new__(cls, tau, forces, feasible: bool, base_residual: float, message: str, base_wrench=None):
         solution = super().__new__(cls, (tau, forces))
         solution.feasible, solution.base_residual, solution.message = feasible, base_residual, message
+        solution.base_wrench = np.zeros(6) if base_wrench is None else base_wrench
         return solution
 
 
@@ -372,7 +393,8 @@ def contact_inverse_dynamics(model: Model, q, v, a, contacts, friction=None,
 
     Without friction the forces are the minimum-norm λ. With `friction` (one
     coefficient, or one per contact) the linear force f of each contact stays in
-    its exact cone |f - (f.n) n| <= mu f.n about `normal` (world), solved as the
+    its exact cone |f - (f.n) n| <= mu f.n about `normal` (world; one for all
+    contacts, or one per contact, any length but zero), solved as the
     minimum-norm λ under those constraints (SLSQP); when no λ balances the base
     inside the cones, the answer says so (feasible False) and carries the
     minimum-norm forces instead. Moments of frame contacts are not limited.
@@ -397,13 +419,16 @@ def contact_inverse_dynamics(model: Model, q, v, a, contacts, friction=None,
         mu = np.broadcast_to(np.asarray(friction, dtype=float), (len(contacts),))
         if np.any(mu < 0) or not np.all(np.isfinite(mu)):
             raise ValueError(f"friction coefficients must be finite and >= 0, got {mu.tolist()}")
-        n = np.asarray(normal, dtype=float) / np.linalg.norm(normal)
-        linear = [(block.start + (3 if block.stop - block.start == 6 else 0), coefficient)
-                  for (block, _), coefficient in zip(rows.blocks, mu, strict=True)]
+        normals = np.broadcast_to(np.asarray(normal, dtype=float), (len(contacts), 3))
+        lengths = np.linalg.norm(normals, axis=1)
+        if not np.all(np.isfinite(lengths)) or np.any(lengths == 0):
+            raise ValueError(f"contact normals must be finite and non-zero, got {normals.tolist()}")
+        linear = [(block.start + (3 if block.stop - block.start == 6 else 0), coefficient, n / length)
+                  for (block, _), coefficient, n, length in zip(rows.blocks, mu, normals, lengths, strict=True)]
 
         def cones(x):  # mu² (f.n)² - |f_t|² >= 0 and f.n >= 0, per contact
             out = []
-            for start, coefficient in linear:
+            for start, coefficient, n in linear:
                 f = x[start:start + 3]
                 fn = f @ n
                 tangential = f - fn * n
@@ -425,5 +450,7 @@ def contact_inverse_dynamics(model: Model, q, v, a, contacts, friction=None,
             message = ("no contact forces inside the friction cones balance the base wrench "
                        f"(SLSQP: {result.message}); the minimum-norm forces are returned")
     tau = full - Gw.T @ forces
+    base_wrench = tau[base].copy()
     tau[base] = 0.0
-    return ContactInverseDynamics(tau, [forces[block] for block, _ in rows.blocks], feasible, residual, message)
+    return ContactInverseDynamics(tau, [forces[block] for block, _ in rows.blocks], feasible, residual, message,
+                                  base_wrench)

@@ -85,6 +85,29 @@ def test_point_off_the_frame_origin_and_baumgarte():
         close(point_acceleration(model, q, v, a, "HR_FOOT"), -2 * alpha * velocity[3:], 1e-9)
 
 
+def test_frame_contact_off_the_frame_origin_moves_only_the_wrench():
+    """Welding a body at one point welds it everywhere: an offset contact frame
+    gives the same accelerations, and its wrench is the one about the frame
+    origin moved to the offset point (n' = n - r x f, r = R point)."""
+    model, contacts = robot_with_contacts("talos")
+    rng = np.random.default_rng(45)
+    q, v, tau = random_state(model, rng)
+    offset = (0.05, -0.02, -0.1)
+    moved = [mbs.FrameContact(contacts[0].frame, offset), contacts[1]]
+    for method in mbs.contact.METHODS:
+        a, forces = mbs.contact_forward_dynamics(model, q, v, tau, contacts, method=method)
+        a_moved, forces_moved = mbs.contact_forward_dynamics(model, q, v, tau, moved, method=method)
+        close(a_moved, a, 1e-9)
+        r = mbs.frame_pose(model, q, contacts[0].frame)[:3, :3] @ np.array(offset)
+        n, f = forces[0][:3], forces[0][3:]
+        close(forces_moved[0], np.r_[n - np.cross(r, f), f], 1e-8)
+        close(forces_moved[1], forces[1], 1e-9)
+    impulse = mbs.impact(model, q, v, contacts, 0.5)
+    impulse_moved = mbs.impact(model, q, v, moved, 0.5)
+    close(impulse_moved[0], impulse[0], 1e-9)
+    close(impulse_moved[1][0][3:], impulse[1][0][3:], 1e-9)
+
+
 PLANAR_ARM = """<robot name="planar_arm">
   <link name="base"/>
   {links}
@@ -242,12 +265,25 @@ def test_contact_inverse_dynamics_with_friction_cones():
     close(mbs.inverse_dynamics(model, q, v, a, f_ext=as_wrenches(contacts, forces)), tau, 1e-8)
     for f in forces:
         assert f[2] >= -1e-9 and np.hypot(f[0], f[1]) <= mu * f[2] + 1e-7
+    close(solution.base_wrench, np.zeros(6), 1e-9)
+    # one normal per contact: tilted ground under the front feet turns their cones
+    tilted = np.array([[0.0, np.sin(0.3), np.cos(0.3)]] * 2 + [[0.0, 0.0, 2.0]] * 2)  # any length
+    solution = mbs.contact_inverse_dynamics(model, q, v, a, contacts, friction=mu, normal=tilted)
+    assert solution.feasible, solution.message
+    for f, n in zip(solution[1], tilted / np.linalg.norm(tilted, axis=1)[:, None], strict=True):
+        assert f @ n >= -1e-9 and np.linalg.norm(f - (f @ n) * n) <= mu * (f @ n) + 1e-7
+    with pytest.raises(ValueError, match="non-zero"):
+        mbs.contact_inverse_dynamics(model, q, v, a, contacts, friction=mu, normal=np.zeros((4, 3)))
     # too slippery to push the base that hard: said, not hidden
     slippery = mbs.contact_inverse_dynamics(model, q, v, a, contacts, friction=0.05)
     assert not slippery.feasible and "friction cones" in slippery.message
-    # one foot cannot hold the base's moments
+    # one foot cannot hold the base's moments: what is left over is the base wrench
     single = mbs.contact_inverse_dynamics(model, q, v, a, contacts[:1])
     assert not single.feasible and "cannot balance" in single.message
+    base = slice(model.v_index("root_joint"), model.v_index("root_joint") + 6)
+    unbalanced = mbs.inverse_dynamics(model, q, v, a, f_ext=as_wrenches(contacts[:1], single[1]))[base]
+    close(single.base_wrench, unbalanced, 1e-9)
+    assert np.linalg.norm(single.base_wrench) == pytest.approx(single.base_residual, rel=1e-9)
     with pytest.raises(ValueError, match="no floating base"):
         mbs.contact_inverse_dynamics(planar_arm(), np.zeros(3), np.zeros(3), np.zeros(3), [mbs.PointContact("tip")])
 

@@ -9,6 +9,7 @@ twist in its child frame: exactly the base's body twist.
 """
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,42 +82,173 @@ class JointMap:
         return self.v_index[[self._by_name[name] for name in names]]
 
 
+def named_values(match: NameMatch, values, what: str) -> np.ndarray | None:
+    """One message array given in name order (positions, efforts, ...) as the
+    values of the model's joints in match order; None when the array is empty.
+    Raises InvalidInput on a wrong length or a non-finite value."""
+    if not len(values):
+        return None
+    values = np.asarray(values, dtype=float)
+    if values.shape[0] != match.size:
+        raise InvalidInput("invalid", f"{what} has {values.shape[0]} values for {match.size} joint names")
+    if not np.all(np.isfinite(values)):
+        raise InvalidInput("invalid", f"{what} has a non-finite value ({values[~np.isfinite(values)][0]}) for "
+                                      f"joint index {int(np.flatnonzero(~np.isfinite(values))[0])}")
+    return values[match.message_index]
+
+
+def point_values(match: NameMatch, points, field: str, what: str) -> np.ndarray | None:
+    """One field (positions, velocities, ...) of every trajectory point as a
+    (points, joints) array of the model's joints in match order; None when
+    the field is empty in every point. A point may leave velocities or
+    accelerations empty (zero) when others give them. Raises InvalidInput on a
+    wrong length or a non-finite value, naming the point."""
+    rows = [getattr(point, field) for point in points]
+    lengths = np.fromiter((len(row) for row in rows), dtype=np.int64, count=len(rows))
+    required = field == "positions"
+    wrong = np.flatnonzero((lengths != match.size) & ((lengths != 0) | required))
+    if wrong.size:
+        k = int(wrong[0])
+        raise InvalidInput("invalid", f"{what} point {k} has {lengths[k]} {field} for {match.size} joint names")
+    if not lengths.any():
+        return None
+    if lengths.all():  # one copy of the points' buffers (a message's float64[] are array('d'))
+        values = np.frombuffer(b"".join(row if isinstance(row, array) else np.asarray(row, dtype=float).tobytes()
+                                        for row in rows)).reshape(len(rows), match.size)
+    else:
+        values = np.zeros((len(rows), match.size))
+        for k in np.flatnonzero(lengths):
+            values[k] = rows[k]
+    finite = np.isfinite(values)
+    if not finite.all():
+        k, j = (int(x[0]) for x in np.nonzero(~finite))
+        raise InvalidInput("invalid", f"{what} point {k} {field} has a non-finite value ({values[k, j]}) for "
+                                      f"joint index {j}")
+    return values[:, match.message_index]
+
+
 def joint_arrays(match: NameMatch, positions, velocities, what: str) -> tuple[np.ndarray, np.ndarray | None]:
     """(positions, velocities or None) of the model's joints from one message's
     arrays, checked: lengths, every joint present, finite values."""
     if match.missing:
         raise InvalidInput("missing_joint", f"{what} lacks joints {list(match.missing)}")
-    positions = np.asarray(positions, dtype=float)
-    if positions.shape[0] != match.size:
-        raise InvalidInput("invalid", f"{what} has {positions.shape[0]} positions for {match.size} names")
-    q = positions[match.message_index]
-    v = None
-    if len(velocities):
-        velocities = np.asarray(velocities, dtype=float)
-        if velocities.shape[0] != match.size:
-            raise InvalidInput("invalid", f"{what} has {velocities.shape[0]} velocities for {match.size} names")
-        v = velocities[match.message_index]
-    if not np.all(np.isfinite(q)) or (v is not None and not np.all(np.isfinite(v))):
-        raise InvalidInput("invalid", f"{what} has non-finite values")
-    return q, v
+    q = named_values(match, positions, f"{what} position")
+    if q is None:
+        raise InvalidInput("invalid", f"{what} has no positions")
+    return q, named_values(match, velocities, f"{what} velocity")
 
 
-def base_state(pose, twist) -> tuple[np.ndarray, np.ndarray]:
+def base_state(pose, twist, tolerance: float = QUATERNION_TOLERANCE,
+               what: str = "odometry") -> tuple[np.ndarray, np.ndarray]:
     """(q_base (7,), v_base (6,)) of geometry_msgs Pose and the child-frame Twist.
-    A quaternion within QUATERNION_TOLERANCE of unit length is normalised."""
+    A quaternion within `tolerance` of unit length is normalised; one further
+    from it is refused."""
     p, o = pose.position, pose.orientation
     quaternion = np.array([o.x, o.y, o.z, o.w])
     q = np.array([p.x, p.y, p.z, *quaternion])
     v = np.array([twist.angular.x, twist.angular.y, twist.angular.z, twist.linear.x, twist.linear.y,
                   twist.linear.z])
     if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
-        raise InvalidInput("invalid", "odometry has non-finite values")
+        raise InvalidInput("invalid", f"{what} has non-finite values")
     norm = float(np.linalg.norm(quaternion))
-    if abs(norm - 1.0) > QUATERNION_TOLERANCE:
-        raise InvalidInput("invalid", f"odometry orientation quaternion has norm {norm:.6g}, not 1")
+    if abs(norm - 1.0) > tolerance:
+        raise InvalidInput("invalid", f"{what} orientation quaternion (x, y, z, w) has norm {norm:.6g}, not 1 "
+                                      f"(within {tolerance:g})")
     q[3:7] /= norm
     return q, v
 
 
 def stamp_seconds(stamp) -> float:
     return stamp.sec + 1e-9 * stamp.nanosec
+
+
+def strict_match(joints: JointMap, names, what: str) -> NameMatch:
+    """The NameMatch of a request's joint names, which must name every joint of
+    the model and nothing else (the model's mimic joints are accepted and
+    ignored: they follow their master)."""
+    match = joints.match(names)
+    if match.unknown:
+        raise InvalidInput("unknown_joint", f"{what} names joints model '{joints.model.name}' does not have: "
+                                            f"{list(match.unknown)}; its joints are {list(joints.names)}")
+    if match.missing:
+        raise InvalidInput("missing_joint", f"{what} lacks joints {list(match.missing)}")
+    return match
+
+
+def request_state(joints: JointMap, joint_state, base_states, tolerance: float) -> tuple[np.ndarray, np.ndarray,
+                                                                                          NameMatch]:
+    """(q, v, match) of a service request's sensor_msgs/JointState (empty
+    velocities = zero) and BaseState[<=1] (required for a floating base,
+    refused for a fixed one)."""
+    model = joints.model
+    match = strict_match(joints, joint_state.name, "joint_state")
+    positions, velocities = joint_arrays(match, joint_state.position, joint_state.velocity, "joint_state")
+    q, v = model.neutral_configuration(), np.zeros(model.nv)
+    q[match.q_index] = positions
+    if velocities is not None:
+        v[match.v_index] = velocities
+    if model.floating_base:
+        if len(base_states) != 1:
+            raise InvalidInput("invalid", f"model '{model.name}' has a floating base: base_state (pose and body "
+                                          "twist) is required")
+        base = model.v_index(ROOT_JOINT)
+        q[:7], v[base:base + 6] = base_state(base_states[0].pose, base_states[0].twist, tolerance, "base_state")
+    elif len(base_states):
+        raise InvalidInput("invalid", f"model '{model.name}' has a fixed base: base_state must be empty")
+    return q, v, match
+
+
+def contacts_from_messages(model: Model, messages) -> tuple[list, np.ndarray, np.ndarray]:
+    """(core contacts, friction coefficients (k,), unit normals (k, 3)) of
+    mbs_dynamics_interfaces/Contact messages; a zero normal means (0, 0, 1)."""
+    from mbs_dynamics import FrameContact, PointContact
+    from mbs_dynamics_interfaces.msg import Contact
+
+    contacts, friction, normals = [], np.empty(len(messages)), np.empty((len(messages), 3))
+    for k, message in enumerate(messages):
+        what = f"contacts[{k}]"
+        if message.frame not in model.frames:
+            raise InvalidInput("unknown_frame", f"{what}: model '{model.name}' has no frame '{message.frame}'")
+        point = (message.point.x, message.point.y, message.point.z)
+        normal = np.array([message.normal.x, message.normal.y, message.normal.z])
+        if not (np.all(np.isfinite(point)) and np.all(np.isfinite(normal))
+                and np.isfinite(message.friction_coefficient)):
+            raise InvalidInput("invalid", f"{what} ({message.frame}) has non-finite values")
+        if message.friction_coefficient < 0:
+            raise InvalidInput("invalid", f"{what} ({message.frame}) has a negative friction coefficient "
+                                          f"{message.friction_coefficient}")
+        if message.kind == Contact.POINT:
+            contacts.append(PointContact(message.frame, point))
+        elif message.kind == Contact.FRAME:
+            contacts.append(FrameContact(message.frame, point))
+        else:
+            raise InvalidInput("invalid", f"{what} ({message.frame}) has kind {message.kind}: use POINT (0) or "
+                                          "FRAME (1)")
+        length = float(np.linalg.norm(normal))
+        normals[k] = normal / length if length > 0 else (0.0, 0.0, 1.0)
+        friction[k] = message.friction_coefficient
+    return contacts, friction, normals
+
+
+def contact_wrenches(messages, forces) -> list:
+    """mbs_dynamics_interfaces/ContactWrench per contact: a force (3,) or a
+    wrench [n; f] (6,) of the core, world axes."""
+    from mbs_dynamics_interfaces.msg import ContactWrench
+
+    wrenches = []
+    for message, force in zip(messages, forces, strict=True):
+        wrench = ContactWrench(frame=message.frame, point=message.point, kind=message.kind)
+        torque = force[:3] if force.size == 6 else (0.0, 0.0, 0.0)
+        set_vector(wrench.wrench.force, force[-3:])
+        set_vector(wrench.wrench.torque, torque)
+        wrenches.append(wrench)
+    return wrenches
+
+
+def set_vector(vector, values) -> None:
+    """A geometry_msgs Point or Vector3 from 3 numbers."""
+    vector.x, vector.y, vector.z = float(values[0]), float(values[1]), float(values[2])
+
+
+def vector_values(vector) -> tuple[float, float, float]:
+    return vector.x, vector.y, vector.z

@@ -1,6 +1,54 @@
 """Dynamics server node: forward, inverse, contact and impact dynamics as
-services (default name ``dynamics_server``)."""
-from mbs_dynamics.ros.dynamics_node import DynamicsNode, ParameterSpec, node_main
+services for planners (default name ``dynamics_server``).
+
+    ~/forward_dynamics             ForwardDynamics: a from (q, v, efforts);
+                                   with contacts, contact forward dynamics
+    ~/inverse_dynamics             InverseDynamics: efforts from (q, v, a); with
+                                   contacts (floating base), contact-consistent
+    ~/impact                       Impact: the velocity jump of closing contacts
+    ~/dynamics_terms               DynamicsTerms: M, h, g, A_G, frame Jacobians
+    ~/inverse_dynamics_trajectory  InverseDynamicsTrajectory: efforts along a
+                                   trajectory, and where they exceed the limits
+
+Every request names the model's joints (any order; the model's mimic joints
+may be named and are ignored); velocities, efforts and accelerations may be
+left empty for zero. A floating base comes as pose and body twist. A request
+that cannot be answered (an unknown or missing joint, wrong lengths, NaN, an
+unknown contact frame, rank-deficient contacts, a base quaternion far from
+unit length, a singular mass matrix, infeasible contact forces) gets
+``success: false`` and a message saying what is wrong; the node goes on.
+
+The services run in a reentrant callback group, so a multi-threaded executor
+serves several clients at once. The model is shared read-only; the core's
+scratch memory is per thread, and a request's answer depends on the request
+alone.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, defaultdict, deque
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.callback_groups import ReentrantCallbackGroup
+
+import mbs_dynamics as mbs
+from mbs_dynamics.kinematics import REPRESENTATIONS
+from mbs_dynamics.model import ROOT_JOINT
+from mbs_dynamics.ros.conversions import (InvalidInput, JointMap, contact_wrenches, contacts_from_messages,
+                                         named_values, point_values, request_state, set_vector, strict_match,
+                                         vector_values)
+from mbs_dynamics.ros.dynamics_node import (DynamicsNode, ParameterSpec, diagnostic_array, node_main,
+                                           timing_values)
+from mbs_dynamics_interfaces.srv import (DynamicsTerms, ForwardDynamics, Impact, InverseDynamics,
+                                         InverseDynamicsTrajectory)
+
+CONTACT_METHODS = ("kkt", "schur", "nullspace")
+# Answer times kept per service for the diagnostics' percentiles.
+TIMING_WINDOW = 2000
+# Seconds between repeats of the same warning.
+WARNING_PERIOD = 5.0
 
 
 class DynamicsServerNode(DynamicsNode):
@@ -10,10 +58,292 @@ class DynamicsServerNode(DynamicsNode):
                       "refused; closer ones are normalised."),
         ParameterSpec("max_trajectory_points", 100000,
                       "Longest trajectory ~/inverse_dynamics_trajectory accepts."),
+        ParameterSpec("contact_method", "kkt",
+                      "How ~/forward_dynamics solves contacts: 'kkt' (saddle-point system), 'schur' "
+                      "(operational space) or 'nullspace'."),
+        ParameterSpec("allow_rank_deficient_contacts", False,
+                      "Answer rank-deficient contact sets (redundant contacts) of ~/forward_dynamics and "
+                      "~/impact with the minimum-norm forces (noted in the message) instead of refusing them."),
+        ParameterSpec("diagnostics_period", 1.0,
+                      "Period (s) of the /diagnostics status."),
     )
 
+    def on_robot(self, robot) -> None:
+        try:
+            self.model = self.build_model(robot)
+            self.settings = self._settings({})
+        except ValueError as error:
+            self._fail(str(error))
+            return
+        model = self.model
+        self.joints = JointMap(model)
+        self.base = slice(model.v_index(ROOT_JOINT), model.v_index(ROOT_JOINT) + 6) if model.floating_base else None
+        self.limit = model.effort_limit[self.joints.v_index]  # a URDF effort of 0 means none given
+        self.limit = np.where(np.isfinite(self.limit) & (self.limit > 0), self.limit, np.inf)
+        self._load_kernels()
+        self._lock = threading.Lock()
+        self.counts: Counter = Counter()
+        self.answer_times: dict[str, deque] = defaultdict(lambda: deque(maxlen=TIMING_WINDOW))
+        self.check_parameters_at_run_time()
+        group = ReentrantCallbackGroup()
+        for kind, name, compute in (
+                (ForwardDynamics, "forward_dynamics", self._forward_dynamics),
+                (InverseDynamics, "inverse_dynamics", self._inverse_dynamics),
+                (Impact, "impact", self._impact),
+                (DynamicsTerms, "dynamics_terms", self._dynamics_terms),
+                (InverseDynamicsTrajectory, "inverse_dynamics_trajectory", self._inverse_dynamics_trajectory)):
+            self.create_service(kind, f"~/{name}", self._answer(kind, name, compute), callback_group=group)
+        self.diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self._diagnostics_timer = self.create_timer(self.settings["diagnostics_period"], self._publish_diagnostics)
+        self.get_logger().info(f"serving the dynamics of {model.nv} coordinates on {self.get_fully_qualified_name()}/"
+                               "{forward_dynamics, inverse_dynamics, impact, dynamics_terms, "
+                               "inverse_dynamics_trajectory}")
 
-main = node_main(DynamicsServerNode, "dynamics_server")
+    def _load_kernels(self) -> None:
+        """Run each computation once, so that the first request does not wait
+        for numba to load the compiled kernels from its cache."""
+        model = self.model
+        q, zero = model.neutral_configuration(), np.zeros(model.nv)
+        mbs.inverse_dynamics(model, q[None], zero[None], zero[None])
+        mbs.forward_dynamics(model, q, zero, zero)
+        mbs.mass_matrix(model, q)
+        mbs.gravity_torques(model, q)
+        mbs.centroidal_momentum_matrix(model, q)
+        frame = model.description.root
+        for representation in REPRESENTATIONS:
+            mbs.frame_jacobian(model, q, frame, representation)
+        for contact in (mbs.PointContact(frame), mbs.FrameContact(frame)):
+            mbs.contact_forward_dynamics(model, q, zero, zero, [contact], method=self.settings["contact_method"])
+            mbs.impact(model, q, zero, [contact])
+            if model.floating_base:
+                mbs.contact_inverse_dynamics(model, q, zero, zero, [contact], friction=[1.0])
+
+    # --- parameters -------------------------------------------------------
+
+    def _settings(self, changes: dict) -> dict:
+        """The parameters the services use, checked; `changes` overrides the
+        current values. Raises ValueError saying what is wrong."""
+        value = {name: changes.get(name, self.parameter(name)) for name in (
+            "quaternion_tolerance", "max_trajectory_points", "contact_method", "allow_rank_deficient_contacts",
+            "diagnostics_period")}
+        if value["contact_method"] not in CONTACT_METHODS:
+            raise ValueError(f"contact_method must be one of {CONTACT_METHODS}, got '{value['contact_method']}'")
+        for name in ("quaternion_tolerance", "max_trajectory_points", "diagnostics_period"):
+            if not value[name] > 0:
+                raise ValueError(f"{name} must be positive, got {value[name]}")
+        return value
+
+    # --- answering ----------------------------------------------------------
+
+    def _answer(self, kind, name: str, compute):
+        """The service callback: compute(request, response, settings), or, when
+        the request cannot be answered, an empty response that says why."""
+
+        def callback(request, response):
+            start = time.perf_counter()
+            settings = self.settings
+            try:
+                compute(request, response, settings)
+                response.success = True
+            except (InvalidInput, ValueError) as error:  # the request's fault: the core says what is wrong
+                response = kind.Response(success=False, message=str(error))
+            except Exception as error:  # noqa: BLE001  a request never takes the node down
+                response = kind.Response(success=False, message=f"internal error: {type(error).__name__}: {error}")
+                self.get_logger().error(f"{name}: {response.message}", throttle_duration_sec=WARNING_PERIOD)
+            elapsed = time.perf_counter() - start
+            with self._lock:
+                self.counts[f"{name}_calls"] += 1
+                if not response.success:
+                    self.counts[f"{name}_refused"] += 1
+                self.answer_times[name].append(elapsed)
+            if not response.success:
+                self.get_logger().warning(f"{name} refused: {response.message}", throttle_duration_sec=WARNING_PERIOD)
+            return response
+
+        return callback
+
+    def _state(self, request, settings) -> tuple[np.ndarray, np.ndarray, object]:
+        return request_state(self.joints, request.joint_state, request.base_state, settings["quaternion_tolerance"])
+
+    def _contacts(self, messages):
+        if not len(messages):
+            return None
+        return contacts_from_messages(self.model, messages)
+
+    def _check_rank(self, solution, settings) -> str:
+        """'' or the note on a rank-deficient answer; refuses one unless allowed."""
+        if not solution.rank_deficient:
+            return ""
+        note = (f"the contacts are rank-deficient: their {solution.rows} constraint rows have rank "
+                f"{solution.rank} (redundant contacts, or directions the joints cannot move)")
+        if not settings["allow_rank_deficient_contacts"]:
+            raise InvalidInput("rank_deficient", f"{note}; the forces are not unique. Remove the redundant "
+                                                 "contacts, or set allow_rank_deficient_contacts to get the "
+                                                 "minimum-norm forces")
+        return f"{note}: the forces are the minimum-norm solution"
+
+    def _joint_values(self, values) -> list[float]:
+        """The model's joints' entries of a vector over v, in JointMap order."""
+        return values[self.joints.v_index].tolist()
+
+    def _forward_dynamics(self, request, response, settings) -> None:
+        model = self.model
+        q, v, match = self._state(request, settings)
+        tau = np.zeros(model.nv)
+        efforts = named_values(match, request.joint_state.effort, "joint_state effort")
+        if efforts is not None:
+            tau[match.v_index] = efforts
+        tau[self._base_part("base_wrench", request.base_wrench)] = self._base_vector(request.base_wrench, "base_wrench")
+        contacts = self._contacts(request.contacts)
+        if contacts is None:
+            a = mbs.forward_dynamics(model, q, v, tau)
+        else:
+            solution = mbs.contact_forward_dynamics(model, q, v, tau, contacts[0], method=settings["contact_method"])
+            response.message = self._check_rank(solution, settings)
+            a = solution[0]
+            response.contact_wrenches = contact_wrenches(request.contacts, solution[1])
+        response.joint_names = list(self.joints.names)
+        response.accelerations = self._joint_values(a)
+        if self.base is not None:
+            set_vector(response.base_acceleration.angular, a[self.base][:3])
+            set_vector(response.base_acceleration.linear, a[self.base][3:])
+
+    def _inverse_dynamics(self, request, response, settings) -> None:
+        model = self.model
+        q, v, match = self._state(request, settings)
+        a = np.zeros(model.nv)
+        accelerations = named_values(match, request.accelerations, "accelerations")
+        if accelerations is not None:
+            a[match.v_index] = accelerations
+        a[self._base_part("base_acceleration", request.base_acceleration)] = self._base_vector(
+            request.base_acceleration, "base_acceleration")
+        contacts = self._contacts(request.contacts)
+        if contacts is None:
+            tau = mbs.inverse_dynamics(model, q, v, a)
+            base_wrench = tau[self.base] if self.base is not None else None
+        else:
+            if not model.floating_base:
+                raise InvalidInput("invalid", f"model '{model.name}' has a fixed base: contacts need a floating "
+                                              "base (floating_base: true); leave contacts empty")
+            core_contacts, friction, normals = contacts
+            solution = mbs.contact_inverse_dynamics(model, q, v, a, core_contacts, friction=friction, normal=normals)
+            if not solution.feasible:
+                raise InvalidInput("infeasible", f"{solution.message} (friction coefficients {friction.tolist()}; "
+                                                 "0 means frictionless)")
+            tau, base_wrench = solution[0], solution.base_wrench
+            response.contact_wrenches = contact_wrenches(request.contacts, solution[1])
+        response.joint_names = list(self.joints.names)
+        response.efforts = self._joint_values(tau)
+        if base_wrench is not None:
+            set_vector(response.base_wrench.torque, base_wrench[:3])
+            set_vector(response.base_wrench.force, base_wrench[3:])
+
+    def _impact(self, request, response, settings) -> None:
+        q, v, _ = self._state(request, settings)
+        contacts = self._contacts(request.contacts)
+        if contacts is None:
+            raise InvalidInput("invalid", "an impact needs at least one contact")
+        if not 0.0 <= request.restitution <= 1.0:  # NaN fails too
+            raise InvalidInput("invalid", f"restitution must be in [0, 1], got {request.restitution}")
+        solution = mbs.impact(self.model, q, v, contacts[0], request.restitution)
+        response.message = self._check_rank(solution, settings)
+        v_plus = solution[0]
+        response.joint_names = list(self.joints.names)
+        response.velocities = self._joint_values(v_plus)
+        if self.base is not None:
+            set_vector(response.base_twist.angular, v_plus[self.base][:3])
+            set_vector(response.base_twist.linear, v_plus[self.base][3:])
+        response.impulses = contact_wrenches(request.contacts, solution[1])
+
+    def _dynamics_terms(self, request, response, settings) -> None:
+        model = self.model
+        q, v, _ = self._state(request, settings)
+        representation = request.jacobian_representation or "hybrid"
+        if representation not in REPRESENTATIONS:
+            raise InvalidInput("invalid", f"jacobian_representation must be one of {REPRESENTATIONS} (or empty "
+                                          f"for hybrid), got '{representation}'")
+        unknown = [frame for frame in request.frames if frame not in model.frames]
+        if unknown:
+            raise InvalidInput("unknown_frame", f"model '{model.name}' has no frames {unknown}")
+        jacobians = [mbs.frame_jacobian(model, q, frame, representation) for frame in request.frames]
+        response.nv = model.nv
+        response.joint_names = list(model.joint_names)
+        response.velocity_index = [model.v_index(name) for name in model.joint_names]
+        response.mass_matrix = mbs.mass_matrix(model, q).ravel().tolist()
+        response.nonlinear_effects = mbs.nonlinear_effects(model, q, v).tolist()
+        response.gravity_torques = mbs.gravity_torques(model, q).tolist()
+        response.centroidal_momentum_matrix = mbs.centroidal_momentum_matrix(model, q).ravel().tolist()
+        response.frame_jacobians = np.concatenate([J.ravel() for J in jacobians]).tolist() if jacobians else []
+
+    def _inverse_dynamics_trajectory(self, request, response, settings) -> None:
+        model, trajectory = self.model, request.trajectory
+        points = trajectory.points
+        if not points:
+            raise InvalidInput("invalid", "the trajectory has no points")
+        if len(points) > settings["max_trajectory_points"]:
+            raise InvalidInput("invalid", f"the trajectory has {len(points)} points; max_trajectory_points is "
+                                          f"{settings['max_trajectory_points']}")
+        match = strict_match(self.joints, trajectory.joint_names, "trajectory.joint_names")
+        count = len(points)
+        q = np.tile(model.neutral_configuration(), (count, 1))
+        v, a = np.zeros((count, model.nv)), np.zeros((count, model.nv))
+        q[:, match.q_index] = point_values(match, points, "positions", "trajectory")
+        for field, target in (("velocities", v), ("accelerations", a)):
+            values = point_values(match, points, field, "trajectory")
+            if values is not None:
+                target[:, match.v_index] = values
+        efforts = mbs.inverse_dynamics(model, q, v, a)[:, self.joints.v_index]
+        over_points, over_joints = np.nonzero(np.abs(efforts) > self.limit)
+        response.joint_names = list(self.joints.names)
+        response.efforts = efforts.ravel().tolist()
+        response.violation_points = over_points.tolist()
+        response.violation_joints = [self.joints.names[j] for j in over_joints]
+        response.violation_efforts = efforts[over_points, over_joints].tolist()
+        response.violation_limits = self.limit[over_joints].tolist()
+        if over_points.size:
+            response.message = (f"{over_points.size} efforts exceed the URDF effort limits, at "
+                                f"{np.unique(over_points).size} of {count} points")
+
+    # --- helpers ------------------------------------------------------------
+
+    def _base_part(self, field: str, values) -> slice:
+        """Where a request's floating-base vector goes in v: the base's 6
+        coordinates, or nothing when it is empty; refused on a fixed base."""
+        if not len(values):
+            return slice(0, 0)
+        if self.base is None:
+            raise InvalidInput("invalid", f"model '{self.model.name}' has a fixed base: {field} must be empty")
+        return self.base
+
+    @staticmethod
+    def _base_vector(values, field: str) -> np.ndarray:
+        """[angular; linear] of a Wrench[<=1] or Accel[<=1] (empty: none)."""
+        if not len(values):
+            return np.zeros(0)
+        value = values[0]
+        first, second = (value.torque, value.force) if hasattr(value, "torque") else (value.angular, value.linear)
+        vector = np.array([*vector_values(first), *vector_values(second)])
+        if not np.all(np.isfinite(vector)):
+            raise InvalidInput("invalid", f"{field} has non-finite values")
+        return vector
+
+    # --- reporting ----------------------------------------------------------
+
+    def _publish_diagnostics(self) -> None:
+        with self._lock:
+            counts = dict(self.counts)
+            times = {name: list(values) for name, values in self.answer_times.items()}
+        calls = sum(count for key, count in counts.items() if key.endswith("_calls"))
+        refused = sum(count for key, count in counts.items() if key.endswith("_refused"))
+        values = {"calls": calls, "refused": refused, **dict(sorted(counts.items()))}
+        for name, seconds in sorted(times.items()):
+            values.update(timing_values(name, seconds))
+        self.diagnostics_publisher.publish(diagnostic_array(
+            self, "dynamics server", self.model.name, f"{calls} requests answered, {refused} refused", values,
+            warn=False))
+
+
+main = node_main(DynamicsServerNode, "dynamics_server", multithreaded=True)
 
 if __name__ == "__main__":
     main()

@@ -37,10 +37,9 @@ from array import array
 from collections import Counter, deque
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
-from rcl_interfaces.msg import SetParametersResult
 import rclpy
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.guard_condition import GuardCondition
@@ -52,8 +51,10 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 import mbs_dynamics as mbs
-from mbs_dynamics.ros.conversions import InvalidInput, JointMap, base_state, joint_arrays, stamp_seconds
-from mbs_dynamics.ros.dynamics_node import EMPTY_STRING_ARRAY, DynamicsNode, ParameterSpec, node_main
+from mbs_dynamics.ros.conversions import (InvalidInput, JointMap, base_state, joint_arrays, set_vector,
+                                         stamp_seconds)
+from mbs_dynamics.ros.dynamics_node import (EMPTY_STRING_ARRAY, DynamicsNode, ParameterSpec, diagnostic_array,
+                                           node_main, timing_values)
 from mbs_dynamics_interfaces.msg import CentroidalMomentum
 
 # A 1 kHz stream: never block the publisher; a queue that outlasts a 100 ms stall.
@@ -95,8 +96,7 @@ class InverseDynamicsNode(DynamicsNode):
 
     def on_robot(self, robot) -> None:
         try:
-            self.model = mbs.Model(robot, floating_base=self.parameter("floating_base"),
-                                   mimic=self.parameter("mimic"), gravity=self.parameter("gravity"))
+            self.model = self.build_model(robot)
             self.joints = JointMap(self.model)
             limit = self.model.effort_limit  # a URDF effort of 0 means none given
             self.effort_limit = np.where(np.isfinite(limit) & (limit > 0), limit, np.inf)
@@ -114,7 +114,7 @@ class InverseDynamicsNode(DynamicsNode):
         self._reference_stale = False
         self._derivative = None  # (stamp, v, filtered a)
         self._messages()
-        self.add_on_set_parameters_callback(self._check_parameters)
+        self.check_parameters_at_run_time()
         self.efforts_publisher = self.create_publisher(JointState, "~/joint_efforts", COMMAND_QOS)
         self.command_publisher = self.create_publisher(Float64MultiArray, "~/effort_command", COMMAND_QOS)
         self.momentum_publisher = self.create_publisher(CentroidalMomentum, "~/centroidal_momentum", COMMAND_QOS)
@@ -174,17 +174,6 @@ class InverseDynamicsNode(DynamicsNode):
         contact = mbs.PointContact if value["contact_type"] == "point" else mbs.FrameContact
         value["contacts"] = [contact(frame) for frame in frames]
         return value
-
-    def _check_parameters(self, parameters) -> SetParametersResult:
-        changes = {p.name: p.value for p in parameters}
-        try:
-            settings = self._settings(changes)
-        except ValueError as error:
-            return SetParametersResult(successful=False, reason=str(error))
-        self.settings = settings  # applied at the next message
-        if "diagnostics_period" in changes:
-            self._diagnostics_timer.timer_period_ns = int(settings["diagnostics_period"] * 1e9)
-        return SetParametersResult(successful=True)
 
     # --- inputs -----------------------------------------------------------
 
@@ -374,21 +363,13 @@ class InverseDynamicsNode(DynamicsNode):
             self.get_logger().warning(message)
 
     def _publish_diagnostics(self) -> None:
-        times = np.array(self.compute_times) * 1e6
         dropped = sum(count for key, count in self.counts.items() if key.startswith("dropped_"))
-        status = DiagnosticStatus(name=f"{self.get_name()}: inverse dynamics", hardware_id=self.model.name)
-        status.level = DiagnosticStatus.WARN if dropped else DiagnosticStatus.OK
-        status.message = f"{self.counts['published']} published, {dropped} dropped"
         values = {"received": self.counts["received"], "published": self.counts["published"], "dropped": dropped}
         values.update({key: count for key, count in sorted(self.counts.items()) if key not in values})
-        if times.size:
-            values.update({"compute_us_mean": f"{times.mean():.1f}",
-                           "compute_us_p99": f"{np.percentile(times, 99):.1f}",
-                           "compute_us_max": f"{times.max():.1f}"})
-        status.values = [KeyValue(key=key, value=str(value)) for key, value in values.items()]
-        array = DiagnosticArray(status=[status])
-        array.header.stamp = self.get_clock().now().to_msg()
-        self.diagnostics_publisher.publish(array)
+        values.update(timing_values("compute", self.compute_times))
+        self.diagnostics_publisher.publish(diagnostic_array(
+            self, "inverse dynamics", self.model.name, f"{self.counts['published']} published, {dropped} dropped",
+            values, warn=dropped > 0))
 
 
 class Stream:
@@ -442,11 +423,6 @@ class Stream:
             self.thread.join(2.0)
             self.wake.destroy()
             self.helper.destroy_node()
-
-
-def set_vector(vector, values) -> None:
-    """A geometry_msgs Point or Vector3 from 3 numbers."""
-    vector.x, vector.y, vector.z = float(values[0]), float(values[1]), float(values[2])
 
 
 main = node_main(InverseDynamicsNode, "inverse_dynamics")

@@ -40,6 +40,8 @@ from mbs_dynamics.contact import (
 )
 from mbs_dynamics.integrators import INTEGRATORS, step
 from mbs_dynamics.friction import ContactStep, Ground, contact_step
+from mbs_dynamics.simulation import Simulation, World
+from mbs_dynamics import simulation
 from mbs_dynamics.centroidal import (
     center_of_mass,
     center_of_mass_velocity,
@@ -86,7 +88,10 @@ __all__ = [
     "integrate",
     "inverse_dynamics",
     "nonlinear_effects",
+    "simulation",
+    "Simulation",
     "step",
+    "World",
     "JointDescription",
     "LinkDescription",
     "RobotDescription",

@@ -98,14 +98,18 @@ class ContactStep(tuple):
     forces (k, 3) the mean force on each point over the step, world axes;
     impulses (k, 3) the same as impulses along (n, t1, t2) (pass them back as
     warm_start); active (k,) the points the solver considered; gaps (k,) each
-    point's height above the ground at the start of the step; iterations and
+    point's height above the ground at the start of the step; joint_impulses
+    (nv,) the generalised impulse of the joint limits and joint friction;
+    limits_active the number of joint limits in the solver; iterations and
     residual (the largest violation of the Coulomb law, m/s) of the solver, and
     converged = residual <= tolerance."""
 
-    def __new__(cls, q, v, forces, impulses, active, gaps, iterations, residual, converged):
+    def __new__(cls, q, v, forces, impulses, active, gaps, iterations, residual, converged,
+                joint_impulses=None, limits_active=0):
         result = super().__new__(cls, (q, v))
         result.forces, result.impulses, result.active, result.gaps = forces, impulses, active, gaps
         result.iterations, result.residual, result.converged = iterations, residual, converged
+        result.joint_impulses, result.limits_active = joint_impulses, limits_active
         return result
 
 
@@ -148,13 +152,16 @@ def _disk_minimizer(a, b, c, g1, g2, radius):
 
 
 @njit(cache=True)
-def coulomb_residual(W, u, impulses, friction):
+def coulomb_residual(W, u, impulses, friction, lower, upper):
     """The largest violation of the Coulomb law (module docstring) over the
     points, velocity units: min(λ_n W_nn, u_n) for the normal row (the natural
     map), and |λ_t - P(λ_t - u_t/w)| w for the tangential (P: onto the disk
-    of radius μ λ_n, w: the largest eigenvalue of W_tt)."""
+    of radius μ λ_n, w: the largest eigenvalue of W_tt); and for each single
+    row after the points (a joint limit or joint friction), bounded to
+    [lower, upper], |λ - clip(λ - u/W_rr)| W_rr."""
     worst = 0.0
-    for k in range(friction.shape[0]):
+    points = friction.shape[0]
+    for k in range(points):
         n = 3 * k
         worst = max(worst, abs(min(impulses[n] * W[n, n], u[n])))
         a, b, c = W[n + 1, n + 1], W[n + 1, n + 2], W[n + 2, n + 2]
@@ -167,6 +174,11 @@ def coulomb_residual(W, u, impulses, friction):
         if norm > radius:
             x1, x2 = x1 * radius / norm, x2 * radius / norm
         worst = max(worst, np.sqrt((impulses[n + 1] - x1) ** 2 + (impulses[n + 2] - x2) ** 2) * w)
+    for j in range(lower.shape[0]):
+        r = 3 * points + j
+        w = W[r, r]
+        if w > 0.0:
+            worst = max(worst, abs(impulses[r] - min(max(impulses[r] - u[r] / w, lower[j]), upper[j])) * w)
     return worst
 
 
@@ -178,9 +190,10 @@ def _add_column(W, u, column, change):
 
 
 @njit(cache=True)
-def _sweep(W, friction, impulses, u):
-    """One projected block Gauss-Seidel sweep over the points."""
-    for k in range(friction.shape[0]):
+def _sweep(W, friction, lower, upper, impulses, u):
+    """One projected block Gauss-Seidel sweep over the points, then the single rows."""
+    points = friction.shape[0]
+    for k in range(points):
         n, t1, t2 = 3 * k, 3 * k + 1, 3 * k + 2
         if not W[n, n] > 0.0:  # a point no coordinate moves
             continue
@@ -194,6 +207,12 @@ def _sweep(W, friction, impulses, u):
         _add_column(W, u, t1, x1 - impulses[t1])
         _add_column(W, u, t2, x2 - impulses[t2])
         impulses[t1], impulses[t2] = x1, x2
+    for j in range(lower.shape[0]):
+        r = 3 * points + j
+        if W[r, r] > 0.0:
+            value = min(max(impulses[r] - u[r] / W[r, r], lower[j]), upper[j])
+            _add_column(W, u, r, value - impulses[r])
+            impulses[r] = value
 
 
 @njit(cache=True)
@@ -206,28 +225,31 @@ def _residual_velocity(W, c, impulses, u):
 
 
 @njit(cache=True)
-def _polish(W, c, friction, impulses, u, residual):
-    """Solve for the points that stick (pressed, strictly inside their cones)
-    as bilateral, u = 0, the others' impulses held: the exact answer in one
-    step when the sticking set is right, which Gauss-Seidel approaches slowly
-    when the contacts are redundant (the corners of a sole). W_SS is singular
-    then: a dense factor of W_SS + ε 1 with iterative refinement (proximal point
+def _polish(W, c, friction, lower, upper, impulses, u, residual):
+    """Solve for the rows that hold (the points that stick: pressed, strictly
+    inside their cones; the single rows strictly inside their bounds) as
+    bilateral, u = 0, the others' impulses held: the exact answer in one step
+    when that set is right, which Gauss-Seidel approaches slowly when the
+    contacts are redundant (the corners of a sole). W_SS is singular then: a
+    dense factor of W_SS + ε 1 with iterative refinement (proximal point
     iterations) converges to a solution. Kept if its residual is smaller;
     returns the residual."""
-    sticking = np.empty(friction.shape[0], dtype=np.int64)
-    count = 0
-    for k in range(friction.shape[0]):
+    points = friction.shape[0]
+    rows = np.empty(W.shape[0], dtype=np.int64)
+    m = 0
+    for k in range(points):
         n = 3 * k
         if impulses[n] > 0.0 and np.hypot(impulses[n + 1], impulses[n + 2]) < friction[k] * impulses[n] * (1 - 1e-9):
-            sticking[count] = k
-            count += 1
-    if count == 0:
+            for a in range(3):
+                rows[m] = n + a
+                m += 1
+    for j in range(lower.shape[0]):
+        r = 3 * points + j
+        if lower[j] < impulses[r] < upper[j]:
+            rows[m] = r
+            m += 1
+    if m == 0:
         return residual
-    m = 3 * count
-    rows = np.empty(m, dtype=np.int64)
-    for i in range(count):
-        for a in range(3):
-            rows[3 * i + a] = 3 * sticking[i] + a
     A = np.empty((m, m))
     largest = 0.0
     for i in range(m):
@@ -251,7 +273,7 @@ def _polish(W, c, friction, impulses, u, residual):
         for i in range(m):
             candidate[rows[i]] -= step[i]
     _residual_velocity(W, c, candidate, velocity)
-    polished = coulomb_residual(W, velocity, candidate, friction)
+    polished = coulomb_residual(W, velocity, candidate, friction, lower, upper)
     if polished < residual:
         impulses[:] = candidate
         u[:] = velocity
@@ -264,20 +286,23 @@ POLISH_EVERY = 8
 
 
 @njit(cache=True)
-def solve_coulomb(W, c, friction, impulses, tolerance, max_iterations, u):
-    """Impulses λ (3 per point, rows n, t1, t2; in: the warm start) with
-    u = W λ + c obeying the Coulomb law of each point (module docstring), by
-    projected block Gauss-Seidel, polished every POLISH_EVERY sweeps by a
-    direct solve of the sticking points. Returns (sweeps, residual in m/s)."""
+def solve_coulomb(W, c, friction, lower, upper, impulses, tolerance, max_iterations, u):
+    """Impulses λ (in: the warm start) with u = W λ + c obeying, for each point
+    (rows n, t1, t2; friction: one μ per point), the Coulomb law (module
+    docstring), and for each single row after them (lower, upper: its bounds;
+    a joint limit is [0, inf), joint friction [-f dt, f dt]) the projection
+    law: λ at a bound with u pushing it there, or u = 0 inside. Projected block
+    Gauss-Seidel, polished every POLISH_EVERY sweeps by a direct solve of the
+    rows that hold. Returns (sweeps, residual in m/s or rad/s)."""
     _residual_velocity(W, c, impulses, u)
-    residual = coulomb_residual(W, u, impulses, friction)
+    residual = coulomb_residual(W, u, impulses, friction, lower, upper)
     if residual <= tolerance:
         return 0, residual
     for sweep in range(1, max_iterations + 1):
-        _sweep(W, friction, impulses, u)
-        residual = coulomb_residual(W, u, impulses, friction)
+        _sweep(W, friction, lower, upper, impulses, u)
+        residual = coulomb_residual(W, u, impulses, friction, lower, upper)
         if residual > tolerance and sweep % POLISH_EVERY == 0:
-            residual = _polish(W, c, friction, impulses, u, residual)
+            residual = _polish(W, c, friction, lower, upper, impulses, u, residual)
         if residual <= tolerance:
             return sweep, residual
     return max_iterations, residual
@@ -286,10 +311,16 @@ def solve_coulomb(W, c, friction, impulses, tolerance, max_iterations, u):
 @njit(cache=True)
 def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points, axes, height, friction,
                         restitution, stabilization, margin, tolerance, max_iterations, warm_start,
-                        v_out, impulses_out, gaps, touching, info, buffer):
+                        damping, limit_q, limit_v, limit_lower, limit_upper, joint_friction,
+                        v_out, impulses_out, gaps, touching, joint_impulses, info, buffer):
     """One time step's velocity v_out (module docstring); impulses_out (k, 3) along
     the contact axes, gaps (k,), touching (k,) 1 for the points in the solver,
-    and info = (sweeps, residual, their number).
+    joint_impulses (nv,) what the joint limits and joint friction applied,
+    and info = (sweeps, residual, points in the solver, joint limits in it).
+    Joints: damping (nv,) viscous, implicit: (M + dt D) v⁺ = M v + dt (tau - h)
+    + impulses; position limits of the coordinates limit_q (velocity index
+    limit_v) as unilateral rows; Coulomb friction joint_friction (nv,) as rows
+    bounded to ±friction dt.
     Returns OK, INVALID_INPUT or SINGULAR_MASS_MATRIX."""
     arrays = unpack_model(packed)
     if invalid(arrays, q, v, tau):
@@ -302,13 +333,17 @@ def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points,
     rnea_kernel(packed, q, v, zero, np.empty((0, 6)), h, buffer)
     positions, rotations = np.empty((npoints, 3)), np.empty((npoints, 3, 3))
     jacobians, motion = np.empty((npoints, 6, nv)), np.empty((npoints, 2, 6))
-    no_rotation = np.zeros((npoints, 3, 3))  # only the points' positions and velocities matter
-    frames_motion_kernel(packed, q, v, bodies, no_rotation, local_points, jacobians, motion, rotations, positions,
-                         buffer)
+    if npoints:
+        no_rotation = np.zeros((npoints, 3, 3))  # only the points' positions and velocities matter
+        frames_motion_kernel(packed, q, v, bodies, no_rotation, local_points, jacobians, motion, rotations,
+                             positions, buffer)
     point_jacobians = jacobians[:, 3:, :]  # and motion[:, 0, 3:] = the points' velocities
+    v_free = tau - h
+    for r in range(nv):
+        M[r, r] += dt * damping[r]
+        v_free[r] -= damping[r] * v[r]
     if ltl_factor(M, dof_parent) >= 0:
         return SINGULAR_MASS_MATRIX
-    v_free = tau - h
     ltl_solve(M, dof_parent, v_free)
     for r in range(nv):
         v_free[r] = v[r] + dt * v_free[r]
@@ -336,16 +371,39 @@ def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points,
         active[count] = k
         bias[count] = b
         count += 1
+    # single rows: the limits a coordinate is at or would pass within the step (sign +1: lower, -1: upper),
+    # then every coordinate with friction
+    nlimits = limit_q.shape[0]
+    single_v = np.empty(2 * nlimits + nv, dtype=np.int64)
+    single_sign = np.empty(2 * nlimits + nv)
+    single_bias = np.empty(2 * nlimits + nv)
+    singles = 0
+    for j in range(nlimits):
+        iv = limit_v[j]
+        for sign in (1.0, -1.0):
+            gap = q[limit_q[j]] - limit_lower[j] if sign > 0 else limit_upper[j] - q[limit_q[j]]
+            if gap + dt * min(0.0, sign * v_free[iv]) > margin:
+                continue
+            single_v[singles], single_sign[singles] = iv, sign
+            single_bias[singles] = gap / dt if gap > 0.0 else stabilization * gap / dt
+            singles += 1
+    limit_rows = singles
+    for iv in range(nv):
+        if joint_friction[iv] > 0.0:
+            single_v[singles], single_sign[singles], single_bias[singles] = iv, 1.0, 0.0
+            singles += 1
     impulses_out[:] = 0.0
-    info[0], info[1], info[2] = 0.0, 0.0, count
-    if count == 0:
+    joint_impulses[:] = 0.0
+    info[0], info[1], info[2], info[3] = 0.0, 0.0, count, limit_rows
+    m = 3 * count + singles
+    if m == 0:
         v_out[:] = v_free
         return OK
-    m = 3 * count
     Y = np.zeros((m, nv))  # rows G, then L^-T G^T: W = Y Y^T
     c = np.empty(m)
     impulses = np.empty(m)
     mu = np.full(count, friction)
+    lower, upper = np.zeros(singles), np.full(singles, np.inf)
     for i in range(count):
         k = active[i]
         for a in range(3):
@@ -359,6 +417,14 @@ def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points,
             c[row] = total
             impulses[row] = warm_start[k, a]
         impulses[3 * i] = max(impulses[3 * i], 0.0)
+    for j in range(singles):
+        row = 3 * count + j
+        iv = single_v[j]
+        Y[row, iv] = single_sign[j]
+        c[row] = single_sign[j] * v_free[iv] + single_bias[j]
+        impulses[row] = 0.0
+        if j >= limit_rows:
+            lower[j], upper[j] = -joint_friction[iv] * dt, joint_friction[iv] * dt
     for row in range(m):
         ltl_solve_transposed(M, dof_parent, Y[row])
     W = np.empty((m, m))
@@ -370,7 +436,7 @@ def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points,
             W[r, s] = total
             W[s, r] = total
     u = np.empty(m)
-    sweeps, residual = solve_coulomb(W, c, mu, impulses, tolerance, max_iterations, u)
+    sweeps, residual = solve_coulomb(W, c, mu, lower, upper, impulses, tolerance, max_iterations, u)
     change = np.zeros(nv)  # M⁻¹ G^T λ = L⁻¹ Y^T λ
     for row in range(m):
         for col in range(nv):
@@ -381,6 +447,8 @@ def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points,
     for i in range(count):
         for a in range(3):
             impulses_out[active[i], a] = impulses[3 * i + a]
+    for j in range(singles):
+        joint_impulses[single_v[j]] += single_sign[j] * impulses[3 * count + j]
     info[0], info[1] = sweeps, residual
     return OK
 
@@ -388,11 +456,11 @@ def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points,
 @lru_cache(maxsize=32)
 def _resolve(model: Model, points: tuple) -> tuple[np.ndarray, np.ndarray]:
     """(bodies, points in body coordinates) of PointContacts."""
-    if not points:
-        raise ValueError("no contact points given")
     for point in points:
         if not isinstance(point, PointContact):
             raise ValueError(f"contact points must be PointContact(frame, point), got {point!r}")
+    if not points:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 3))
     offsets = np.array([np.asarray(point.point, dtype=float) for point in points])
     if offsets.shape != (len(points), 3) or not np.all(np.isfinite(offsets)):
         raise ValueError(f"contact points must be 3 finite numbers each, got {[p.point for p in points]}")
@@ -400,16 +468,40 @@ def _resolve(model: Model, points: tuple) -> tuple[np.ndarray, np.ndarray]:
     return bodies, np.einsum("kij,kj->ki", rotations, offsets) + translations
 
 
-def contact_step(model: Model, q, v, tau, dt: float, points, ground: Ground = Ground(), *, warm_start=None,
+@lru_cache(maxsize=32)
+def position_limits(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(q indices, v indices, lower, upper) of the one-coordinate joints with a
+    finite position limit (URDF revolute and prismatic joints)."""
+    rows = []
+    for body, name in enumerate(model.body_joint_names):
+        if name not in model.joint_names or model.nv_joint[body] != 1:
+            continue  # a fixed joint, a mimic joint following its master, a floating or planar joint
+        qi, vi = int(model.q_start[body]), int(model.v_start[body])
+        lower, upper = model.lower_position_limit[qi], model.upper_position_limit[qi]
+        if np.isfinite(lower) or np.isfinite(upper):
+            rows.append((qi, vi, lower, upper))
+    limit_q = np.array([r[0] for r in rows], dtype=np.int64)
+    limit_v = np.array([r[1] for r in rows], dtype=np.int64)
+    return limit_q, limit_v, np.array([r[2] for r in rows], dtype=float), np.array([r[3] for r in rows], dtype=float)
+
+
+def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground = Ground(), *, warm_start=None,
                  tolerance: float = 1e-10, max_iterations: int = 200, stabilization: float = 0.2,
-                 margin: float = 1e-4) -> ContactStep:
+                 margin: float = 1e-4, joint_limits: bool = False, joint_damping: bool = False,
+                 joint_friction: bool = False) -> ContactStep:
     """One time step of `dt` with the `points` (PointContact: a point fixed in a
     frame) in unilateral frictional contact with `ground` (module docstring):
     semi-implicit Euler with contact impulses, first order. warm_start: the
     previous step's `impulses`. Points within `margin` (m) of the ground, or
     predicted to reach it within the step, enter the solver; it stops at
     `tolerance` (m/s) or after `max_iterations` sweeps (then converged is False
-    and the step is the last sweep's)."""
+    and the step is the last sweep's).
+
+    The joints, from the URDF: joint_limits holds the position limits as
+    unilateral constraints (entering the solver as the points do);
+    joint_damping applies the viscous damping, implicitly; joint_friction the
+    Coulomb friction, as impulses bounded by friction x dt that stop a joint
+    they can hold."""
     dt = float(dt)
     if not np.isfinite(dt) or dt <= 0:
         raise ValueError(f"dt must be a positive finite number, got {dt}")
@@ -426,13 +518,17 @@ def contact_step(model: Model, q, v, tau, dt: float, points, ground: Ground = Gr
         warm_start = np.asarray(warm_start, dtype=float)
         if warm_start.shape != (npoints, 3):
             raise ValueError(f"warm_start must have shape ({npoints}, 3), got {warm_start.shape}")
-    v_out, impulses, gaps, info = np.empty(model.nv), np.empty((npoints, 3)), np.empty(npoints), np.empty(3)
-    touching = np.empty(npoints, dtype=np.int64)
+    limits = position_limits(model) if joint_limits else _NO_LIMITS
+    damping = model.damping if joint_damping else np.zeros(model.nv)
+    friction = model.friction if joint_friction else np.zeros(model.nv)
+    v_out, impulses, gaps, info = np.empty(model.nv), np.empty((npoints, 3)), np.empty(npoints), np.empty(4)
+    touching, joint_impulses = np.empty(npoints, dtype=np.int64), np.empty(model.nv)
     axes = ground.contact_axes
     status = contact_step_kernel(model.packed, model.dof_parent, q, v, tau, dt, bodies, local_points, axes,
                                  float(ground.height), float(ground.friction), float(ground.restitution),
                                  float(stabilization), float(margin), float(tolerance), int(max_iterations),
-                                 warm_start, v_out, impulses, gaps, touching, info, scratch(model))
+                                 warm_start, damping, *limits, friction, v_out, impulses, gaps, touching,
+                                 joint_impulses, info, scratch(model))
     if status == INVALID_INPUT:
         inputs.explain(model, q, (v, "v"), (tau, "tau"))
     if status == SINGULAR_MASS_MATRIX:
@@ -442,4 +538,7 @@ def contact_step(model: Model, q, v, tau, dt: float, points, ground: Ground = Gr
     forces = impulses @ axes / dt
     residual = float(info[1])
     return ContactStep(q_out, v_out, forces, impulses, touching.astype(bool), gaps, int(info[0]), residual,
-                       residual <= tolerance)
+                       residual <= tolerance, joint_impulses, int(info[3]))
+
+
+_NO_LIMITS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0))

@@ -254,7 +254,7 @@ def test_solver_residual_is_the_coulomb_law_violation():
         c = rng.normal(size=3 * points)
         mu = rng.uniform(0.1, 1.5, size=points)
         impulses, u = np.zeros(3 * points), np.empty(3 * points)
-        sweeps, residual = solve_coulomb(W, c, mu, impulses, 1e-12, 5000, u)
+        sweeps, residual = solve_coulomb(W, c, mu, np.zeros(0), np.zeros(0), impulses, 1e-12, 5000, u)
         assert residual <= 1e-12 and sweeps < 5000
         close(u, W @ impulses + c, 1e-12)
         for k in range(points):
@@ -338,3 +338,70 @@ def test_frames_motion_against_frame_kinematics():
         close(jacobians[i], mbs.frame_jacobian(model, q, name, "hybrid"), 1e-12)
         close(motion[i, 0], mbs.frame_velocity(model, q, v, name, "hybrid"), 1e-12)
         close(motion[i, 1], mbs.frame_bias_acceleration(model, q, v, name, "hybrid"), 1e-12)
+
+
+def rod(axis="0 0 1", damping=0.0, friction=0.0, lower=-10.0, upper=10.0):
+    """A 1 kg point-like mass 0.5 m from a revolute joint: I = 0.25 kg m² about
+    the axis (z: a turntable, gravity does not act on it; y: a pendulum)."""
+    return mbs.Model.from_urdf_string(f"""<robot name="rod"><link name="base"/>
+<link name="rod"><inertial><origin xyz="0.5 0 0"/><mass value="1.0"/>
+<inertia ixx="1e-6" iyy="1e-6" izz="1e-6" ixy="0" ixz="0" iyz="0"/></inertial></link>
+<joint name="hinge" type="revolute"><parent link="base"/><child link="rod"/><axis xyz="{axis}"/>
+<limit lower="{lower}" upper="{upper}" effort="100" velocity="10"/>
+<dynamics damping="{damping}" friction="{friction}"/></joint></robot>""")
+
+
+def test_joint_damping_is_implicit_and_exact_per_step():
+    inertia, damping = 0.25 + 1e-6, 0.5
+    model = rod(damping=damping)
+    q, v = np.zeros(1), np.array([2.0])
+    for _ in range(1000):
+        q, v = mbs.contact_step(model, q, v, np.zeros(1), DT, joint_damping=True)
+    close(v, 2.0 * (1 + DT * damping / inertia) ** -1000, 1e-12)  # implicit Euler, step by step
+    assert abs(v[0] - 2.0 * np.exp(-damping / inertia)) < 2e-3  # and the exact decay, to first order
+    q, v = mbs.contact_step(model, np.zeros(1), np.array([2.0]), np.zeros(1), DT)  # off by default
+    assert v[0] == 2.0
+
+
+def test_joint_friction_stops_the_joint_and_holds_it():
+    inertia, friction = 0.25 + 1e-6, 0.3
+    model = rod(friction=friction)
+    q, v = np.zeros(1), np.array([1.0])
+    velocities = []
+    for _ in range(1200):
+        result = mbs.contact_step(model, q, v, np.zeros(1), DT, joint_friction=True)
+        assert result.converged
+        q, v = result
+        velocities.append(v[0])
+    stop = 1.0 * inertia / friction  # decelerates at f / I until it stops, then stays
+    k = int(stop / DT)
+    close(velocities[: k - 1], 1.0 - friction / inertia * DT * np.arange(1, k), 1e-9)
+    assert np.all(np.abs(velocities[k + 1:]) < 1e-15)  # stopped, to rounding
+    close(q, 0.5 * 1.0 * stop, 2e-3)
+    # a torque below the friction does not move it; above, the excess accelerates it
+    result = mbs.contact_step(model, q, np.zeros(1), np.array([0.29]), DT, joint_friction=True)
+    assert abs(result[1][0]) < 1e-15 and abs(result.joint_impulses[0] + 0.29 * DT) < 1e-12
+    result = mbs.contact_step(model, q, np.zeros(1), np.array([0.5]), DT, joint_friction=True)
+    close(result[1], [(0.5 - friction) / inertia * DT], 1e-12)
+
+
+def test_pendulum_falls_onto_its_joint_limit_and_rests_there():
+    """A pendulum (hinge about y, gravity -z) released horizontal swings down,
+    the way gravity turns it, onto a limit 0.3 rad away."""
+    free = rod(axis="0 1 0")
+    q, v = np.zeros(1), np.zeros(1)
+    direction = np.sign(mbs.forward_dynamics(free, q, v, np.zeros(1))[0])
+    lower, upper = (-10.0, 0.3) if direction > 0 else (-0.3, 10.0)
+    stop = 0.3 * direction
+    model = rod(axis="0 1 0", lower=lower, upper=upper)
+    for _ in range(2000):
+        result = mbs.contact_step(model, q, v, np.zeros(1), DT, joint_limits=True)
+        assert result.converged
+        q, v = result
+        assert direction * (q[0] - stop) <= 1e-9  # never past the limit
+    close(q, [stop], 1e-9)
+    assert abs(v[0]) < 1e-9 and result.limits_active == 1
+    # resting on it, the limit carries the gravity torque
+    close(result.joint_impulses / DT, mbs.inverse_dynamics(model, q, np.zeros(1), np.zeros(1)), 1e-6)
+    without = mbs.contact_step(model, q, np.zeros(1), np.zeros(1), DT)
+    assert direction * (without[0][0] - stop) > 0  # without limits it passes

@@ -1,0 +1,128 @@
+"""A robot in a world: gravity, a ground plane touched at listed points, and
+the joints' URDF position limits, damping and friction; the state (t, q, v)
+advanced by step(tau). What the simulator node integrates, without ROS.
+
+Every step is first taken by velocity-level time stepping (friction.contact_step:
+semi-implicit Euler with the contact, limit and joint-friction impulses,
+damping implicit). With integrator 'rk4' or 'rkmk4', a step in which no
+constraint engages (no point within reach of the ground, no joint at or
+reaching a limit, no joint friction) is taken again by that integrator, with
+the damping as a force: smooth motion gets its order, and contacts and limits
+their impulses (first order).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mbs_dynamics import inputs
+from mbs_dynamics.aba import forward_dynamics
+from mbs_dynamics.contact import PointContact
+from mbs_dynamics.friction import ContactStep, Ground, contact_step, position_limits
+from mbs_dynamics.integrators import INTEGRATORS, step
+from mbs_dynamics.model import Model
+
+
+@dataclass(frozen=True)
+class World:
+    """What the robot meets: `ground` (None: no ground) touched at
+    `contact_points` (PointContact: points fixed in link frames, e.g. the
+    feet), and which of the joints' URDF properties act."""
+
+    ground: Ground | None = field(default_factory=Ground)
+    contact_points: tuple = ()
+    joint_limits: bool = True
+    joint_damping: bool = True
+    joint_friction: bool = True
+
+    def __post_init__(self):
+        points = tuple(self.contact_points)
+        for point in points:
+            if not isinstance(point, PointContact):
+                raise ValueError(f"contact points must be PointContact(frame, point), got {point!r}")
+        if points and self.ground is None:
+            raise ValueError("contact points need a ground")
+        object.__setattr__(self, "contact_points", points)
+
+
+def initial_configuration(model: Model, positions: dict | None = None) -> np.ndarray:
+    """The neutral configuration moved inside the joint limits (a joint whose
+    neutral 0 lies outside them starts at their middle), then `positions`
+    (joint name -> value) applied, each checked against its limits."""
+    q = model.neutral_configuration()
+    limit_q, _, lower, upper = position_limits(model)
+    outside = (q[limit_q] < lower) | (q[limit_q] > upper)
+    q[limit_q[outside]] = 0.5 * (lower[outside] + upper[outside])
+    for name, value in (positions or {}).items():
+        index = model.q_index(name)
+        value = float(value)
+        low, high = model.lower_position_limit[index], model.upper_position_limit[index]
+        if not (np.isfinite(value) and low <= value <= high):
+            raise ValueError(f"initial position {value} of joint '{name}' is outside its limits [{low}, {high}]")
+        q[index] = value
+    return q
+
+
+class Simulation:
+    """The state (time, q, v) of `model` in `world`, advanced by step(tau) at dt
+    (module docstring). `last` is the last step's ContactStep (its contact
+    forces, solver sweeps and residual)."""
+
+    def __init__(self, model: Model, world: World = World(), dt: float = 1e-3,
+                 integrator: str = "semi_implicit_euler", q=None, v=None):
+        if integrator not in INTEGRATORS:
+            raise ValueError(f"integrator must be one of {', '.join(INTEGRATORS)}, got {integrator!r}")
+        dt = float(dt)
+        if not np.isfinite(dt) or dt <= 0:
+            raise ValueError(f"dt must be a positive finite number, got {dt}")
+        self.model, self.world, self.dt, self.integrator = model, world, dt, integrator
+        self._smooth_possible = integrator != "semi_implicit_euler" and not (
+            world.joint_friction and np.any(model.friction > 0))
+        self.initial_q = initial_configuration(model) if q is None else inputs.configuration(model, q, batch=False)
+        self.initial_v = np.zeros(model.nv) if v is None else inputs.vector(model, v, model.nv, "v", batch=False)
+        self.reset()
+
+    def reset(self, q=None, v=None) -> None:
+        """Back to time 0 at (q, v), by default the initial state."""
+        q = self.initial_q if q is None else inputs.configuration(self.model, q, batch=False)
+        v = self.initial_v if v is None else inputs.vector(self.model, v, self.model.nv, "v", batch=False)
+        self.set_state(q, v)
+        self.time = 0.0
+
+    def set_state(self, q, v) -> None:
+        """Put the robot at (q, v) now (quaternions normalised); time goes on."""
+        q = np.array(inputs.configuration(self.model, q, batch=False))
+        for start, _ in self.model.quaternions:
+            q[start:start + 4] /= np.linalg.norm(q[start:start + 4])
+        self.q, self.v = q, np.array(inputs.vector(self.model, v, self.model.nv, "v", batch=False))
+        self._warm_start = np.zeros((len(self.world.contact_points), 3))
+        self.last: ContactStep | None = None
+
+    @property
+    def contact_forces(self) -> np.ndarray:
+        """(k, 3) the mean force of the ground on each contact point over the
+        last step, world axes."""
+        if self.last is None:
+            return np.zeros((len(self.world.contact_points), 3))
+        return self.last.forces
+
+    def step(self, tau) -> ContactStep:
+        """One step of dt under the joint efforts tau (nv,)."""
+        world, model = self.world, self.model
+        tau = inputs.vector(model, tau, model.nv, "tau", batch=False)
+        result = contact_step(model, self.q, self.v, tau, self.dt, world.contact_points,
+                              world.ground if world.ground is not None else Ground(),
+                              warm_start=self._warm_start, joint_limits=world.joint_limits,
+                              joint_damping=world.joint_damping, joint_friction=world.joint_friction)
+        if self._smooth_possible and not result.active.any() and result.limits_active == 0:
+            damping = model.damping if world.joint_damping else 0.0
+            q, v = step(model, self.q, self.v, None, self.dt, self.integrator,
+                        acceleration=lambda q, v: forward_dynamics(model, q, v, tau - damping * v))
+            result = ContactStep(q, v, result.forces, result.impulses, result.active, result.gaps, 0, 0.0, True,
+                                 np.zeros(model.nv), 0)
+        self.q, self.v = result
+        self._warm_start = result.impulses
+        self.time += self.dt
+        self.last = result
+        return result

@@ -1,0 +1,110 @@
+"""The simulation core (mbs.Simulation): a falling body against ½ g t², a
+passive pendulum's energy under each integrator, Solo-12 dropped onto the
+ground settling and standing, the initial state inside the joint limits."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from oracles import robot_path
+from test_friction import BOX, FEET, G, rod, solo12_standing
+from test_model_and_rnea import close
+
+import mbs_dynamics as mbs
+
+DT = 1e-3
+
+
+def energy(model, q, v):
+    """Kinetic ½ vᵀ M v plus potential m g z_CoM (gravity -z)."""
+    return 0.5 * v @ mbs.mass_matrix(model, q) @ v + model.total_mass * G * mbs.center_of_mass(model, q)[2]
+
+
+@pytest.mark.parametrize("integrator", mbs.INTEGRATORS)
+def test_a_falling_body_follows_half_g_t_squared(integrator):
+    model = mbs.Model.from_urdf_string(BOX, floating_base=True)
+    q0 = model.neutral_configuration()
+    q0[2] = 10.0
+    simulation = mbs.Simulation(model, mbs.World(ground=None), DT, integrator, q=q0)
+    heights = []
+    for _ in range(1000):
+        simulation.step(np.zeros(model.nv))
+        heights.append(simulation.q[2])
+    t = DT * np.arange(1, 1001)
+    if integrator == "semi_implicit_euler":  # v_n = -g n dt, z_n = z0 - g dt² n(n+1)/2: ½ g t² within g dt t / 2
+        close(heights, 10.0 - G * DT**2 * np.arange(1, 1001) * np.arange(2, 1002) / 2, 1e-12)
+        assert np.max(np.abs(np.array(heights) - (10.0 - 0.5 * G * t**2))) <= 0.5 * G * DT * 1.0 + 1e-12
+    else:  # exact for constant acceleration
+        close(heights, 10.0 - 0.5 * G * t**2, 1e-12)
+    assert simulation.time == pytest.approx(1.0)
+    close(simulation.v, [0, 0, 0, 0, 0, -G], 1e-9)
+
+
+@pytest.mark.parametrize("integrator, drift", [("semi_implicit_euler", 3e-3), ("rk4", 1e-10), ("rkmk4", 1e-10)])
+def test_passive_pendulum_energy_stays_within_the_integrators_drift(integrator, drift):
+    """A pendulum (1 kg at 0.5 m) released horizontal, 5 s (3 swings): the energy
+    error, relative to m g L, of symplectic Euler stays bounded (no trend from
+    the first second to the last); RK4's is at its fourth order."""
+    model = rod(axis="0 1 0")
+    simulation = mbs.Simulation(model, mbs.World(ground=None, joint_limits=False), DT, integrator, q=np.zeros(1))
+    start = energy(model, simulation.q, simulation.v)
+    errors, angles = [], []
+    for _ in range(5000):
+        simulation.step(np.zeros(1))
+        errors.append(energy(model, simulation.q, simulation.v) - start)
+        angles.append(simulation.q[0])
+    errors = np.abs(errors) / (G * 0.5)
+    assert errors.max() < drift, errors.max()
+    if integrator == "semi_implicit_euler":  # bounded: the last second no worse than the first, give or take
+        assert errors[4000:].max() < 1.5 * errors[:1000].max()
+    assert np.max(np.abs(angles)) > 3.0  # it swung through the bottom to the other side
+
+
+def test_solo12_dropped_on_the_ground_settles_and_stands():
+    model, stance = solo12_standing()
+    points = tuple(mbs.PointContact(foot) for foot in FEET)
+    q0 = stance.copy()
+    q0[2] += 0.1  # 10 cm above its standing height
+    simulation = mbs.Simulation(model, mbs.World(mbs.Ground(friction=0.8), points), DT, q=q0)
+    feedforward, _ = mbs.contact_inverse_dynamics(model, stance, np.zeros(model.nv), np.zeros(model.nv),
+                                                  list(points))
+    joints = slice(6, model.nv)
+    lowest = np.inf
+    for _ in range(3000):  # the standing torques and a joint PD
+        tau = feedforward.copy()
+        tau[joints] -= 20.0 * (simulation.q[7:] - stance[7:]) + 0.5 * simulation.v[joints]
+        result = simulation.step(tau)
+        assert result.converged and result.gaps.min() > -1e-3
+        lowest = min(lowest, simulation.q[2])
+    assert lowest < stance[2] + 0.01  # it fell and landed
+    assert np.abs(simulation.v).max() < 1e-6  # settled
+    close(simulation.q[2], stance[2], 2e-2)
+    forces = simulation.contact_forces
+    close(forces.sum(axis=0), [0, 0, model.total_mass * G], 1e-4)  # the feet carry it
+    assert np.all(result.active)
+
+
+def test_initial_state_lies_within_the_joint_limits():
+    model = mbs.Model.from_urdf_file(robot_path("panda"))
+    q = mbs.simulation.initial_configuration(model)
+    assert np.all(q >= model.lower_position_limit) and np.all(q <= model.upper_position_limit)
+    joint4 = model.q_index("panda_joint4")  # limits [-3.07, -0.07]: 0 is outside, the middle is taken
+    close(q[joint4], 0.5 * (model.lower_position_limit[joint4] + model.upper_position_limit[joint4]), 1e-12)
+    q = mbs.simulation.initial_configuration(model, {"panda_joint1": 0.5})
+    assert q[model.q_index("panda_joint1")] == 0.5
+    with pytest.raises(ValueError, match="outside its limits"):
+        mbs.simulation.initial_configuration(model, {"panda_joint4": 0.5})
+    with pytest.raises(ValueError, match="no joint 'elbow'"):
+        mbs.simulation.initial_configuration(model, {"elbow": 0.5})
+    with pytest.raises(ValueError, match="need a ground"):
+        mbs.World(ground=None, contact_points=(mbs.PointContact("panda_hand"),))
+
+
+def test_a_limit_and_damping_act_in_the_simulation():
+    """The pendulum of test_friction, with damping and a limit, under RK4: it
+    swings freely (RK4 steps) until it meets the limit, then rests on it."""
+    model = rod(axis="0 1 0", damping=0.05, lower=-0.3, upper=0.3)
+    simulation = mbs.Simulation(model, mbs.World(ground=None), DT, "rk4", q=np.zeros(1))
+    for _ in range(3000):
+        simulation.step(np.zeros(1))
+        assert abs(simulation.q[0]) <= 0.3 + 1e-9
+    assert abs(abs(simulation.q[0]) - 0.3) < 1e-9 and abs(simulation.v[0]) < 1e-9

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-MESSAGES = ["BaseState", "CentroidalMomentum", "Contact", "ContactWrench"]
-SERVICES = ["DynamicsTerms", "ForwardDynamics", "Impact", "InverseDynamics", "InverseDynamicsTrajectory"]
+MESSAGES = ["BaseState", "CentroidalMomentum", "Contact", "ContactWrench", "ContactWrenches"]
+SERVICES = ["DynamicsTerms", "ForwardDynamics", "Impact", "InverseDynamics", "InverseDynamicsTrajectory", "SetState",
+            "Step"]
 
 SCALARS = {
     "boolean": True, "double": 1.25, "float": 0.5, "string": "link_a",

@@ -1,0 +1,138 @@
+"""The simulator node over real DDS, in its own process: its steps equal the
+core's Simulation step for step; effort commands by array and by name; the
+services; bad commands counted."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from oracles import robot_path
+from ros_processes import executable, wait_for_node
+from test_model_and_rnea import close
+
+import mbs_dynamics as mbs
+
+
+class Simulator:
+    """A simulator process and what its test needs from it."""
+
+    def __init__(self, start_process, test_node, robot, name, *parameters, remaps=()):
+        import rclpy  # noqa: F401
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Float64MultiArray
+        from std_srvs.srv import SetBool, Trigger
+
+        from mbs_dynamics_interfaces.srv import SetState, Step
+
+        self.node, self.name = test_node, name
+        self.process = start_process([
+            executable("simulator_node"), "--ros-args", "-r", f"__node:={name}",
+            "-p", f"robot_description_file:={robot_path(robot)}", "-p", "diagnostics_period:=0.2",
+            *[a for r in remaps for a in ("-r", r)], *[a for p in parameters for a in ("-p", p)]])
+        self.process.wait_for(f"\\[{name}\\]: simulating")
+        wait_for_node(test_node, name)
+        self.states = []
+        test_node.create_subscription(JointState, "/joint_states", self.states.append, 10)
+        self.command = test_node.create_publisher(Float64MultiArray, f"/{name}/effort_command", 10)
+        self.named_command = test_node.create_publisher(JointState, f"/{name}/joint_efforts", 10)
+        self.clients = {"reset": test_node.create_client(Trigger, f"/{name}/reset"),
+                        "set_state": test_node.create_client(SetState, f"/{name}/set_state"),
+                        "pause": test_node.create_client(SetBool, f"/{name}/pause"),
+                        "step": test_node.create_client(Step, f"/{name}/step")}
+        self.kinds = {"reset": Trigger, "set_state": SetState, "pause": SetBool, "step": Step}
+        for client in self.clients.values():
+            assert client.wait_for_service(timeout_sec=10)
+
+    def call(self, service, **fields):
+        import rclpy
+
+        request = self.kinds[service].Request(**fields)
+        future = self.clients[service].call_async(request)
+        rclpy.spin_until_future_complete(self.node, future, timeout_sec=30)
+        assert future.done(), f"{service} did not answer:\n{self.process.output}"
+        return future.result()
+
+    def spin(self, seconds):
+        import rclpy
+
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            rclpy.spin_once(self.node, timeout_sec=0.01)
+
+    def latest_state(self, after: float = -1.0, timeout: float = 5.0):
+        """The newest joint_states stamped after `after` (simulated s)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.spin(0.02)
+            if self.states and stamp(self.states[-1]) > after:
+                return self.states[-1]
+        raise AssertionError(f"no joint_states after t = {after}:\n{self.process.output}")
+
+
+def stamp(message) -> float:
+    return message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
+
+
+def positions(model, message):
+    q = model.neutral_configuration()
+    for name, value in zip(message.name, message.position, strict=True):
+        q[model.q_index(name)] = value
+    return q
+
+
+def test_steps_equal_the_core_and_the_services_work(start_process, test_node):
+    from std_msgs.msg import Float64MultiArray
+
+    model = mbs.Model.from_urdf_file(robot_path("panda"))
+    simulator = Simulator(start_process, test_node, "panda", "sim_panda", "start_paused:=true",
+                          "publish_rate:=1000.0")
+    first = simulator.latest_state()
+    assert stamp(first) == 0.0  # paused: the initial state, published meanwhile
+    core = mbs.Simulation(model, mbs.World(ground=None), 1e-3)
+    close(positions(model, first), core.q, 1e-15)
+    response = simulator.call("step", steps=200)
+    assert response.success and abs(response.time - 0.2) < 1e-9
+    for _ in range(200):  # the node's steps are the core's: zero effort, the arm falls
+        core.step(np.zeros(model.nv))
+    state = simulator.latest_state(after=0.19)
+    assert abs(stamp(state) - 0.2) < 1e-9
+    close(positions(model, state), core.q, 1e-12)
+    assert np.abs(core.q - mbs.simulation.initial_configuration(model)).max() > 1e-3  # it moved
+    # an effort command holds it: the gravity torques where it is, at rest, by array
+    from sensor_msgs.msg import JointState
+
+    q = positions(model, state)
+    hold = mbs.gravity_torques(model, q)
+    assert simulator.call("set_state", joint_state=JointState(name=list(state.name),
+                                                              position=list(state.position))).success
+    simulator.command.publish(Float64MultiArray(data=hold.tolist()))
+    simulator.spin(0.3)
+    assert simulator.call("step", steps=100).success
+    core.set_state(q, np.zeros(model.nv))
+    for _ in range(100):
+        core.step(hold)
+    assert np.abs(core.q - q).max() < 1e-9  # held
+    state = simulator.latest_state(after=0.29)
+    close(positions(model, state), core.q, 1e-12)
+    close(list(state.effort), hold, 1e-12)
+    # the services: reset, refusals that say why
+    assert not simulator.call("step", steps=0).success
+    assert simulator.call("pause", data=False).success
+    refused = simulator.call("step", steps=1)
+    assert not refused.success and "not paused" in refused.message
+    assert simulator.call("pause", data=True).success
+    assert simulator.call("reset").success
+    state = simulator.latest_state(after=-1.0)
+    simulator.spin(0.2)
+    assert stamp(simulator.states[-1]) == 0.0
+    bad = simulator.call("set_state", joint_state=JointState(name=["panda_joint4"], position=[0.5]))
+    assert not bad.success and "outside the joint limits: ['panda_joint4']" in bad.message
+    bad = simulator.call("set_state", joint_state=JointState(name=["elbow"], position=[0.5]))
+    assert not bad.success and "has no joints ['elbow']" in bad.message
+    # bad commands: dropped, counted, the node goes on
+    simulator.command.publish(Float64MultiArray(data=[1.0, 2.0]))
+    simulator.command.publish(Float64MultiArray(data=[float("nan")] * model.nv))
+    simulator.process.wait_for("dropped: ~/effort_command has 2 values for 8 command_joints")
+    assert simulator.call("step", steps=10).success
+    assert simulator.process.process.poll() is None
+    assert simulator.process.interrupt() == 0

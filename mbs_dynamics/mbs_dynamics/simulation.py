@@ -46,6 +46,13 @@ class World:
         object.__setattr__(self, "contact_points", points)
 
 
+def outside_limits(model: Model, q) -> list[str]:
+    """The joints whose position in q lies outside their URDF limits."""
+    names = {int(model.q_index(name)): name for name in model.joint_names}
+    outside = (q < model.lower_position_limit) | (q > model.upper_position_limit)
+    return [names[index] for index in np.flatnonzero(outside) if index in names]
+
+
 def initial_configuration(model: Model, positions: dict | None = None) -> np.ndarray:
     """The neutral configuration moved inside the joint limits (a joint whose
     neutral 0 lies outside them starts at their middle), then `positions`
@@ -55,12 +62,11 @@ def initial_configuration(model: Model, positions: dict | None = None) -> np.nda
     outside = (q[limit_q] < lower) | (q[limit_q] > upper)
     q[limit_q[outside]] = 0.5 * (lower[outside] + upper[outside])
     for name, value in (positions or {}).items():
-        index = model.q_index(name)
-        value = float(value)
-        low, high = model.lower_position_limit[index], model.upper_position_limit[index]
-        if not (np.isfinite(value) and low <= value <= high):
-            raise ValueError(f"initial position {value} of joint '{name}' is outside its limits [{low}, {high}]")
-        q[index] = value
+        q[model.q_index(name)] = value
+    q = inputs.configuration(model, q, batch=False)
+    outside = outside_limits(model, q)
+    if outside:
+        raise ValueError(f"initial positions outside the joint limits: {outside}")
     return q
 
 

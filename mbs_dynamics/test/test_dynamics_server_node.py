@@ -186,6 +186,16 @@ def joint_part(model, names, values):
     return out
 
 
+def accel_message(a):
+    """geometry_msgs/Accel of a base acceleration [angular; linear]."""
+    from geometry_msgs.msg import Accel
+
+    accel = Accel()
+    accel.angular.x, accel.angular.y, accel.angular.z = a[:3]
+    accel.linear.x, accel.linear.y, accel.linear.z = a[3:6]
+    return accel
+
+
 def vector6(first, second):
     return np.array([first.x, first.y, first.z, second.x, second.y, second.z])
 
@@ -262,8 +272,6 @@ def test_forward_dynamics_matches_the_core(servers):
 
 
 def test_inverse_dynamics_matches_the_core(servers):
-    from geometry_msgs.msg import Accel
-
     rng = np.random.default_rng(61)
     panda, talos = servers["panda"], servers["talos"]
     model = panda.model
@@ -282,10 +290,7 @@ def test_inverse_dynamics_matches_the_core(servers):
     q, v, a = talos_state(model, rng)
     request = state_request(talos, "inverse_dynamics", q, v)
     request.accelerations = [float(a[model.v_index(n)]) for n in request.joint_state.name]
-    accel = Accel()
-    accel.angular.x, accel.angular.y, accel.angular.z = a[:3]
-    accel.linear.x, accel.linear.y, accel.linear.z = a[3:6]
-    request.base_acceleration = [accel]
+    request.base_acceleration = [accel_message(a)]
     response = talos.call("inverse_dynamics", request)
     assert response.success, response.message
     tau = mbs.inverse_dynamics(model, q, v, a)
@@ -299,9 +304,7 @@ def test_inverse_dynamics_matches_the_core(servers):
     request = state_request(talos, "inverse_dynamics", q, v, contacts=[
         contact(sole, "frame", friction=0.7, normal=n) for sole, n in zip(SOLES, normals, strict=True)])
     request.accelerations = [float(a[model.v_index(n)]) for n in request.joint_state.name]
-    accel.angular.x, accel.angular.y, accel.angular.z = a[:3]
-    accel.linear.x, accel.linear.y, accel.linear.z = a[3:6]
-    request.base_acceleration = [accel]
+    request.base_acceleration = [accel_message(a)]
     response = talos.call("inverse_dynamics", request, timeout=30)
     assert response.success, response.message
     solution = mbs.contact_inverse_dynamics(model, q, v, a, [mbs.FrameContact(s) for s in SOLES],

@@ -17,7 +17,6 @@ class Simulator:
     """A simulator process and what its test needs from it."""
 
     def __init__(self, start_process, test_node, robot, name, *parameters, remaps=()):
-        import rclpy  # noqa: F401
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64MultiArray
         from std_srvs.srv import SetBool, Trigger

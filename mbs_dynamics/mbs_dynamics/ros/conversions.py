@@ -49,6 +49,8 @@ class JointMap:
         self.q_index = np.array([model.q_index(name) for name in self.names], dtype=np.int64)
         self.v_index = np.array([model.v_index(name) for name in self.names], dtype=np.int64)
         self._by_name = {name: k for k, name in enumerate(self.names)}
+        limit = model.effort_limit  # a URDF effort of 0 means none given
+        self.effort_limit = np.where(np.isfinite(limit) & (limit > 0), limit, np.inf)  # (nv,): inf = none
         self._ignored = frozenset(model._coupled)  # mimics follow their master
         self._matches: dict[tuple, NameMatch] = {}
 
@@ -80,6 +82,14 @@ class JointMap:
         if unknown:
             raise ValueError(f"unknown joints {unknown}; the model's are {list(self.names)}")
         return self.v_index[[self._by_name[name] for name in names]]
+
+    def command_order(self, command_joints) -> np.ndarray:
+        """v indices of the parameter command_joints (empty: the model's order);
+        ValueError naming the parameter."""
+        try:
+            return self.order(list(command_joints) or list(self.names))
+        except ValueError as error:
+            raise ValueError(f"command_joints: {error}") from None
 
 
 def named_values(match: NameMatch, values, what: str) -> np.ndarray | None:

@@ -78,8 +78,7 @@ class DynamicsServerNode(DynamicsNode):
         model = self.model
         self.joints = JointMap(model)
         self.base = slice(model.v_index(ROOT_JOINT), model.v_index(ROOT_JOINT) + 6) if model.floating_base else None
-        self.limit = model.effort_limit[self.joints.v_index]  # a URDF effort of 0 means none given
-        self.limit = np.where(np.isfinite(self.limit) & (self.limit > 0), self.limit, np.inf)
+        self.limit = self.joints.effort_limit[self.joints.v_index]
         self._load_kernels()
         self._lock = threading.Lock()
         self.counts: Counter = Counter()

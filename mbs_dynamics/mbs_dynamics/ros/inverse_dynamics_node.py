@@ -98,8 +98,6 @@ class InverseDynamicsNode(DynamicsNode):
         try:
             self.model = self.build_model(robot)
             self.joints = JointMap(self.model)
-            limit = self.model.effort_limit  # a URDF effort of 0 means none given
-            self.effort_limit = np.where(np.isfinite(limit) & (limit > 0), limit, np.inf)
             self.settings = self._settings({})
         except ValueError as error:
             self._fail(str(error))
@@ -160,11 +158,7 @@ class InverseDynamicsNode(DynamicsNode):
         for name in ("reference_timeout", "differentiation_cutoff", "diagnostics_period"):
             if not value[name] > 0:
                 raise ValueError(f"{name} must be positive, got {value[name]}")
-        command_joints = list(value["command_joints"]) or list(self.joints.names)
-        try:
-            value["command_order"] = self.joints.order(command_joints)
-        except ValueError as error:
-            raise ValueError(f"command_joints: {error}") from None
+        value["command_order"] = self.joints.command_order(value["command_joints"])
         frames = list(value["contact_frames"])
         if frames and not self.model.floating_base:
             raise ValueError("contact_frames need a floating base (floating_base: true)")
@@ -296,13 +290,13 @@ class InverseDynamicsNode(DynamicsNode):
         else:
             tau = mbs.inverse_dynamics(model, q, v, a)
         if settings["clamp_to_effort_limits"]:
-            over = np.abs(tau) > self.effort_limit
+            over = np.abs(tau) > self.joints.effort_limit
             if over.any():
                 self.counts["clamped"] += 1
                 names = [self.joints.names[k] for k in np.flatnonzero(over[self.joints.v_index])]
                 self.get_logger().warning(f"efforts clamped to the URDF limits: {names}",
                                           throttle_duration_sec=WARNING_PERIOD)
-                tau = np.clip(tau, -self.effort_limit, self.effort_limit)
+                tau = np.clip(tau, -self.joints.effort_limit, self.joints.effort_limit)
         self._publish(message.header.stamp, q, v, tau)
 
     def _messages(self) -> None:

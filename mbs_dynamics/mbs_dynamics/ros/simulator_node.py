@@ -117,9 +117,10 @@ class SimulatorNode(DynamicsNode):
         self.step_times = deque(maxlen=TIMING_WINDOW)
         self._command = None  # (tau, simulated time received)
         self._command_stale = False
-        self._tau = np.zeros(model.nv)
+        self._zero_effort = np.zeros(model.nv)
         self.paused = self.parameter("start_paused")
         self._steps_requested = 0
+        self._steps_done = threading.Event()  # set when the steps ~/step asked for are taken
         self.check_parameters_at_run_time()
         self.state_publisher = self.create_publisher(JointState, "joint_states", STATE_QOS)
         self.odometry_publisher = (self.create_publisher(Odometry, "odom", STATE_QOS)
@@ -192,11 +193,7 @@ class SimulatorNode(DynamicsNode):
         for name in ("publish_rate", "command_timeout", "diagnostics_period"):
             if not value[name] > 0:
                 raise ValueError(f"{name} must be positive, got {value[name]}")
-        command_joints = list(value["command_joints"]) or list(self.joints.names)
-        try:
-            value["command_order"] = self.joints.order(command_joints)
-        except ValueError as error:
-            raise ValueError(f"command_joints: {error}") from None
+        value["command_order"] = self.joints.command_order(value["command_joints"])
         return value
 
     # --- commands ------------------------------------------------------------
@@ -240,7 +237,7 @@ class SimulatorNode(DynamicsNode):
     def _effort(self) -> np.ndarray:
         """The effort of the latest command, or zero once it is stale."""
         if self._command is None:
-            return self._tau
+            return self._zero_effort
         tau, received = self._command
         if self.simulation.time - received > self.settings["command_timeout"]:
             if not self._command_stale:
@@ -249,7 +246,7 @@ class SimulatorNode(DynamicsNode):
                 self.get_logger().warning(
                     f"the last command is {self.simulation.time - received:.3g} s old (command_timeout "
                     f"{self.settings['command_timeout']:g} s, simulated): applying zero effort")
-            return self._tau
+            return self._zero_effort
         return tau
 
     # --- the simulation thread ---------------------------------------------------
@@ -284,12 +281,15 @@ class SimulatorNode(DynamicsNode):
                     self.get_logger().error(f"the simulation stopped at t = {simulation.time:.3f} s: {error}; "
                                             "pausing (~/reset to start again)")
                     self.paused, self._steps_requested = True, 0
+                    self._steps_done.set()
                     continue
                 self._applied = tau
                 if not simulation.last.converged:
                     self.counts["unconverged_steps"] += 1
                 if self._steps_requested:
                     self._steps_requested -= 1
+                    if self._steps_requested == 0:
+                        self._steps_done.set()
             self.counts["steps"] += 1
             self.step_times.append(time.perf_counter() - start)
             if simulation.time + 1e-12 >= next_publish:
@@ -306,7 +306,7 @@ class SimulatorNode(DynamicsNode):
         self._contacts = [Contact(frame=point.frame, kind=Contact.POINT)
                           for point in self.simulation.world.contact_points]
         self._applied = np.zeros(model.nv)
-        self._wall_anchor = (time.monotonic(), 0.0)
+        self._wall_anchor = (time.monotonic(), 0.0)  # for the achieved real-time factor
 
     def _publish(self) -> None:
         simulation, model = self.simulation, self.model
@@ -338,7 +338,6 @@ class SimulatorNode(DynamicsNode):
             self._wrenches.wrenches = contact_wrenches(self._contacts, list(forces))
             self.wrench_publisher.publish(self._wrenches)
         self.counts["published"] += 1
-        self._last_published = (time.monotonic(), t)
 
     # --- services ---------------------------------------------------------------
 
@@ -366,8 +365,7 @@ class SimulatorNode(DynamicsNode):
                     q[match.q_index] = positions
                     velocities = named_values(match, state.velocity, "joint_state velocity")
                     v[match.v_index] = velocities if velocities is not None else 0.0
-                    low, high = model.lower_position_limit[match.q_index], model.upper_position_limit[match.q_index]
-                    outside = [state.name[i] for i in match.message_index[(positions < low) | (positions > high)]]
+                    outside = [name for name in mbs.simulation.outside_limits(model, q) if name in state.name]
                     if outside:
                         raise InvalidInput("invalid", f"positions outside the joint limits: {outside}")
                 if len(request.base_state):
@@ -399,12 +397,11 @@ class SimulatorNode(DynamicsNode):
         if request.steps == 0:
             response.success, response.message = False, "steps is 0"
             return response
-        done = threading.Event()
         target = self.simulation.time + request.steps * self.simulation.dt
+        self._steps_done.clear()
         self._steps_requested = request.steps
         self._wake.set()
-        while self._steps_requested and self._running:
-            done.wait(0.001)
+        self._steps_done.wait()
         response.time = self.simulation.time
         response.success = abs(response.time - target) < 0.5 * self.simulation.dt
         response.message = f"{request.steps} steps, t = {response.time:.6f} s"
@@ -437,6 +434,7 @@ class SimulatorNode(DynamicsNode):
         if getattr(self, "_thread", None) is not None:
             self._running = False
             self._wake.set()
+            self._steps_done.set()
             self._thread.join(2.0)
         return super().destroy_node()
 

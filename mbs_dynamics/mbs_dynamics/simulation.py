@@ -72,7 +72,7 @@ def initial_configuration(model: Model, positions: dict | None = None) -> np.nda
 
 class Simulation:
     """The state (time, q, v) of `model` in `world`, advanced by step(tau) at dt
-    (module docstring). `last` is the last step's ContactStep (its contact
+    (module docstring); `steps` counts the steps since reset. `last` is the last step's ContactStep (its contact
     forces, solver sweeps and residual)."""
 
     def __init__(self, model: Model, world: World = World(), dt: float = 1e-3,
@@ -94,7 +94,7 @@ class Simulation:
         q = self.initial_q if q is None else inputs.configuration(self.model, q, batch=False)
         v = self.initial_v if v is None else inputs.vector(self.model, v, self.model.nv, "v", batch=False)
         self.set_state(q, v)
-        self.time = 0.0
+        self.steps = 0
 
     def set_state(self, q, v) -> None:
         """Put the robot at (q, v) now (quaternions normalised); time goes on."""
@@ -129,6 +129,11 @@ class Simulation:
                                  np.zeros(model.nv), 0)
         self.q, self.v = result
         self._warm_start = result.impulses
-        self.time += self.dt
+        self.steps += 1
         self.last = result
         return result
+
+    @property
+    def time(self) -> float:
+        """Simulated time (s): steps times dt, so that 1000 steps of 1 ms are 1.0 s exactly."""
+        return self.steps * self.dt

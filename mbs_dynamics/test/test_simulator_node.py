@@ -16,7 +16,7 @@ import mbs_dynamics as mbs
 class Simulator:
     """A simulator process and what its test needs from it."""
 
-    def __init__(self, start_process, test_node, robot, name, *parameters, remaps=()):
+    def __init__(self, start_process, test_node, robot, name, *parameters, remaps=(), watch_states=True):
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64MultiArray
         from std_srvs.srv import SetBool, Trigger
@@ -31,7 +31,8 @@ class Simulator:
         self.process.wait_for(f"\\[{name}\\]: simulating")
         wait_for_node(test_node, name)
         self.states = []
-        test_node.create_subscription(JointState, "/joint_states", self.states.append, 10)
+        if watch_states:
+            self.watch_states()
         self.command = test_node.create_publisher(Float64MultiArray, f"/{name}/effort_command", 10)
         self.named_command = test_node.create_publisher(JointState, f"/{name}/joint_efforts", 10)
         self.clients = {"reset": test_node.create_client(Trigger, f"/{name}/reset"),
@@ -41,6 +42,11 @@ class Simulator:
         self.kinds = {"reset": Trigger, "set_state": SetState, "pause": SetBool, "step": Step}
         for client in self.clients.values():
             assert client.wait_for_service(timeout_sec=10)
+
+    def watch_states(self):
+        from sensor_msgs.msg import JointState
+
+        self.node.create_subscription(JointState, "/joint_states", self.states.append, 10)
 
     def call(self, service, **fields):
         import rclpy
@@ -134,4 +140,48 @@ def test_steps_equal_the_core_and_the_services_work(start_process, test_node):
     simulator.process.wait_for("dropped: ~/effort_command has 2 values for 8 command_joints")
     assert simulator.call("step", steps=10).success
     assert simulator.process.process.poll() is None
-    assert simulator.process.interrupt() == 0
+    assert simulator.process.interrupt() == 0, simulator.process.output
+
+
+def test_closed_loop_with_the_inverse_dynamics_node_holds_the_panda(start_process, test_node):
+    """The product together over real topics: the simulator's joint_states
+    into the inverse dynamics node (zero accelerations: gravity compensation),
+    its ~/joint_efforts back into the simulator, 1 kHz both ways, at twice real
+    time: the arm stays where it started for 10 simulated seconds. Without the
+    inverse dynamics node it falls."""
+    from sensor_msgs.msg import JointState
+
+    model = mbs.Model.from_urdf_file(robot_path("panda"))
+    held = {"panda_joint2": 0.6, "panda_joint4": -1.5, "panda_joint6": 1.8}
+    q0 = mbs.simulation.initial_configuration(model, held)
+    compensation = start_process([executable("inverse_dynamics_node"), "--ros-args", "-r", "__node:=id_loop",
+                                  "-p", f"robot_description_file:={robot_path('panda')}"])
+    compensation.wait_for(r"\[id_loop\]: inverse dynamics of")
+    efforts = []
+    test_node.create_subscription(JointState, "/id_loop/joint_efforts", efforts.append, 10)
+    simulator = Simulator(start_process, test_node, "panda", "sim_loop", "start_paused:=true",
+                          "publish_rate:=1000.0", "real_time_factor:=2",  # an integer, as a person types it
+                          f"initial_joint_names:={list(held)}", f"initial_joint_positions:={list(held.values())}",
+                          remaps=["/sim_loop/joint_efforts:=/id_loop/joint_efforts"], watch_states=False)
+    deadline = time.monotonic() + 10
+    while not efforts and time.monotonic() < deadline:  # paused, the state is published and compensated
+        simulator.spin(0.05)
+    assert efforts, f"no efforts from the inverse dynamics node:\n{compensation.output}"
+    assert simulator.call("pause", data=False).success
+    time.sleep(10.0 / 2 + 0.3)
+    paused = simulator.call("pause", data=True)
+    assert paused.success
+    simulator.watch_states()
+    state = simulator.latest_state(after=10.0)
+    q = positions(model, state)
+    drift = np.abs(q - q0).max()
+    print(f"closed loop: t = {stamp(state):.3f} s, joint drift {drift:.3g} rad ({paused.message})")
+    assert drift < 1e-3
+    close(list(state.effort), mbs.gravity_torques(model, q), 1e-9)  # what the simulator applied: g(q)
+    assert "applying zero effort" not in simulator.process.output  # commands kept up all along
+    # the control: without the inverse dynamics node, the last command gives way to zero effort and the arm falls
+    assert compensation.interrupt() == 0
+    assert simulator.call("step", steps=1000).success
+    simulator.process.wait_for("applying zero effort")
+    state = simulator.latest_state(after=stamp(state) + 0.99)
+    assert np.abs(positions(model, state) - q0).max() > 1e-2

@@ -172,6 +172,11 @@ def stamp_seconds(stamp) -> float:
     return stamp.sec + 1e-9 * stamp.nanosec
 
 
+def set_stamp(stamp, seconds: float) -> None:
+    """builtin_interfaces/Time `stamp` set to `seconds` (to the nearest ns)."""
+    stamp.sec, stamp.nanosec = divmod(int(round(seconds * 1e9)), 1_000_000_000)
+
+
 def strict_match(joints: JointMap, names, what: str) -> NameMatch:
     """The NameMatch of a request's joint names, which must name every joint of
     the model and nothing else (the model's mimic joints are accepted and

@@ -18,9 +18,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.guard_condition import GuardCondition
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
-from rclpy.exceptions import ParameterUninitializedException
+from rclpy.exceptions import ParameterException, ParameterUninitializedException
 from rclpy.parameter import Parameter as RclpyParameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
@@ -93,12 +96,21 @@ class DynamicsNode(Node):
         self.robot: RobotDescription | None = None
         self._description_subscription = None
         self._waiting_timer = None
-        for parameter in (*COMMON_PARAMETERS, *self.PARAMETERS):
-            self.declare_parameter(
-                parameter.name,
-                parameter.default,
-                ParameterDescriptor(description=parameter.description, read_only=parameter.read_only),
-            )
+        self._specs = {spec.name: spec for spec in (*COMMON_PARAMETERS, *self.PARAMETERS)}
+        # `-p real_time_factor:=2` or `ros2 param set ... 2` gives an integer: taken as the double it means
+        overrides = self._parameter_overrides  # rclpy's store of the --ros-args -p values
+        for name, override in overrides.items():
+            if name in self._specs:
+                overrides[name] = as_declared_type(self._specs[name], override)
+        self.add_pre_set_parameters_callback(
+            lambda parameters: [as_declared_type(self._specs[p.name], p) if p.name in self._specs else p
+                                for p in parameters])
+        for spec in self._specs.values():
+            try:
+                self.declare_parameter(spec.name, spec.default,
+                                       ParameterDescriptor(description=spec.description, read_only=spec.read_only))
+            except ParameterException as error:
+                raise ParameterError(f"parameter {spec.name}: {error}") from None
         self._obtain_robot_description()
 
     def parameter(self, name: str) -> Any:
@@ -205,6 +217,83 @@ class DynamicsNode(Node):
         return SetParametersResult(successful=True)
 
 
+def as_declared_type(spec: ParameterSpec, parameter: RclpyParameter) -> RclpyParameter:
+    """`parameter` with integers made doubles where `spec` declares doubles."""
+    double = isinstance(spec.default, float)
+    doubles = spec.default is EMPTY_DOUBLE_ARRAY or (
+        isinstance(spec.default, list) and spec.default and isinstance(spec.default[0], float))
+    if double and parameter.type_ == RclpyParameter.Type.INTEGER:
+        return RclpyParameter(parameter.name, RclpyParameter.Type.DOUBLE, float(parameter.value))
+    if doubles and parameter.type_ == RclpyParameter.Type.INTEGER_ARRAY:
+        return RclpyParameter(parameter.name, RclpyParameter.Type.DOUBLE_ARRAY, [float(x) for x in parameter.value])
+    return parameter
+
+
+class ParameterError(ValueError):
+    """A parameter given at start-up that the node cannot take (e.g. of the wrong type)."""
+
+
+class DirectSubscriptions:
+    """Subscriptions that no executor serves: a thread of the node's own takes
+    their messages (take), after waiting for them (wait) or at points of its
+    choosing. An executor rebuilds its wait set of all the node's entities, in
+    Python, for every message (about 0.4 ms of CPU here: more than the dynamics
+    and the publishing together), and on a busy executor a thread that gives
+    up the GIL waits up to the 5 ms switch interval to get it back.
+
+    The subscriptions belong to a hidden helper node that no executor spins.
+    Their topics are resolved by the node itself (its name, namespace and
+    remappings) and taken as they are by the helper."""
+
+    def __init__(self, node: Node, topics, qos: QoSProfile):
+        """topics: (message type, topic, callback(message)) each."""
+        self.helper = rclpy.create_node(f"_{node.get_name()}_direct", namespace=node.get_namespace(),
+                                        context=node.context, start_parameter_services=False,
+                                        use_global_arguments=False)
+        # no executor would serve QoS event handlers
+        no_events = SubscriptionEventCallbacks(use_default_callbacks=False)
+        self.topics = [(self.helper.create_subscription(kind, node.resolve_topic_name(topic), lambda _: None, qos,
+                                                        event_callbacks=no_events), callback)
+                       for kind, topic, callback in topics]
+        self.wake = GuardCondition(None, None, context=node.context)
+        self._wait_set = None
+
+    def take(self) -> int:
+        """Call the callbacks on every queued message, in arrival order per topic; the number taken."""
+        count = 0
+        taken_any = True
+        while taken_any:
+            taken_any = False
+            for subscription, callback in self.topics:
+                with subscription.handle:
+                    taken = subscription.handle.take_message(subscription.msg_type, subscription.raw)
+                if taken is not None:
+                    taken_any = True
+                    count += 1
+                    callback(taken[0])
+        return count
+
+    def wait(self, timeout_ns: int) -> None:
+        """Until a message is queued, wake() is called, or timeout_ns passes."""
+        if self._wait_set is None:
+            self._wait_set = _rclpy.WaitSet(len(self.topics), 1, 0, 0, 0, 0, self.helper.context.handle)
+        wait_set = self._wait_set
+        wait_set.clear_entities()
+        with self.wake.handle:
+            for subscription, _ in self.topics:
+                with subscription.handle:
+                    wait_set.add_subscription(subscription.handle)
+            wait_set.add_guard_condition(self.wake.handle)
+        wait_set.wait(timeout_ns)
+
+    def wake_up(self) -> None:
+        self.wake.trigger()
+
+    def destroy(self) -> None:
+        self.wake.destroy()
+        self.helper.destroy_node()
+
+
 def describe_joints(robot: RobotDescription) -> str:
     """One line: the joints that move, in model order, and the fixed ones."""
     moving = [f"{j.name} ({j.type}{', mimics ' + j.mimic.joint if j.mimic else ''})"
@@ -250,7 +339,11 @@ def spin_nodes(node_factories: Sequence[Callable[[Future], DynamicsNode]], args=
                 else SingleThreadedExecutor())
     try:
         for factory in node_factories:
-            nodes.append(factory(stop))
+            try:
+                nodes.append(factory(stop))
+            except ParameterError as error:
+                rclpy.logging.get_logger("mbs_dynamics").fatal(f"{error}; stopping")
+                stop.set_result(str(error))
             if stop.done():
                 break
         for node in nodes:

@@ -40,10 +40,6 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
-import rclpy
-from rclpy.event_handler import SubscriptionEventCallbacks
-from rclpy.guard_condition import GuardCondition
-from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -53,8 +49,8 @@ from trajectory_msgs.msg import JointTrajectory
 import mbs_dynamics as mbs
 from mbs_dynamics.ros.conversions import (InvalidInput, JointMap, base_state, joint_arrays, set_vector,
                                          stamp_seconds)
-from mbs_dynamics.ros.dynamics_node import (EMPTY_STRING_ARRAY, DynamicsNode, ParameterSpec, diagnostic_array,
-                                           node_main, timing_values)
+from mbs_dynamics.ros.dynamics_node import (EMPTY_STRING_ARRAY, DirectSubscriptions, DynamicsNode, ParameterSpec,
+                                           diagnostic_array, node_main, timing_values)
 from mbs_dynamics_interfaces.msg import CentroidalMomentum
 
 # A 1 kHz stream: never block the publisher; a queue that outlasts a 100 ms stall.
@@ -369,54 +365,28 @@ class InverseDynamicsNode(DynamicsNode):
 class Stream:
     """The high-rate topics (joint_states, odom) served by a thread of their
     own, which waits on those subscriptions only and takes every message
-    queued. An executor rebuilds its wait set of all the node's entities, in
-    Python, for every message (about 0.4 ms of CPU here: more than the dynamics
-    and the publishing together). The subscriptions belong to a hidden helper
-    node in the same namespace that no executor spins (so a remapping given for
-    the main node only does not reach them: remap joint_states and odom
-    globally). The callbacks run on this thread, the node's others on the
-    executor's."""
+    queued (DirectSubscriptions). The callbacks run on this thread, the
+    node's others on the executor's."""
 
     def __init__(self, node: Node, topics):
-        self.helper = rclpy.create_node(f"_{node.get_name()}_stream", namespace=node.get_namespace(),
-                                        context=node.context, start_parameter_services=False)
-        # best effort is compatible with any publisher; and no executor would serve QoS event handlers
-        no_events = SubscriptionEventCallbacks(use_default_callbacks=False)
-        self.topics = [(self.helper.create_subscription(kind, topic, lambda _: None, STREAM_QOS,
-                                                        event_callbacks=no_events), callback)
-                       for kind, topic, callback in topics]
-        self.wake = GuardCondition(None, None, context=node.context)
+        # best effort is compatible with any publisher
+        self.subscriptions = DirectSubscriptions(node, topics, STREAM_QOS)
         self.running = True
         self.thread = threading.Thread(target=self._serve, name="stream", daemon=True)
         self.thread.start()
 
     def _serve(self) -> None:
-        wait_set = _rclpy.WaitSet(len(self.topics), 1, 0, 0, 0, 0, self.helper.context.handle)
         while self.running:
-            wait_set.clear_entities()
-            with self.wake.handle:
-                for subscription, _ in self.topics:
-                    with subscription.handle:
-                        wait_set.add_subscription(subscription.handle)
-                wait_set.add_guard_condition(self.wake.handle)
-            wait_set.wait(STREAM_WAIT_NS)
-            taken_any = True
-            while taken_any and self.running:
-                taken_any = False
-                for subscription, callback in self.topics:
-                    with subscription.handle:
-                        taken = subscription.handle.take_message(subscription.msg_type, subscription.raw)
-                    if taken is not None:
-                        taken_any = True
-                        callback(taken[0])
+            self.subscriptions.wait(STREAM_WAIT_NS)
+            if self.running:
+                self.subscriptions.take()
 
     def stop(self) -> None:
         if self.running:
             self.running = False
-            self.wake.trigger()
+            self.subscriptions.wake_up()
             self.thread.join(2.0)
-            self.wake.destroy()
-            self.helper.destroy_node()
+            self.subscriptions.destroy()
 
 
 main = node_main(InverseDynamicsNode, "inverse_dynamics")

@@ -32,7 +32,7 @@ from collections import Counter, deque
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
@@ -42,10 +42,11 @@ from std_srvs.srv import SetBool, Trigger
 import mbs_dynamics as mbs
 from mbs_dynamics.model import ROOT_JOINT
 from mbs_dynamics.ros.conversions import (InvalidInput, JointMap, base_state, contact_wrenches, named_values,
-                                         set_vector)
+                                         set_stamp, set_vector)
 from mbs_dynamics.ros.dynamics_node import (
     EMPTY_DOUBLE_ARRAY,
     EMPTY_STRING_ARRAY,
+    DirectSubscriptions,
     DynamicsNode,
     ParameterSpec,
     diagnostic_array,
@@ -128,11 +129,10 @@ class SimulatorNode(DynamicsNode):
         self.clock_publisher = self.create_publisher(Clock, "/clock", 10)
         self.wrench_publisher = self.create_publisher(ContactWrenches, "~/contact_wrenches", 10)
         self.diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        commands = MutuallyExclusiveCallbackGroup()
-        self.create_subscription(Float64MultiArray, "~/effort_command", self._on_effort_command, COMMAND_QOS,
-                                 callback_group=commands)
-        self.create_subscription(JointState, "~/joint_efforts", self._on_joint_efforts, COMMAND_QOS,
-                                 callback_group=commands)
+        # taken by the simulation thread before each step: the newest command, with no executor between
+        self._commands = DirectSubscriptions(self, [(Float64MultiArray, "~/effort_command", self._on_effort_command),
+                                                    (JointState, "~/joint_efforts", self._on_joint_efforts)],
+                                             COMMAND_QOS)
         self.create_service(Trigger, "~/reset", self._reset)
         self.create_service(SetState, "~/set_state", self._set_state)
         self.create_service(SetBool, "~/pause", self._pause)
@@ -258,6 +258,7 @@ class SimulatorNode(DynamicsNode):
         anchor = None  # (wall time, simulated time) the pacing counts from
         while self._running:
             settings = self.settings
+            self._commands.take()
             if self.paused and self._steps_requested == 0:
                 anchor = None
                 self._publish()  # the state stays visible while paused
@@ -309,12 +310,20 @@ class SimulatorNode(DynamicsNode):
         self._wall_anchor = (time.monotonic(), 0.0)  # for the achieved real-time factor
 
     def _publish(self) -> None:
+        try:
+            self._publish_state()
+        except _rclpy.RCLError:
+            if self.context.ok():
+                raise
+            self._running = False  # Ctrl-C shut the context down before destroy_node stopped this thread
+
+    def _publish_state(self) -> None:
         simulation, model = self.simulation, self.model
         with self._lock:
             q, v, t, tau = simulation.q.copy(), simulation.v.copy(), simulation.time, self._applied
             forces = simulation.contact_forces.copy()
         stamp = self._clock_message.clock
-        stamp.sec, stamp.nanosec = int(t), int(round((t - int(t)) * 1e9)) % 1_000_000_000
+        set_stamp(stamp, t)
         self._state.header.stamp = stamp
         self._state.position = q[self.joints.q_index].tolist()
         self._state.velocity = v[self.joints.v_index].tolist()
@@ -436,6 +445,7 @@ class SimulatorNode(DynamicsNode):
             self._wake.set()
             self._steps_done.set()
             self._thread.join(2.0)
+            self._commands.destroy()
         return super().destroy_node()
 
 

@@ -48,6 +48,8 @@ from mbs_dynamics.centroidal import (
     centroidal_momentum,
     centroidal_momentum_matrix,
     centroidal_state,
+    kinetic_energy,
+    potential_energy,
 )
 
 __version__ = "0.1.0"
@@ -87,7 +89,9 @@ __all__ = [
     "impact",
     "integrate",
     "inverse_dynamics",
+    "kinetic_energy",
     "nonlinear_effects",
+    "potential_energy",
     "simulation",
     "Simulation",
     "step",

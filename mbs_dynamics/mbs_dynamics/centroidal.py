@@ -1,8 +1,9 @@
 """Centre of mass and centroidal momentum (RBDL §6.5): the spatial momentum
 of all bodies, h_O = sum_i ^0X*_i I_i v_i, taken about the centre of mass with
 the force transform, k_G = k_O - c x l (not the motion transform), in
-world-aligned axes; and A_G(q) with h_G = A_G v, whose columns are the CRBA's
-composite momenta I^C_i S_i in world axes (crba.composite_momenta), O(n).
+world-aligned axes; the kinetic and potential energy from the same pass;
+and A_G(q) with h_G = A_G v, whose columns are the CRBA's composite momenta
+I^C_i S_i in world axes (crba.composite_momenta), O(n).
 
 The momentum h_O is gathered from the leaves to the roots in body frames (a
 force transform per body), with the first moments m c the same way, so no
@@ -36,7 +37,8 @@ def moment_about(c0, c1, c2, k0, k1, k2, l0, l1, l2):
 
 @njit(cache=True)
 def momentum_kernel(packed, q, v, out, buffer):
-    """out[0:6] = h_G = [k_G; l] (world axes, about the CoM); out[6:9] = c.
+    """out[0:6] = h_G = [k_G; l] (world axes, about the CoM); out[6:9] = c;
+    out[9] = the kinetic energy 1/2 sum_i v_i^T I_i v_i (body frames).
     Returns 1 without computing when q or v is invalid (inputs.invalid), else 0."""
     arrays = unpack_model(packed)
     if invalid(arrays, q, v, v[:0]):
@@ -49,6 +51,7 @@ def momentum_kernel(packed, q, v, out, buffer):
     moment, o = take(buffer, o, (n, 4))  # their mass and first moment, body frame
     total, o = take(buffer, o, (10,))  # h_O, m c and m of the whole robot, world
     forward_pass(arrays, q, R, p, S, RJ)
+    kinetic = 0.0
     for i in range(n):
         body_velocity(arrays, i, R, p, S, v, vel)
         h = first_moment[i]
@@ -56,6 +59,8 @@ def momentum_kernel(packed, q, v, out, buffer):
             inertia_apply(mass[i], h[0], h[1], h[2], rotational_inertia[i],
                           vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5])
         moment[i, 0], moment[i, 1], moment[i, 2], moment[i, 3] = mass[i], h[0], h[1], h[2]
+        for k in range(6):
+            kinetic += 0.5 * vel[i, k] * momentum[i, k]
     for k in range(10):
         total[k] = 0.0
     for i in range(n - 1, -1, -1):
@@ -84,6 +89,7 @@ def momentum_kernel(packed, q, v, out, buffer):
     out[0], out[1], out[2] = moment_about(c0, c1, c2, total[0], total[1], total[2], total[3], total[4], total[5])
     out[3], out[4], out[5] = total[3], total[4], total[5]
     out[6], out[7], out[8] = c0, c1, c2
+    out[9] = kinetic
     return 0
 
 
@@ -124,14 +130,14 @@ def momentum_matrix_kernel(packed, q, A, com, buffer):
 
 
 def _momentum(model: Model, q, v) -> np.ndarray:
-    """[h_G (6); c (3)] of shaped q and v, one state or a batch."""
+    """[h_G (6); c (3); kinetic energy] of shaped q and v, one state or a batch."""
     if q.ndim == 2:
-        out = np.empty((q.shape[0], 9))
+        out = np.empty((q.shape[0], 10))
         status = np.empty(q.shape[0], dtype=np.int64)
         momentum_batch_kernel(model.packed, q, v, out, status)
         failed = bool(status.any())
     else:
-        out = np.empty(9)
+        out = np.empty(10)
         failed = momentum_kernel(model.packed, q, v, out, scratch(model))
     if failed:
         inputs.explain(model, q, (v, "v"))
@@ -141,7 +147,7 @@ def _momentum(model: Model, q, v) -> np.ndarray:
 def center_of_mass(model: Model, q) -> np.ndarray:
     """c (3,), world frame."""
     q = inputs.shaped(model, q, model.nq, "q", batch=False)
-    return _momentum(model, q, np.zeros(model.nv))[6:]
+    return _momentum(model, q, np.zeros(model.nv))[6:9]
 
 
 def center_of_mass_velocity(model: Model, q, v) -> np.ndarray:
@@ -166,7 +172,24 @@ def centroidal_state(model: Model, q, v) -> tuple[np.ndarray, np.ndarray]:
     q = inputs.shaped(model, q, model.nq, "q", batch=False)
     v = inputs.shaped(model, v, model.nv, "v", batch=False)
     out = _momentum(model, q, v)
-    return out[:6], out[6:]
+    return out[:6], out[6:9]
+
+
+def kinetic_energy(model: Model, q, v):
+    """T = 1/2 sum_i v_i^T I_i v_i = 1/2 v^T M(q) v (J), O(n) from the momentum
+    pass. q, v may carry a leading batch dimension."""
+    q = inputs.shaped(model, q, model.nq, "q")
+    v = inputs.shaped(model, v, model.nv, "v")
+    inputs.same_batch(q, v)
+    return _momentum(model, q, v)[..., 9]
+
+
+def potential_energy(model: Model, q):
+    """V = -m g^T c(q) (J), zero with the CoM at the world origin; dV/dq is
+    the gravity torques. q may carry a leading batch dimension."""
+    q = inputs.shaped(model, q, model.nq, "q")
+    c = _momentum(model, q, np.zeros(q.shape[:-1] + (model.nv,)))[..., 6:9]
+    return -model.total_mass * (c @ model.gravity)
 
 
 def centroidal_momentum_matrix(model: Model, q) -> np.ndarray:

@@ -311,7 +311,7 @@ def solve_coulomb(W, c, friction, lower, upper, impulses, tolerance, max_iterati
 @njit(cache=True)
 def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points, axes, height, friction,
                         restitution, stabilization, margin, tolerance, max_iterations, warm_start,
-                        damping, limit_q, limit_v, limit_lower, limit_upper, joint_friction,
+                        joint_warm_start, damping, limit_q, limit_v, limit_lower, limit_upper, joint_friction,
                         v_out, impulses_out, gaps, touching, joint_impulses, info, buffer):
     """One time step's velocity v_out (module docstring); impulses_out (k, 3) along
     the contact axes, gaps (k,), touching (k,) 1 for the points in the solver,
@@ -417,14 +417,20 @@ def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points,
             c[row] = total
             impulses[row] = warm_start[k, a]
         impulses[3 * i] = max(impulses[3 * i], 0.0)
+    # the joint rows start from the last step's joint impulses: a limit row from the part that pushes its
+    # way, a friction row from what is left, within its bounds
+    warm_left = joint_warm_start.copy()
     for j in range(singles):
         row = 3 * count + j
         iv = single_v[j]
         Y[row, iv] = single_sign[j]
         c[row] = single_sign[j] * v_free[iv] + single_bias[j]
-        impulses[row] = 0.0
-        if j >= limit_rows:
+        if j < limit_rows:
+            impulses[row] = max(single_sign[j] * warm_left[iv], 0.0)
+            warm_left[iv] -= single_sign[j] * impulses[row]
+        else:
             lower[j], upper[j] = -joint_friction[iv] * dt, joint_friction[iv] * dt
+            impulses[row] = min(max(warm_left[iv], lower[j]), upper[j])
     for row in range(m):
         ltl_solve_transposed(M, dof_parent, Y[row])
     W = np.empty((m, m))
@@ -486,13 +492,13 @@ def position_limits(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
 
 
 def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground = Ground(), *, warm_start=None,
-                 tolerance: float = 1e-10, max_iterations: int = 200, stabilization: float = 0.2,
+                 joint_warm_start=None, tolerance: float = 1e-10, max_iterations: int = 200, stabilization: float = 0.2,
                  margin: float = 1e-4, joint_limits: bool = False, joint_damping: bool = False,
                  joint_friction: bool = False) -> ContactStep:
     """One time step of `dt` with the `points` (PointContact: a point fixed in a
     frame) in unilateral frictional contact with `ground` (module docstring):
-    semi-implicit Euler with contact impulses, first order. warm_start: the
-    previous step's `impulses`. Points within `margin` (m) of the ground, or
+    semi-implicit Euler with contact impulses, first order. warm_start and
+    joint_warm_start: the previous step's `impulses` and `joint_impulses`. Points within `margin` (m) of the ground, or
     predicted to reach it within the step, enter the solver; it stops at
     `tolerance` (m/s) or after `max_iterations` sweeps (then converged is False
     and the step is the last sweep's).
@@ -518,6 +524,8 @@ def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground =
         warm_start = np.asarray(warm_start, dtype=float)
         if warm_start.shape != (npoints, 3):
             raise ValueError(f"warm_start must have shape ({npoints}, 3), got {warm_start.shape}")
+    joint_warm_start = (np.zeros(model.nv) if joint_warm_start is None
+                        else inputs.shaped(model, joint_warm_start, model.nv, "joint_warm_start", batch=False))
     limits = position_limits(model) if joint_limits else _NO_LIMITS
     damping = model.damping if joint_damping else np.zeros(model.nv)
     friction = model.friction if joint_friction else np.zeros(model.nv)
@@ -527,8 +535,8 @@ def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground =
     status = contact_step_kernel(model.packed, model.dof_parent, q, v, tau, dt, bodies, local_points, axes,
                                  float(ground.height), float(ground.friction), float(ground.restitution),
                                  float(stabilization), float(margin), float(tolerance), int(max_iterations),
-                                 warm_start, damping, *limits, friction, v_out, impulses, gaps, touching,
-                                 joint_impulses, info, scratch(model))
+                                 warm_start, joint_warm_start, damping, *limits, friction, v_out, impulses, gaps,
+                                 touching, joint_impulses, info, scratch(model))
     if status == INVALID_INPUT:
         inputs.explain(model, q, (v, "v"), (tau, "tau"))
     if status == SINGULAR_MASS_MATRIX:

@@ -103,6 +103,7 @@ class Simulation:
             q[start:start + 4] /= np.linalg.norm(q[start:start + 4])
         self.q, self.v = q, np.array(inputs.vector(self.model, v, self.model.nv, "v", batch=False))
         self._warm_start = np.zeros((len(self.world.contact_points), 3))
+        self._joint_warm_start = np.zeros(self.model.nv)
         self.last: ContactStep | None = None
 
     @property
@@ -119,7 +120,8 @@ class Simulation:
         tau = inputs.vector(model, tau, model.nv, "tau", batch=False)
         result = contact_step(model, self.q, self.v, tau, self.dt, world.contact_points,
                               world.ground if world.ground is not None else Ground(),
-                              warm_start=self._warm_start, joint_limits=world.joint_limits,
+                              warm_start=self._warm_start, joint_warm_start=self._joint_warm_start,
+                              joint_limits=world.joint_limits,
                               joint_damping=world.joint_damping, joint_friction=world.joint_friction)
         if self._smooth_possible and not result.active.any() and result.limits_active == 0:
             damping = model.damping if world.joint_damping else 0.0
@@ -128,7 +130,7 @@ class Simulation:
             result = ContactStep(q, v, result.forces, result.impulses, result.active, result.gaps, 0, 0.0, True,
                                  np.zeros(model.nv), 0)
         self.q, self.v = result
-        self._warm_start = result.impulses
+        self._warm_start, self._joint_warm_start = result.impulses, result.joint_impulses
         self.steps += 1
         self.last = result
         return result

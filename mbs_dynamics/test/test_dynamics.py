@@ -48,6 +48,9 @@ def test_centroidal_quantities_match_pinocchio(name):
         h_state, com_state = mbs.centroidal_state(pair.model, q, v)  # both from one pass
         close(h_state, d.hg.vector[rows])
         close(com_state, pin.centerOfMass(pm, d, qp), 1e-12)
+        # the energies: Pinocchio's potential is -sum m_i g^T c_i, ours -m g^T c, the same
+        close(mbs.kinetic_energy(pair.model, q, v), pin.computeKineticEnergy(pm, d, qp, vp))
+        close(mbs.potential_energy(pair.model, q), pin.computePotentialEnergy(pm, d, qp))
 
 
 @pytest.mark.parametrize("name", ["ur5", "panda", "talos", "pr2", "anymal"])
@@ -123,6 +126,7 @@ def test_real_robot_invariants(name):
     a = mbs.forward_dynamics(model, q, v, tau)
     close(mbs.inverse_dynamics(model, q, v, a), tau)
     close(0.5 * v @ M @ v, kinetic_energy_of_bodies(model, q, v))
+    close(mbs.kinetic_energy(model, q, v), 0.5 * v @ M @ v)
     Minv = mbs.InverseMassMatrix(model, q)
     X = rng.normal(size=(model.nv, 3))
     close(Minv @ X, np.linalg.solve(M, X))
@@ -172,10 +176,13 @@ def test_batches_equal_one_state_at_a_time():
     q, v, tau = (np.array(x) for x in zip(*[pair.random_state(rng) for _ in range(12)], strict=True))
     M, a, h = (mbs.mass_matrix(pair.model, q), mbs.forward_dynamics(pair.model, q, v, tau),
                mbs.centroidal_momentum(pair.model, q, v))
+    T, V = mbs.kinetic_energy(pair.model, q, v), mbs.potential_energy(pair.model, q)
     for k in range(12):
         np.testing.assert_array_equal(M[k], mbs.mass_matrix(pair.model, q[k]))
         np.testing.assert_array_equal(a[k], mbs.forward_dynamics(pair.model, q[k], v[k], tau[k]))
         close(h[k], mbs.centroidal_momentum(pair.model, q[k], v[k]), 1e-14)
+        close(T[k], mbs.kinetic_energy(pair.model, q[k], v[k]), 1e-14)
+        close(V[k], mbs.potential_energy(pair.model, q[k]), 1e-14)
 
 
 def test_massless_chain_end_is_reported_not_nan():

@@ -20,6 +20,8 @@ from ros_processes import wait_for_node
 from mbs_dynamics.ros.bringup import NODES as BRINGUP_NODES
 from mbs_dynamics.ros.bringup import share_directory
 from mbs_dynamics.ros.dynamics_node import COMMON_PARAMETERS, EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY
+from mbs_dynamics.ros.run_monitor import RunMonitor
+from mbs_dynamics.robots import BUNDLED_ROBOTS
 
 SHARE = Path(share_directory())
 LAUNCH_FILE = SHARE / "launch" / "mbs_dynamics.launch.py"
@@ -60,10 +62,10 @@ def test_launch_file_names_declared_executables_and_installed_configs():
         assert executable in scripts, f"launch file names {executable}, which is not a console script"
         module = scripts[executable].split(":")[0]
         assert module.endswith(f"{name}_node"), (name, executable)
-    configs = [c for c in constants if c.endswith((".yaml", ".yml"))]
+    configs = [c for c in constants if c.endswith((".yaml", ".yml")) and not c.startswith(".")]  # not f"{robot}.yaml"
     assert configs, "the launch file names no config file"
-    for config in configs:
-        assert (SHARE / "config" / config).is_file(), f"launch file names config/{config}, not installed"
+    for config in [*configs, *(f"{robot}.yaml" for robot in BUNDLED_ROBOTS)]:
+        assert (SHARE / "config" / config).is_file(), f"config/{config} is not installed"
     assert "package.xml" in os.listdir(SHARE)
     ament_marker = SHARE.parent / "ament_index" / "resource_index" / "packages" / "mbs_dynamics"
     assert ament_marker.is_file()
@@ -102,6 +104,27 @@ def test_config_defaults_are_the_nodes_own():
                 assert type(value) is type(default) and same(value, default), f"{node_name}.{name}"
 
 
+@pytest.mark.parametrize("robot", BUNDLED_ROBOTS)
+def test_robot_configs_set_declared_parameters(robot):
+    """config/<robot>.yaml, read after the main config for a bundled robot,
+    sets parameters the nodes declare, with values of the declared types."""
+    config = yaml.safe_load((SHARE / "config" / f"{robot}.yaml").read_text())
+    nodes = {"/**": COMMON_PARAMETERS, **{name: node.PARAMETERS for name, node in BRINGUP_NODES.items()},
+             "run_monitor": RunMonitor.PARAMETERS}
+    assert set(config) <= set(nodes)
+    for node_name, section in config.items():
+        declared = {p.name: p.default for p in nodes[node_name]}
+        for name, value in section["ros__parameters"].items():
+            assert name in declared, f"{robot}.yaml: {node_name}.{name} is not declared"
+            default = declared[name]
+            if default is EMPTY_STRING_ARRAY:
+                assert all(isinstance(x, str) for x in value), name
+            elif default is EMPTY_DOUBLE_ARRAY or isinstance(default, list):
+                assert all(isinstance(x, float) for x in value), name
+            else:
+                assert type(value) is type(default), f"{robot}.yaml: {node_name}.{name}"
+
+
 @pytest.mark.skipif(shutil.which("ros2") is None or importlib.util.find_spec("launch_ros") is None,
                     reason="no `ros2 launch` here (ROS 2 from pip has no launch_ros)")
 def test_ros2_launch_starts_the_nodes(start_process, test_node):
@@ -115,7 +138,7 @@ def test_ros2_launch_starts_the_nodes(start_process, test_node):
 
 def test_readme_lists_every_node_executable_and_parameter():
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    for name, node_class in BRINGUP_NODES.items():
+    for name, node_class in {**BRINGUP_NODES, "run_monitor": RunMonitor}.items():
         section = readme.split(f"`{name}`:\n", 1)
         assert len(section) == 2, f"README has no parameter table for {name}"
         table = section[1].strip().split("\n\n", 1)[0]

@@ -227,6 +227,8 @@ def test_rnea_is_the_lagrangian_on_a_chain_with_prismatic_planar_and_mimic_joint
     lagrangian = M @ a + dM_dt @ v - dT_dq + dV_dq
     close(mbs.inverse_dynamics(model, q, v, a), lagrangian, 1e-7)  # finite differences of O(h^2)
     close(mbs.gravity_torques(model, q), dV_dq, 1e-7)
+    close(mbs.potential_energy(model, q), potential_energy(model, q), 1e-12)
+    close(mbs.kinetic_energy(model, q, v), 0.5 * v @ M @ v, 1e-12)
 
 
 # --- batches and bad input ------------------------------------------------

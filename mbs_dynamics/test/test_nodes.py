@@ -224,3 +224,45 @@ def test_bringup_refuses_bad_arguments(arguments, message, start_process):
     bringup = start_process([executable("mbs_dynamics_bringup"), *arguments])
     assert bringup.wait_exit() == 2
     assert message in bringup.output
+
+
+def test_the_readme_run_holds_the_arm_then_lets_it_swing_and_plots(start_process, tmp_path):
+    """./dev run's bringup: the closed loop on the bundled arm, with the run
+    monitor's summaries and plot, at twice real time to be quick. Held, the
+    arm stands still (efforts unchanged, no kinetic energy, the dynamics server
+    finds no acceleration); pushed at 3 s, it moves; the run ends by itself."""
+    import xml.etree.ElementTree as ElementTree
+
+    plot = tmp_path / "run.svg"
+    bringup = start_process([executable("mbs_dynamics_bringup"), "--robot", "arm7", "--closed-loop",
+                             "--duration", "5", "--summary-period", "0.5", "--plot", str(plot),
+                             "--ros-args", "-p", "simulator:real_time_factor:=2.0"])
+    assert bringup.wait_exit(60) == 0, bringup.output
+    output = bringup.output
+    assert "first effort command: running from t = 0 s" in output
+    summaries = [block for block in output.split("[run_monitor]: t = ")[1:] if "efforts (N m, N)" in block]
+    assert len(summaries) >= 4, output
+
+    def time_of(summary):
+        return float(summary.split(" s")[0])
+
+    def line(summary, start):
+        return next(text for text in summary.splitlines() if text.strip().startswith(start))
+
+    held = [s for s in summaries if time_of(s) < 2.9]
+    moved = [s for s in summaries if time_of(s) > 3.1]
+    assert len(held) >= 2 and moved, output
+    assert len({line(s, "efforts") for s in held}) == 1  # the same torques: nothing moved
+    assert all("(kinetic 0.0000 J)" in s.splitlines()[0] for s in held)
+    server = [float(line(s, "dynamics server").rsplit(" ", 1)[1]) for s in held if "dynamics server" in s]
+    assert server and max(server) < 1e-9, output  # the torques balance the arm exactly
+    assert "t = 3.00" in output.split("push, {'joint1': 0.8, 'joint3': -0.6}")[0].rsplit("\n", 1)[-1]
+    assert any("(kinetic 0.0000 J)" not in s.splitlines()[0] for s in moved), output
+    assert "run over after 5 s of simulated time" in output and "applying zero effort" not in output
+    svg = ElementTree.parse(plot).getroot()
+    texts = [element.text for element in svg.iter("{http://www.w3.org/2000/svg}text")]
+    for title in ("joint positions", "joint efforts", "energy, change from the start", "centroidal momentum"):
+        assert title in texts
+    lines = list(svg.iter("{http://www.w3.org/2000/svg}polyline"))
+    assert len(lines) == 7 + 7 + 3 + 6
+    assert all(len(line.get("points").split()) > 400 for line in lines)  # 100 Hz for 5 s

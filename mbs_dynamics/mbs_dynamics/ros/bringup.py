@@ -4,7 +4,15 @@ mbs_dynamics.launch.py`` starts, for where ROS 2 came from pip (no launch).
 
     mbs_dynamics_bringup [--robot arm7 | --robot-description-file PATH]
                          [--config PARAMS.yaml] [--nodes inverse_dynamics,simulator]
-                         [--use-sim-time] [--ros-args ...]
+                         [--use-sim-time] [--closed-loop]
+                         [--duration S] [--summary-period S] [--plot FILE.svg]
+                         [--ros-args ...]
+
+A bundled robot also reads config/<robot>.yaml (its initial pose, ...) after
+the config. --closed-loop feeds the inverse dynamics node's efforts to the
+simulator, which starts from the first of them. --duration, --summary-period
+and --plot add the run monitor (run_monitor.py): a periodic summary, the end
+after that much simulated time, a plot at the end.
 """
 from __future__ import annotations
 
@@ -16,6 +24,7 @@ from mbs_dynamics.robots import BUNDLED_ROBOTS, bundled_robot
 from mbs_dynamics.ros.dynamics_node import spin_nodes
 from mbs_dynamics.ros.dynamics_server_node import DynamicsServerNode
 from mbs_dynamics.ros.inverse_dynamics_node import InverseDynamicsNode
+from mbs_dynamics.ros.run_monitor import RunMonitor
 from mbs_dynamics.ros.simulator_node import SimulatorNode
 
 # Default node name -> node class.
@@ -58,15 +67,35 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--nodes", default=",".join(NODES),
                         help=f"comma-separated nodes to start, from {', '.join(NODES)} (default: all)")
     parser.add_argument("--use-sim-time", action="store_true", help="nodes follow /clock")
+    parser.add_argument("--closed-loop", action="store_true",
+                        help="the simulator applies the inverse dynamics node's efforts, from the first one on")
+    parser.add_argument("--duration", type=float, default=0.0, metavar="S",
+                        help="stop after S seconds of simulated time (default: at Ctrl-C)")
+    parser.add_argument("--summary-period", type=float, default=0.0, metavar="S",
+                        help="log a summary (time, real-time factor, efforts, CoM, momentum, energy) every S s")
+    parser.add_argument("--plot", metavar="FILE.svg", default="",
+                        help="at the end, plot joint positions, efforts, energy and centroidal momentum to FILE.svg")
     arguments = parser.parse_args(argv)
     arguments.nodes = [name.strip() for name in arguments.nodes.split(",") if name.strip()]
     unknown = [name for name in arguments.nodes if name not in NODES]
     if unknown or not arguments.nodes:
         parser.error(f"--nodes: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(NODES)}")
+    if arguments.closed_loop and not {"simulator", "inverse_dynamics"} <= set(arguments.nodes):
+        parser.error("--closed-loop needs the simulator and inverse_dynamics nodes")
+    if arguments.duration < 0 or arguments.summary_period < 0:
+        parser.error("--duration and --summary-period must be >= 0")
+    if arguments.duration > 0 and "simulator" not in arguments.nodes:
+        parser.error("--duration counts simulated time: it needs the simulator node")
     arguments.config = arguments.config or default_config()
     if not os.path.isfile(arguments.config):
         parser.error(f"--config: no such file {arguments.config}")
     return arguments, ros_args
+
+
+def robot_config(robot: str) -> str | None:
+    """config/<robot>.yaml of a bundled robot, if there is one."""
+    path = os.path.join(share_directory(), "config", f"{robot}.yaml")
+    return path if os.path.isfile(path) else None
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -78,15 +107,32 @@ def main(argv: list[str] | None = None) -> None:
     robot_file = bundled_robot(arguments.robot) if arguments.robot else arguments.robot_description_file
     if robot_file:
         overrides.append(Parameter("robot_description_file", value=os.path.abspath(robot_file)))
-    # The params file goes first so that --ros-args -p ... given by the user wins.
+    # The params files go first so that --ros-args -p ... given by the user wins.
     if ros_args:
         ros_args = ros_args[1:]
-    rclpy_args = ["mbs_dynamics_bringup", "--ros-args", "--params-file", arguments.config, *ros_args]
+    params_files = [arguments.config]
+    if arguments.robot and robot_config(arguments.robot):
+        params_files.append(robot_config(arguments.robot))
+    rclpy_args = ["mbs_dynamics_bringup", "--ros-args",
+                  *[a for path in params_files for a in ("--params-file", path)], *ros_args]
+    own = {name: [] for name in (*NODES, "run_monitor")}  # parameters and arguments of one node only
+    remaps = {name: [] for name in own}
+    if arguments.closed_loop:
+        own["simulator"].append(Parameter("start_on_command", value=True))
+        remaps["simulator"] += ["-r", "~/joint_efforts:=/inverse_dynamics/joint_efforts"]
+    own["run_monitor"] += [Parameter("duration", value=arguments.duration),
+                           Parameter("summary_period", value=arguments.summary_period),
+                           Parameter("plot_file", value=os.path.abspath(arguments.plot) if arguments.plot else "")]
+    chosen = {name: NODES[name] for name in arguments.nodes}
+    if arguments.duration or arguments.summary_period or arguments.plot:
+        chosen["run_monitor"] = RunMonitor
 
-    def factory(name):
-        return lambda stop: NODES[name](name, stop=stop, parameter_overrides=list(overrides))
+    def factory(name, node_class):
+        return lambda stop: node_class(name, stop=stop, parameter_overrides=[*overrides, *own[name]],
+                                       cli_args=["--ros-args", *remaps[name]] if remaps[name] else None)
 
-    sys.exit(spin_nodes([factory(name) for name in arguments.nodes], args=rclpy_args, multithreaded=True))
+    sys.exit(spin_nodes([factory(name, node_class) for name, node_class in chosen.items()], args=rclpy_args,
+                        multithreaded=True))
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ class JointMap:
         self.q_index = np.array([model.q_index(name) for name in self.names], dtype=np.int64)
         self.v_index = np.array([model.v_index(name) for name in self.names], dtype=np.int64)
         self._by_name = {name: k for k, name in enumerate(self.names)}
+        self.neutral = model.neutral_configuration()
         limit = model.effort_limit  # a URDF effort of 0 means none given
         self.effort_limit = np.where(np.isfinite(limit) & (limit > 0), limit, np.inf)  # (nv,): inf = none
         self._ignored = frozenset(model._coupled)  # mimics follow their master
@@ -146,6 +147,20 @@ def joint_arrays(match: NameMatch, positions, velocities, what: str) -> tuple[np
     if q is None:
         raise InvalidInput("invalid", f"{what} has no positions")
     return q, named_values(match, velocities, f"{what} velocity")
+
+
+def measured_state(joints: JointMap, match: NameMatch, message, base=None,
+                   what: str = "joint_states") -> tuple[np.ndarray, np.ndarray]:
+    """(q, v) of a sensor_msgs/JointState whose names gave `match` (empty
+    velocities = zero) and, for a floating base, base = (q_base (7,), v_base (6,))."""
+    positions, velocities = joint_arrays(match, message.position, message.velocity, what)
+    q, v = joints.neutral.copy(), np.zeros(joints.model.nv)
+    q[match.q_index] = positions
+    if velocities is not None:
+        v[match.v_index] = velocities
+    if base is not None:
+        q[:7], v[:6] = base
+    return q, v
 
 
 def base_state(pose, twist, tolerance: float = QUATERNION_TOLERANCE,

@@ -177,6 +177,11 @@ class DynamicsNode(Node):
         self.get_logger().info(f"robot '{robot.name}' from {source}: {describe_joints(robot)}")
         self.on_robot(robot)
 
+    def finish(self) -> None:
+        """End the process normally (exit code 0): the node's work is done."""
+        if not self._stop.done():
+            self._stop.set_result(None)
+
     def _fail(self, message: str) -> None:
         self.fatal_error = message
         self.get_logger().fatal(f"{message}; stopping")
@@ -327,8 +332,8 @@ def spin_nodes(node_factories: Sequence[Callable[[Future], DynamicsNode]], args=
                multithreaded: bool = False) -> int:
     """Init rclpy, create the nodes, spin until Ctrl-C or a fatal error, shut down.
 
-    Returns the process exit code: 0 after Ctrl-C or an external shutdown,
-    1 when a node stopped on a fatal error.
+    Returns the process exit code: 0 after Ctrl-C, an external shutdown or a
+    node's finish(), 1 when a node stopped on a fatal error.
     """
     rclpy.init(args=args)
     stop = Future()
@@ -357,7 +362,7 @@ def spin_nodes(node_factories: Sequence[Callable[[Future], DynamicsNode]], args=
         for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown()
-    return 1 if stop.done() else 0
+    return 1 if stop.done() and stop.result() is not None else 0
 
 
 def node_main(node_class: type[DynamicsNode], default_name: str, multithreaded: bool = False) -> Callable[[], None]:

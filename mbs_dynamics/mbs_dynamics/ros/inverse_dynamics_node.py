@@ -47,7 +47,7 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 import mbs_dynamics as mbs
-from mbs_dynamics.ros.conversions import (InvalidInput, JointMap, base_state, joint_arrays, set_vector,
+from mbs_dynamics.ros.conversions import (InvalidInput, JointMap, base_state, measured_state, set_vector,
                                          stamp_seconds)
 from mbs_dynamics.ros.dynamics_node import (EMPTY_STRING_ARRAY, DirectSubscriptions, DynamicsNode, ParameterSpec,
                                            diagnostic_array, node_main, timing_values)
@@ -217,22 +217,18 @@ class InverseDynamicsNode(DynamicsNode):
 
     def _state(self, message: JointState) -> tuple[np.ndarray, np.ndarray, float]:
         """(q, v, stamp in s) of a joint_states message (and odom)."""
-        model = self.model
         match = self.joints.match(message.name)
         self._warn_unknown(match.unknown)
-        positions, velocities = joint_arrays(match, message.position, message.velocity, "joint_states")
+        base = None
+        if self.model.floating_base:
+            if self._odometry is None:
+                raise InvalidInput("no_odometry", "no odom received yet: the floating base's state is unknown")
+            base = self._odometry[:2]
+        q, v = measured_state(self.joints, match, message, base)
         stamp = stamp_seconds(message.header.stamp)
         if stamp < self._last_stamp:
             raise InvalidInput("stamp_backwards", f"joint_states stamp {stamp:.6f} s is before the last one "
                                                   f"({self._last_stamp:.6f} s)")
-        q, v = self._q_neutral.copy(), np.zeros(model.nv)
-        q[match.q_index] = positions
-        if velocities is not None:
-            v[match.v_index] = velocities
-        if model.floating_base:
-            if self._odometry is None:
-                raise InvalidInput("no_odometry", "no odom received yet: the floating base's state is unknown")
-            q[:7], v[:6], _ = self._odometry
         self._last_stamp = stamp
         return q, v, stamp
 
@@ -306,7 +302,6 @@ class InverseDynamicsNode(DynamicsNode):
         self._momentum.header.frame_id = model.description.root
         self._wrench = WrenchStamped()
         self._wrench.header.frame_id = model.description.root
-        self._q_neutral = model.neutral_configuration()
 
     def _publish(self, stamp, q, v, tau) -> None:
         model = self.model

@@ -2,7 +2,7 @@
 and sim time (default name ``simulator``).
 
 The robot of robot_description moves in an mbs.Simulation (gravity; for a
-floating base a ground plane touched at the origins of contact_frames; the
+floating base a ground plane touched at contact_points of contact_frames; the
 URDF joint limits, damping and friction), stepped at ``dt`` by a thread of
 its own, paced to ``real_time_factor`` (0: as fast as it goes).
 
@@ -59,6 +59,9 @@ from mbs_dynamics_interfaces.srv import SetState, Step
 COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
 STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
 WARNING_PERIOD = 5.0
+# Wall-clock seconds the simulation may fall behind its real-time factor
+# before it stops trying to catch up (a burst would outrun its controllers).
+MAX_LAG = 0.05
 # Steps timed for the diagnostics.
 TIMING_WINDOW = 5000
 
@@ -78,6 +81,9 @@ class SimulatorNode(DynamicsNode):
                       "Publish /clock (the simulator owns sim time)."),
         ParameterSpec("start_paused", False,
                       "Start paused (~/pause false or ~/step to go on); joint_states are published meanwhile."),
+        ParameterSpec("start_on_command", False,
+                      "Start paused and run from the first effort command on: a closed loop starts from the "
+                      "efforts computed for the initial state.", read_only=True),
         ParameterSpec("command_joints", EMPTY_STRING_ARRAY,
                       "Joint order of ~/effort_command; empty = the model's joint order."),
         ParameterSpec("command_timeout", 0.5,
@@ -96,7 +102,11 @@ class SimulatorNode(DynamicsNode):
         ParameterSpec("ground_restitution", 0.0,
                       "Coefficient of restitution of the ground."),
         ParameterSpec("contact_frames", EMPTY_STRING_ARRAY,
-                      "Link frames whose origins touch the ground (e.g. the feet); empty = none."),
+                      "Link frames whose points touch the ground (e.g. the feet; a frame may repeat); "
+                      "empty = none."),
+        ParameterSpec("contact_points", EMPTY_DOUBLE_ARRAY,
+                      "[x, y, z] in its frame for each of contact_frames, flattened (e.g. the corners of a "
+                      "sole); empty = the frames' origins."),
         ParameterSpec("world_frame", "world",
                       "frame_id of odom and ~/contact_wrenches."),
         ParameterSpec("diagnostics_period", 1.0,
@@ -119,7 +129,8 @@ class SimulatorNode(DynamicsNode):
         self._command = None  # (tau, simulated time received)
         self._command_stale = False
         self._zero_effort = np.zeros(model.nv)
-        self.paused = self.parameter("start_paused")
+        self._waiting_for_command = self.parameter("start_on_command")
+        self.paused = self.parameter("start_paused") or self._waiting_for_command
         self._steps_requested = 0
         self._steps_done = threading.Event()  # set when the steps ~/step asked for are taken
         self.check_parameters_at_run_time()
@@ -149,7 +160,8 @@ class SimulatorNode(DynamicsNode):
             f"real-time factor {self.settings['real_time_factor']:g}"
             + (f", ground at {world.ground.height:g} m touched at {[p.frame for p in world.contact_points]}"
                if world.contact_points else "")
-            + (", paused" if self.paused else ""))
+            + (", waiting for the first effort command" if self._waiting_for_command
+               else ", paused" if self.paused else ""))
 
     def _simulation(self) -> mbs.Simulation:
         """The Simulation the parameters describe (ValueError on a bad one)."""
@@ -178,7 +190,14 @@ class SimulatorNode(DynamicsNode):
         unknown = [frame for frame in frames if frame not in model.frames]
         if unknown:
             raise ValueError(f"contact_frames: model '{model.name}' has no frames {unknown}")
-        world = mbs.World(ground, tuple(mbs.PointContact(frame) for frame in frames))
+        points = np.asarray(self.parameter("contact_points"), dtype=float)
+        if points.size == 0:
+            points = np.zeros((len(frames), 3))
+        elif points.shape != (3 * len(frames),) or not np.all(np.isfinite(points)):
+            raise ValueError(f"contact_points must hold [x, y, z] for each of the {len(frames)} contact_frames "
+                             f"({3 * len(frames)} finite values), got {points.size}")
+        world = mbs.World(ground, tuple(mbs.PointContact(frame, point)
+                                        for frame, point in zip(frames, points.reshape(-1, 3), strict=True)))
         return mbs.Simulation(model, world, self.parameter("dt"), self.parameter("integrator"), q=q)
 
     # --- parameters ----------------------------------------------------
@@ -230,6 +249,9 @@ class SimulatorNode(DynamicsNode):
     def _take_command(self, tau: np.ndarray) -> None:
         self.counts["commands"] += 1
         self._command = (tau, self.simulation.time)
+        if self._waiting_for_command:
+            self._waiting_for_command, self.paused = False, False
+            self.get_logger().info(f"first effort command: running from t = {self.simulation.time:g} s")
         if self._command_stale:
             self._command_stale = False
             self.get_logger().info("commands arrive again")
@@ -273,6 +295,8 @@ class SimulatorNode(DynamicsNode):
                 if ahead > 0:
                     time.sleep(min(ahead, 0.05))
                     continue
+                if ahead < -MAX_LAG:  # behind after a stall: go on from here rather than race to catch up
+                    anchor = (time.monotonic(), simulation.time, factor)
             start = time.perf_counter()
             with self._lock:
                 tau = self._effort()
@@ -306,6 +330,8 @@ class SimulatorNode(DynamicsNode):
         self._wrenches = ContactWrenches()
         self._contacts = [Contact(frame=point.frame, kind=Contact.POINT)
                           for point in self.simulation.world.contact_points]
+        for contact, point in zip(self._contacts, self.simulation.world.contact_points, strict=True):
+            set_vector(contact.point, point.point)
         self._applied = np.zeros(model.nv)
         self._wall_anchor = (time.monotonic(), 0.0)  # for the achieved real-time factor
 
@@ -354,6 +380,8 @@ class SimulatorNode(DynamicsNode):
         with self._lock:
             self.simulation.reset()
             self._command = None
+            if self.parameter("start_on_command"):
+                self._waiting_for_command = self.paused = True
         self._wake.set()
         response.success, response.message = True, "back to the initial state at t = 0"
         return response
@@ -394,6 +422,7 @@ class SimulatorNode(DynamicsNode):
 
     def _pause(self, request, response):
         self.paused = bool(request.data)
+        self._waiting_for_command = False
         self._wake.set()
         response.success = True
         response.message = f"{'paused' if self.paused else 'running'} at t = {self.simulation.time:.6f} s"

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Simulation steps per second, headless, at dt = 1 ms: how many times real
+time the simulator can run.
+
+    .venv/bin/python benchmarks/simulation.py [--seconds 5] [--node-seconds 5]
+
+1. mbs.Simulation (the simulator node's core: ground contact, the URDF joint
+   limits, damping and friction), beside MuJoCo's mj_step on the same robot
+   and contact points:
+   - TALOS standing on the four corners of each sole under feedforward
+     torques and joint PD (benchmarks/contact.py's set-up);
+   - Panda held by its gravity torques, with semi-implicit Euler and with RK4.
+2. The simulator node in its own process at real_time_factor 0 (as fast as
+   it goes), publishing at 100 Hz: steps per wall-clock second from its
+   /diagnostics. TALOS stands on the same sole corners under a constant
+   feedforward command; Panda is held by a constant gravity-torque command.
+"""
+import argparse
+import importlib.metadata
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+import mbs_dynamics as mbs
+from contact import DT, FRICTION, SOLE_CORNERS, SOLES, SPHERE, TALOS, mujoco_model, standing
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mbs_dynamics" / "test"))
+from ros_processes import NodeProcess, executable  # noqa: E402
+
+ROBOTS_DIR = importlib.metadata.distribution("example-robot-data").locate_file(
+    "cmeel.prefix/share/example-robot-data/robots")
+PANDA = str(ROBOTS_DIR / "panda_description/urdf/panda.urdf")
+PANDA_POSE = {"panda_joint2": 0.6, "panda_joint4": -1.5, "panda_joint6": 1.8}
+
+
+def talos_standing():
+    """(model, world, q0, torques(q, v)): TALOS on its sole corners, feedforward
+    from contact inverse dynamics at rest, joint PD critically damped at 5 Hz."""
+    model = mbs.Model.from_urdf_file(TALOS, floating_base=True)
+    points = tuple(mbs.PointContact(s, c) for s in SOLES for c in SOLE_CORNERS)
+    q0 = standing(model, points)
+    zero = np.zeros(model.nv)
+    feedforward = mbs.contact_inverse_dynamics(model, q0, zero, zero, list(points), friction=FRICTION)[0]
+    omega = 2 * np.pi * 5.0
+    inertia = np.diag(mbs.mass_matrix(model, q0))[6:]
+    stiffness, damping = omega**2 * inertia, 2 * omega * inertia
+
+    def torques(q, v):
+        tau = feedforward.copy()
+        tau[6:] -= stiffness * (q[7:] - q0[7:]) + damping * v[6:]
+        return tau
+
+    return model, mbs.World(mbs.Ground(friction=FRICTION), points), q0, torques, feedforward
+
+
+def steps_per_second(simulation, torques, seconds):
+    steps = int(round(seconds / simulation.dt))
+    start = time.perf_counter()
+    for _ in range(steps):
+        simulation.step(torques(simulation.q, simulation.v))
+    return steps / (time.perf_counter() - start)
+
+
+def mujoco_steps_per_second(model, points, q0, feedforward, seconds):
+    mj = mujoco_model(TALOS, points)
+    data = mujoco.MjData(mj)
+    data.qpos[:3] = q0[:3] + np.array([0, 0, SPHERE])
+    data.qpos[3:7] = (q0[6], *q0[3:6])
+    for joint in model.joint_names[1:]:
+        data.qpos[mj.joint(joint).qposadr[0]] = q0[model.q_index(joint)]
+        data.qfrc_applied[mj.joint(joint).dofadr[0]] = feedforward[model.v_index(joint)]
+    steps = int(round(seconds / DT))
+    start = time.perf_counter()
+    for _ in range(steps):
+        mujoco.mj_step(mj, data)
+    return steps / (time.perf_counter() - start)
+
+
+def core_table(seconds):
+    print(f"mbs.Simulation, headless, dt = {DT * 1e3:g} ms, {seconds:g} simulated s each")
+    print(f"{'robot':34} {'steps/s':>9} {'x real time':>11} {'us/step':>8}   check")
+    model, world, q0, torques, feedforward = talos_standing()
+    simulation = mbs.Simulation(model, world, DT, q=q0)
+    for _ in range(100):  # the kernels loaded, the warm start filled
+        simulation.step(torques(simulation.q, simulation.v))
+    rate = steps_per_second(simulation, torques, seconds)
+    moved = np.abs(mbs.difference(model, q0, simulation.q)).max()
+    print(f"{'talos, 8 sole corners, PD':34} {rate:9.0f} {rate * DT:11.1f} {1e6 / rate:8.1f}   "
+          f"moved {moved:.1e} from the start")
+    theirs = mujoco_steps_per_second(model, list(world.contact_points), q0, feedforward, seconds)
+    print(f"{'  MuJoCo mj_step, same points':34} {theirs:9.0f} {theirs * DT:11.1f} {1e6 / theirs:8.1f}   "
+          f"ours / MuJoCo time per step {theirs / rate:.2f}")
+    panda = mbs.Model.from_urdf_file(PANDA)
+    held = mbs.simulation.initial_configuration(panda, PANDA_POSE)
+    for integrator in ("semi_implicit_euler", "rk4"):
+        simulation = mbs.Simulation(panda, mbs.World(ground=None), DT, integrator, q=held)
+        rate = steps_per_second(simulation, lambda q, v: mbs.gravity_torques(panda, q), seconds)
+        moved = np.abs(simulation.q - held).max()
+        print(f"{'panda, g(q) each step, ' + integrator:34} {rate:9.0f} {rate * DT:11.1f} {1e6 / rate:8.1f}   "
+              f"moved {moved:.1e} rad")
+
+
+def node_rate(arguments, command, seconds):
+    """Steps per wall-clock second of a simulator node process at real_time_factor 0."""
+    import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray
+    from std_msgs.msg import Float64MultiArray
+
+    node = rclpy.create_node(f"simulation_benchmark_{random.randrange(1 << 30)}")
+    statuses = []
+    node.create_subscription(DiagnosticArray, "/diagnostics", statuses.append, 10)
+    publisher = node.create_publisher(Float64MultiArray, "/simulator/effort_command", 10)
+    process = NodeProcess([executable("simulator_node"), "--ros-args", "-p", "real_time_factor:=0.0",
+                           "-p", "start_on_command:=true", "-p", "diagnostics_period:=0.5",
+                           "-p", "command_timeout:=1000.0", *arguments])
+    try:
+        process.wait_for("simulating", timeout=60)
+        deadline = time.monotonic() + 10
+        while "first effort command" not in process.output and time.monotonic() < deadline:
+            publisher.publish(Float64MultiArray(data=command.tolist()))
+            rclpy.spin_once(node, timeout_sec=0.1)
+        start = time.monotonic()
+        while time.monotonic() < start + seconds:
+            rclpy.spin_once(node, timeout_sec=0.1)
+        factors = [float(kv.value) for status in statuses if status.status
+                   and status.status[0].name.startswith("simulator") for kv in status.status[0].values
+                   if kv.key == "real_time_factor"]
+        return float(np.median(factors[2:])) / DT  # the first statuses count the start-up
+    finally:
+        process.interrupt()
+        node.destroy_node()
+
+
+def node_table(seconds):
+    import rclpy
+
+    os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randint(150, 200)))
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    rclpy.init()
+    print(f"\nthe simulator node at real_time_factor 0, publishing at 100 Hz, {seconds:g} wall-clock s each "
+          "(median of its 0.5 s diagnostics)")
+    print(f"{'robot':34} {'steps/s':>9} {'x real time':>11}")
+    model, _, q0, _, feedforward = talos_standing()
+    joints = list(model.joint_names[1:])
+    corners = [x for _ in SOLES for corner in SOLE_CORNERS for x in corner]
+    frames = [s for s in SOLES for _ in SOLE_CORNERS]
+    rate = node_rate(["-p", f"robot_description_file:={TALOS}", "-p", "floating_base:=true",
+                            "-p", f"contact_frames:={frames}", "-p", f"contact_points:={corners}",
+                            "-p", f"initial_base_pose:={q0[:7].tolist()}",
+                            "-p", f"initial_joint_names:={joints}",
+                            "-p", f"initial_joint_positions:={[float(q0[model.q_index(j)]) for j in joints]}",
+                            "-p", f"ground_friction:={FRICTION}"],
+                           feedforward[6:], seconds)
+    print(f"{'talos, 8 sole corners, feedforward':34} {rate:9.0f} {rate * DT:11.1f}")
+    panda = mbs.Model.from_urdf_file(PANDA)
+    held = mbs.simulation.initial_configuration(panda, PANDA_POSE)
+    rate = node_rate(["-p", f"robot_description_file:={PANDA}",
+                            "-p", f"initial_joint_names:={list(PANDA_POSE)}",
+                            "-p", f"initial_joint_positions:={list(PANDA_POSE.values())}"],
+                           mbs.gravity_torques(panda, held), seconds)
+    print(f"{'panda, g(q) held':34} {rate:9.0f} {rate * DT:11.1f}")
+    rclpy.shutdown()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0, help="simulated seconds per core row")
+    parser.add_argument("--node-seconds", type=float, default=5.0, help="wall-clock seconds per node row; 0: none")
+    arguments = parser.parse_args()
+    print(f"numpy {np.__version__}, mujoco {mujoco.__version__}, mbs_dynamics {mbs.__version__}, "
+          f"python {sys.version.split()[0]}")
+    core_table(arguments.seconds)
+    if arguments.node_seconds > 0:
+        node_table(arguments.node_seconds)
+
+
+if __name__ == "__main__":
+    main()

@@ -149,6 +149,8 @@ def test_closed_loop_with_the_inverse_dynamics_node_holds_the_panda(start_proces
     its ~/joint_efforts back into the simulator, 1 kHz both ways, at twice real
     time: the arm stays where it started for 10 simulated seconds. Without the
     inverse dynamics node it falls."""
+    from diagnostic_msgs.msg import DiagnosticArray
+
     model = mbs.Model.from_urdf_file(robot_path("panda"))
     held = {"panda_joint2": 0.6, "panda_joint4": -1.5, "panda_joint6": 1.8}
     q0 = mbs.simulation.initial_configuration(model, held)
@@ -161,7 +163,13 @@ def test_closed_loop_with_the_inverse_dynamics_node_holds_the_panda(start_proces
                           remaps=["/sim_loop/joint_efforts:=/id_loop/joint_efforts"], watch_states=False)
     # waiting, it publishes the initial state; the efforts for it arrive; it runs from there
     simulator.process.wait_for(r"first effort command: running from t = 0 s")
-    time.sleep(10.0 / 2 + 0.3)
+    simulated = []  # the simulated time its diagnostics report (every 0.2 s)
+    test_node.create_subscription(DiagnosticArray, "/diagnostics", lambda message: simulated.extend(
+        float(kv.value) for status in message.status if status.name.startswith("sim_loop")
+        for kv in status.values if kv.key == "time"), 10)
+    deadline = time.monotonic() + 60
+    while not (simulated and simulated[-1] >= 10.0) and time.monotonic() < deadline:
+        simulator.spin(0.1)
     paused = simulator.call("pause", data=True)
     assert paused.success
     simulator.watch_states()

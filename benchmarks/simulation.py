@@ -12,8 +12,9 @@ time the simulator can run.
    - Panda held by its gravity torques, with semi-implicit Euler and with RK4.
 2. The simulator node in its own process at real_time_factor 0 (as fast as
    it goes), publishing at 100 Hz: steps per wall-clock second from its
-   /diagnostics. TALOS stands on the same sole corners under a constant
-   feedforward command; Panda is held by a constant gravity-torque command.
+   /diagnostics. TALOS starts standing on the same sole corners, Panda in the
+   closed loop's pose, each sent a constant command (feedforward; gravity
+   torques) from this process every 50 ms.
 """
 import argparse
 import importlib.metadata
@@ -116,17 +117,13 @@ def node_rate(arguments, command, seconds):
     node.create_subscription(DiagnosticArray, "/diagnostics", statuses.append, 10)
     publisher = node.create_publisher(Float64MultiArray, "/simulator/effort_command", 10)
     process = NodeProcess([executable("simulator_node"), "--ros-args", "-p", "real_time_factor:=0.0",
-                           "-p", "start_on_command:=true", "-p", "diagnostics_period:=0.5",
-                           "-p", "command_timeout:=1000.0", *arguments])
+                           "-p", "diagnostics_period:=0.5", "-p", "command_timeout:=1000.0", *arguments])
     try:
         process.wait_for("simulating", timeout=60)
-        deadline = time.monotonic() + 10
-        while "first effort command" not in process.output and time.monotonic() < deadline:
-            publisher.publish(Float64MultiArray(data=command.tolist()))
-            rclpy.spin_once(node, timeout_sec=0.1)
         start = time.monotonic()
         while time.monotonic() < start + seconds:
-            rclpy.spin_once(node, timeout_sec=0.1)
+            publisher.publish(Float64MultiArray(data=command.tolist()))
+            rclpy.spin_once(node, timeout_sec=0.05)
         factors = [float(kv.value) for status in statuses if status.status
                    and status.status[0].name.startswith("simulator") for kv in status.status[0].values
                    if kv.key == "real_time_factor"]

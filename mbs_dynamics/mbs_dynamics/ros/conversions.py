@@ -152,7 +152,8 @@ def joint_arrays(match: NameMatch, positions, velocities, what: str) -> tuple[np
 def measured_state(joints: JointMap, match: NameMatch, message, base=None,
                    what: str = "joint_states") -> tuple[np.ndarray, np.ndarray]:
     """(q, v) of a sensor_msgs/JointState whose names gave `match` (empty
-    velocities = zero) and, for a floating base, base = (q_base (7,), v_base (6,))."""
+    velocities = zero) and, for a floating base, base = (q_base (7,), v_base (6,)):
+    the root joint comes first in q and v."""
     positions, velocities = joint_arrays(match, message.position, message.velocity, what)
     q, v = joints.neutral.copy(), np.zeros(joints.model.nv)
     q[match.q_index] = positions
@@ -212,19 +213,15 @@ def request_state(joints: JointMap, joint_state, base_states, tolerance: float) 
     refused for a fixed one)."""
     model = joints.model
     match = strict_match(joints, joint_state.name, "joint_state")
-    positions, velocities = joint_arrays(match, joint_state.position, joint_state.velocity, "joint_state")
-    q, v = model.neutral_configuration(), np.zeros(model.nv)
-    q[match.q_index] = positions
-    if velocities is not None:
-        v[match.v_index] = velocities
+    base = None
     if model.floating_base:
         if len(base_states) != 1:
             raise InvalidInput("invalid", f"model '{model.name}' has a floating base: base_state (pose and body "
                                           "twist) is required")
-        base = model.v_index(ROOT_JOINT)
-        q[:7], v[base:base + 6] = base_state(base_states[0].pose, base_states[0].twist, tolerance, "base_state")
+        base = base_state(base_states[0].pose, base_states[0].twist, tolerance, "base_state")
     elif len(base_states):
         raise InvalidInput("invalid", f"model '{model.name}' has a fixed base: base_state must be empty")
+    q, v = measured_state(joints, match, joint_state, base, "joint_state")
     return q, v, match
 
 

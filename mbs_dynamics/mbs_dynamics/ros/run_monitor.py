@@ -66,7 +66,7 @@ class RunMonitor(DynamicsNode):
         self._push = dict(zip(names, velocities, strict=True)) if self.parameter("push_time") > 0 else {}
         self.samples: list[tuple] = []  # (t, q, v, effort, energies (T, V), momentum [k; l])
         self._stride, self._skipped = 1, 0
-        self._latest = None  # (t, q, v, effort) of the last joint_states
+        self._latest = None  # (t, q, v, effort, (kinetic, potential energy)) of the last joint_states
         self._odometry = None
         self._momentum = None  # (com, [k; l]) of the last centroidal momentum message
         self._accelerations = None  # the server's last answer: (t, max |a|) or a message
@@ -112,22 +112,22 @@ class RunMonitor(DynamicsNode):
             self.get_logger().warning(f"joint_states: {error}", throttle_duration_sec=WARNING_PERIOD)
             return
         t = stamp_seconds(message.header.stamp)
-        self._latest = (t, q, v, effort)
+        energies = (float(mbs.kinetic_energy(self.model, q, v)), float(mbs.potential_energy(self.model, q)))
+        self._latest = (t, q, v, effort, energies)
         if self._wall_anchor is None and t > 0:
             self._wall_anchor = (time.monotonic(), t)
-        self._record(t, q, v, effort)
+        self._record(t, q, effort, energies)
         if self._push and t >= self.parameter("push_time"):
             self._send_push(message)
         duration = self.parameter("duration")
         if duration > 0 and t >= duration:
             self._finish(f"{duration:g} s of simulated time")
 
-    def _record(self, t, q, v, effort) -> None:
+    def _record(self, t, q, effort, energies) -> None:
         self._skipped += 1
         if self._skipped < self._stride:
             return
         self._skipped = 0
-        energies = (float(mbs.kinetic_energy(self.model, q, v)), float(mbs.potential_energy(self.model, q)))
         momentum = self._momentum[1] if self._momentum is not None else np.full(6, np.nan)
         self.samples.append((t, q[self.joints.q_index], effort[self.joints.v_index], energies, momentum))
         if len(self.samples) > MAX_SAMPLES:
@@ -153,11 +153,10 @@ class RunMonitor(DynamicsNode):
         if self._latest is None:
             self.get_logger().info("no joint_states yet")
             return
-        t, q, v, effort = self._latest
+        t, q, v, effort, (kinetic, potential) = self._latest
         factor = ""
         if self._wall_anchor is not None and time.monotonic() > self._wall_anchor[0]:
             factor = f", real-time factor {(t - self._wall_anchor[1]) / (time.monotonic() - self._wall_anchor[0]):.2f}"
-        kinetic, potential = float(mbs.kinetic_energy(self.model, q, v)), float(mbs.potential_energy(self.model, q))
         lines = [f"t = {t:.3f} s{factor}; energy {kinetic + potential:.4f} J (kinetic {kinetic:.4f} J)",
                  "  efforts (N m, N): " + " ".join(f"{name} {effort[i]:+.2f}" for name, i in
                                                      zip(self.joints.names, self.joints.v_index, strict=True))]

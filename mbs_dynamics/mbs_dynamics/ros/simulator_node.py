@@ -40,6 +40,7 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 
 import mbs_dynamics as mbs
+from mbs_dynamics.inputs import QUATERNION_TOLERANCE
 from mbs_dynamics.model import ROOT_JOINT
 from mbs_dynamics.ros.conversions import (InvalidInput, JointMap, base_state, contact_wrenches, named_values,
                                          set_stamp, set_vector)
@@ -178,11 +179,11 @@ class SimulatorNode(DynamicsNode):
         ground = None
         if model.floating_base:
             pose = np.asarray(self.parameter("initial_base_pose"), dtype=float)
-            if pose.shape != (7,) or not np.all(np.isfinite(pose)) or abs(np.linalg.norm(pose[3:]) - 1) > 1e-3:
+            if (pose.shape != (7,) or not np.all(np.isfinite(pose))
+                    or abs(np.linalg.norm(pose[3:]) - 1) > QUATERNION_TOLERANCE):
                 raise ValueError(f"initial_base_pose must be [x, y, z, qx, qy, qz, qw] with a unit quaternion, "
                                  f"got {pose.tolist()}")
-            q[:7] = pose
-            q[3:7] /= np.linalg.norm(pose[3:])
+            q[:7] = pose  # the Simulation normalises the quaternion
             ground = mbs.Ground(height=self.parameter("ground_height"), friction=self.parameter("ground_friction"),
                                 restitution=self.parameter("ground_restitution"))
         elif frames:
@@ -276,8 +277,7 @@ class SimulatorNode(DynamicsNode):
     def _run(self) -> None:
         """Step at dt, paced to the real-time factor; publish at publish_rate."""
         simulation = self.simulation
-        next_publish = 0.0
-        anchor = None  # (wall time, simulated time) the pacing counts from
+        anchor = None  # (wall time, simulated time, real-time factor) the pacing counts from
         while self._running:
             settings = self.settings
             self._commands.take()
@@ -317,9 +317,8 @@ class SimulatorNode(DynamicsNode):
                         self._steps_done.set()
             self.counts["steps"] += 1
             self.step_times.append(time.perf_counter() - start)
-            if simulation.time + 1e-12 >= next_publish:
+            if simulation.steps % max(1, round(1.0 / (settings["publish_rate"] * simulation.dt))) == 0:
                 self._publish()
-                next_publish = simulation.time + 1.0 / settings["publish_rate"]
 
     def _messages(self) -> None:
         model = self.model

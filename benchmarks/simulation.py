@@ -11,10 +11,13 @@ time the simulator can run.
      torques and joint PD (benchmarks/contact.py's set-up);
    - Panda held by its gravity torques, with semi-implicit Euler and with RK4.
 2. The simulator node in its own process at real_time_factor 0 (as fast as
-   it goes), publishing at 100 Hz: steps per wall-clock second from its
-   /diagnostics. TALOS starts standing on the same sole corners, Panda in the
-   closed loop's pose, each sent a constant command (feedforward; gravity
-   torques) from this process every 50 ms.
+   it goes), publishing at 100 Hz: steps per wall-clock second of ~/step
+   calls of STEPS_PER_CALL steps each, from the initial state each time
+   (~/reset before each). TALOS starts standing on the same sole corners,
+   Panda in the closed loop's pose, each under a constant command
+   (feedforward; gravity torques). A call lasts 0.5 simulated s: under
+   feedforward alone, without feedback, TALOS starts to tip over after
+   about 1 s, and a falling TALOS is another benchmark.
 """
 import argparse
 import importlib.metadata
@@ -36,6 +39,7 @@ from ros_processes import NodeProcess, executable  # noqa: E402
 ROBOTS_DIR = importlib.metadata.distribution("example-robot-data").locate_file(
     "cmeel.prefix/share/example-robot-data/robots")
 PANDA = str(ROBOTS_DIR / "panda_description/urdf/panda.urdf")
+STEPS_PER_CALL = 500
 PANDA_POSE = {"panda_joint2": 0.6, "panda_joint4": -1.5, "panda_joint6": 1.8}
 
 
@@ -106,31 +110,67 @@ def core_table(seconds):
               f"moved {moved:.1e} rad")
 
 
-def node_rate(arguments, command, seconds):
-    """Steps per wall-clock second of a simulator node process at real_time_factor 0."""
+def node_rate(arguments, command, seconds, final_q, steps=STEPS_PER_CALL):
+    """Steps per wall-clock second of a simulator node process at real_time_factor
+    0, paused, from ~/step calls of `steps` each, each from the initial state
+    (~/reset, which also drops the command: it is sent again), and the largest
+    difference of the node's final joint positions from final_q (joint name ->
+    position), the core Simulation's."""
     import rclpy
-    from diagnostic_msgs.msg import DiagnosticArray
+    from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
+    from std_srvs.srv import Trigger
+
+    from mbs_dynamics_interfaces.srv import Step
 
     node = rclpy.create_node(f"simulation_benchmark_{random.randrange(1 << 30)}")
-    statuses = []
-    node.create_subscription(DiagnosticArray, "/diagnostics", statuses.append, 10)
     publisher = node.create_publisher(Float64MultiArray, "/simulator/effort_command", 10)
+    states = []
+    node.create_subscription(JointState, "/joint_states", states.append, 10)
+    step, reset = node.create_client(Step, "/simulator/step"), node.create_client(Trigger, "/simulator/reset")
     process = NodeProcess([executable("simulator_node"), "--ros-args", "-p", "real_time_factor:=0.0",
-                           "-p", "diagnostics_period:=0.5", "-p", "command_timeout:=1000.0", *arguments])
+                           "-p", "start_paused:=true", "-p", "command_timeout:=1000.0", *arguments])
+
+    def call(client, request):
+        future = client.call_async(request)
+        rclpy.spin_until_future_complete(node, future, timeout_sec=60)
+        if not (future.done() and future.result().success):
+            raise RuntimeError(f"{client.srv_name} failed:\n{process.output}")
+
+    def spin(seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            rclpy.spin_once(node, timeout_sec=0.01)
+
     try:
         process.wait_for("simulating", timeout=60)
-        start = time.monotonic()
-        while time.monotonic() < start + seconds:
+        assert step.wait_for_service(timeout_sec=10) and reset.wait_for_service(timeout_sec=10)
+        stepping, calls, moved = 0.0, -1, 0.0  # the first call loads the kernels: not counted
+        while stepping < seconds:
+            call(reset, Trigger.Request())
             publisher.publish(Float64MultiArray(data=command.tolist()))
-            rclpy.spin_once(node, timeout_sec=0.05)
-        factors = [float(kv.value) for status in statuses if status.status
-                   and status.status[0].name.startswith("simulator") for kv in status.status[0].values
-                   if kv.key == "real_time_factor"]
-        return float(np.median(factors[2:])) / DT  # the first statuses count the start-up
+            spin(0.1)  # paused, the node takes commands every 10 ms
+            start = time.perf_counter()
+            call(step, Step.Request(steps=steps))
+            if calls >= 0:
+                stepping += time.perf_counter() - start
+            calls += 1
+            spin(0.05)
+            last = states[-1]
+            moved = max(moved, max(abs(x - final_q[name]) for name, x in zip(last.name, last.position, strict=True)))
+        return calls * steps / stepping, moved
     finally:
         process.interrupt()
         node.destroy_node()
+
+
+def core_final(model, world, q0, tau, steps=STEPS_PER_CALL):
+    """Joint name -> position after `steps` core Simulation steps from q0 under tau."""
+    simulation = mbs.Simulation(model, world, DT, q=q0)
+    for _ in range(steps):
+        simulation.step(tau)
+    return {name: float(simulation.q[model.q_index(name)]) for name in model.joint_names
+            if name != mbs.model.ROOT_JOINT}
 
 
 def node_table(seconds):
@@ -140,27 +180,29 @@ def node_table(seconds):
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     rclpy.init()
     print(f"\nthe simulator node at real_time_factor 0, publishing at 100 Hz, {seconds:g} wall-clock s each "
-          "(median of its 0.5 s diagnostics)")
-    print(f"{'robot':34} {'steps/s':>9} {'x real time':>11}")
-    model, _, q0, _, feedforward = talos_standing()
+          f"in ~/step calls of {STEPS_PER_CALL} steps")
+    print(f"{'robot':34} {'steps/s':>9} {'x real time':>11}   check")
+    model, world, q0, _, feedforward = talos_standing()
     joints = list(model.joint_names[1:])
     corners = [x for _ in SOLES for corner in SOLE_CORNERS for x in corner]
     frames = [s for s in SOLES for _ in SOLE_CORNERS]
-    rate = node_rate(["-p", f"robot_description_file:={TALOS}", "-p", "floating_base:=true",
-                            "-p", f"contact_frames:={frames}", "-p", f"contact_points:={corners}",
-                            "-p", f"initial_base_pose:={q0[:7].tolist()}",
-                            "-p", f"initial_joint_names:={joints}",
-                            "-p", f"initial_joint_positions:={[float(q0[model.q_index(j)]) for j in joints]}",
-                            "-p", f"ground_friction:={FRICTION}"],
-                           feedforward[6:], seconds)
-    print(f"{'talos, 8 sole corners, feedforward':34} {rate:9.0f} {rate * DT:11.1f}")
+    rate, moved = node_rate(["-p", f"robot_description_file:={TALOS}", "-p", "floating_base:=true",
+                             "-p", f"contact_frames:={frames}", "-p", f"contact_points:={corners}",
+                             "-p", f"initial_base_pose:={q0[:7].tolist()}",
+                             "-p", f"initial_joint_names:={joints}",
+                             "-p", f"initial_joint_positions:={[float(q0[model.q_index(j)]) for j in joints]}",
+                             "-p", f"ground_friction:={FRICTION}"],
+                            feedforward[6:], seconds, core_final(model, world, q0, feedforward))
+    print(f"{'talos, 8 sole corners, feedforward':34} {rate:9.0f} {rate * DT:11.1f}   "
+          f"{moved:.1e} rad from the core's steps")
     panda = mbs.Model.from_urdf_file(PANDA)
     held = mbs.simulation.initial_configuration(panda, PANDA_POSE)
-    rate = node_rate(["-p", f"robot_description_file:={PANDA}",
-                            "-p", f"initial_joint_names:={list(PANDA_POSE)}",
-                            "-p", f"initial_joint_positions:={list(PANDA_POSE.values())}"],
-                           mbs.gravity_torques(panda, held), seconds)
-    print(f"{'panda, g(q) held':34} {rate:9.0f} {rate * DT:11.1f}")
+    hold = mbs.gravity_torques(panda, held)
+    rate, moved = node_rate(["-p", f"robot_description_file:={PANDA}",
+                             "-p", f"initial_joint_names:={list(PANDA_POSE)}",
+                             "-p", f"initial_joint_positions:={list(PANDA_POSE.values())}"],
+                            hold, seconds, core_final(panda, mbs.World(ground=None), held, hold))
+    print(f"{'panda, g(q) held':34} {rate:9.0f} {rate * DT:11.1f}   {moved:.1e} rad from the core's steps")
     rclpy.shutdown()
 
 

@@ -51,6 +51,14 @@ for _constant in (*IDENTITY.values(), ORIGIN):
     _constant.setflags(write=False)
 
 
+def _as_tuple(value):
+    """Lists and arrays as tuples, so that a constraint stays hashable (the
+    solvers cache per constraint set); what they hold is checked where used."""
+    if isinstance(value, np.ndarray):
+        return tuple(value.ravel().tolist())
+    return tuple(value) if isinstance(value, list) else value
+
+
 @dataclass(frozen=True)
 class PointContact:
     """A point fixed in `frame` (frame coordinates) held still: 3 rows, world axes.
@@ -60,6 +68,10 @@ class PointContact:
     point: tuple = (0.0, 0.0, 0.0)
     target: tuple | None = None
     rows: ClassVar[int] = 3
+
+    def __post_init__(self):
+        object.__setattr__(self, "point", _as_tuple(self.point))
+        object.__setattr__(self, "target", _as_tuple(self.target))
 
 
 @dataclass(frozen=True)
@@ -71,6 +83,9 @@ class FrameContact:
     frame: str
     point: tuple = (0.0, 0.0, 0.0)
     rows: ClassVar[int] = 6
+
+    def __post_init__(self):
+        object.__setattr__(self, "point", _as_tuple(self.point))
 
 
 @dataclass(frozen=True)

@@ -210,6 +210,20 @@ def ltl_solve_transposed(L, dof_parent, x):
 
 
 @njit(cache=True, inline="always")
+def ltl_solve_transposed_chain(L, dof_parent, x, deepest):
+    """x <- L^-T x for x zero outside the path from coordinate `deepest` to the
+    root: the result is zero outside it too (a row of a Jacobian of one body)."""
+    i = deepest
+    while i >= 0:
+        x[i] /= L[i, i]
+        j = dof_parent[i]
+        while j >= 0:
+            x[j] -= L[i, j] * x[i]
+            j = dof_parent[j]
+        i = dof_parent[i]
+
+
+@njit(cache=True, inline="always")
 def ltl_solve_lower(L, dof_parent, x):
     """x <- L^-1 x (forward substitution down the tree)."""
     for i in range(x.shape[0]):

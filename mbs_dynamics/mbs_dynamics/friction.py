@@ -49,7 +49,7 @@ from numba import njit
 from mbs_dynamics import inputs
 from mbs_dynamics.configuration import integrate_kernel
 from mbs_dynamics.contact import PointContact
-from mbs_dynamics.crba import crba_kernel, ltl_factor, ltl_solve, ltl_solve_lower, ltl_solve_transposed
+from mbs_dynamics.crba import crba_kernel, ltl_factor, ltl_solve, ltl_solve_lower, ltl_solve_transposed_chain
 from mbs_dynamics.inputs import invalid
 from mbs_dynamics.kinematics import frame_placements, frames_motion_kernel
 from mbs_dynamics.model import Model, plane_basis, unpack_model
@@ -151,14 +151,32 @@ def _disk_minimizer(a, b, c, g1, g2, radius):
     return -(e1x * y1 - e1y * y2), -(e1y * y1 + e1x * y2)
 
 
+@njit(cache=True, inline="always")
+def _joint_impulse(x0, w, bound, lowest, highest):
+    """The impulse Λ on a joint's coordinate, whose velocity is x0 + w Λ, from
+    its joint friction (|Λ| <= bound, and Λ = -bound sign(x) when it moves)
+    and its position limits (velocity walls: x >= lowest, pushed by Λ > 0,
+    x <= highest, by Λ < 0): friction's answer, unless it leaves the
+    velocity past a wall; then the wall's. The two laws in one row, so that a
+    joint resting on its limit with friction has one row (two parallel rows
+    make Gauss-Seidel cycle)."""
+    impulse = min(max(-x0 / w, -bound), bound)
+    x = x0 + w * impulse
+    if x < lowest:
+        impulse = (lowest - x0) / w
+    elif x > highest:
+        impulse = (highest - x0) / w
+    return impulse
+
+
 @njit(cache=True)
-def coulomb_residual(W, u, impulses, friction, lower, upper):
+def coulomb_residual(W, u, impulses, friction, joint_bound, lowest, highest):
     """The largest violation of the Coulomb law (module docstring) over the
     points, velocity units: min(λ_n W_nn, u_n) for the normal row (the natural
     map), and |λ_t - P(λ_t - u_t/w)| w for the tangential (P: onto the disk
-    of radius μ λ_n, w: the largest eigenvalue of W_tt); and for each single
-    row after the points (a joint limit or joint friction), bounded to
-    [lower, upper], |λ - clip(λ - u/W_rr)| W_rr."""
+    of radius μ λ_n, w: the largest eigenvalue of W_tt); and for each joint
+    row after the points, |Λ - Λ*| W_rr with Λ* the _joint_impulse for the
+    other rows' impulses."""
     worst = 0.0
     points = friction.shape[0]
     for k in range(points):
@@ -174,11 +192,12 @@ def coulomb_residual(W, u, impulses, friction, lower, upper):
         if norm > radius:
             x1, x2 = x1 * radius / norm, x2 * radius / norm
         worst = max(worst, np.sqrt((impulses[n + 1] - x1) ** 2 + (impulses[n + 2] - x2) ** 2) * w)
-    for j in range(lower.shape[0]):
+    for j in range(joint_bound.shape[0]):
         r = 3 * points + j
         w = W[r, r]
         if w > 0.0:
-            worst = max(worst, abs(impulses[r] - min(max(impulses[r] - u[r] / w, lower[j]), upper[j])) * w)
+            best = _joint_impulse(u[r] - w * impulses[r], w, joint_bound[j], lowest[j], highest[j])
+            worst = max(worst, abs(impulses[r] - best) * w)
     return worst
 
 
@@ -190,8 +209,8 @@ def _add_column(W, u, column, change):
 
 
 @njit(cache=True)
-def _sweep(W, friction, lower, upper, impulses, u):
-    """One projected block Gauss-Seidel sweep over the points, then the single rows."""
+def _sweep(W, friction, joint_bound, lowest, highest, impulses, u):
+    """One projected block Gauss-Seidel sweep over the points, then the joint rows."""
     points = friction.shape[0]
     for k in range(points):
         n, t1, t2 = 3 * k, 3 * k + 1, 3 * k + 2
@@ -207,10 +226,11 @@ def _sweep(W, friction, lower, upper, impulses, u):
         _add_column(W, u, t1, x1 - impulses[t1])
         _add_column(W, u, t2, x2 - impulses[t2])
         impulses[t1], impulses[t2] = x1, x2
-    for j in range(lower.shape[0]):
+    for j in range(joint_bound.shape[0]):
         r = 3 * points + j
-        if W[r, r] > 0.0:
-            value = min(max(impulses[r] - u[r] / W[r, r], lower[j]), upper[j])
+        w = W[r, r]
+        if w > 0.0:
+            value = _joint_impulse(u[r] - w * impulses[r], w, joint_bound[j], lowest[j], highest[j])
             _add_column(W, u, r, value - impulses[r])
             impulses[r] = value
 
@@ -225,10 +245,11 @@ def _residual_velocity(W, c, impulses, u):
 
 
 @njit(cache=True)
-def _polish(W, c, friction, lower, upper, impulses, u, residual):
+def _polish(W, c, friction, joint_bound, lowest, highest, impulses, u, residual):
     """Solve for the rows that hold (the points that stick: pressed, strictly
-    inside their cones; the single rows strictly inside their bounds) as
-    bilateral, u = 0, the others' impulses held: the exact answer in one step
+    inside their cones, u = 0; the joints held by friction, strictly inside its
+    bound, u = 0, or pressed on a limit, u = its wall) as bilateral, the
+    others' impulses held: the exact answer in one step
     when that set is right, which Gauss-Seidel approaches slowly when the
     contacts are redundant (the corners of a sole). W_SS is singular then: a
     dense factor of W_SS + ε 1 with iterative refinement (proximal point
@@ -236,6 +257,7 @@ def _polish(W, c, friction, lower, upper, impulses, u, residual):
     returns the residual."""
     points = friction.shape[0]
     rows = np.empty(W.shape[0], dtype=np.int64)
+    target = np.zeros(W.shape[0])
     m = 0
     for k in range(points):
         n = 3 * k
@@ -243,10 +265,17 @@ def _polish(W, c, friction, lower, upper, impulses, u, residual):
             for a in range(3):
                 rows[m] = n + a
                 m += 1
-    for j in range(lower.shape[0]):
+    for j in range(joint_bound.shape[0]):
         r = 3 * points + j
-        if lower[j] < impulses[r] < upper[j]:
+        impulse = impulses[r]
+        if abs(impulse) < joint_bound[j]:
             rows[m] = r
+            m += 1
+        elif impulse > joint_bound[j] and lowest[j] > -np.inf:
+            rows[m], target[m] = r, lowest[j]
+            m += 1
+        elif impulse < -joint_bound[j] and highest[j] < np.inf:
+            rows[m], target[m] = r, highest[j]
             m += 1
     if m == 0:
         return residual
@@ -265,15 +294,15 @@ def _polish(W, c, friction, lower, upper, impulses, u, residual):
     candidate = impulses.copy()
     velocity = np.empty_like(u)
     step = np.empty(m)
-    for _ in range(4):  # refine: candidate_S -= (W_SS + ε)⁻¹ u_S
+    for _ in range(4):  # refine: candidate_S -= (W_SS + ε)⁻¹ (u_S - target)
         _residual_velocity(W, c, candidate, velocity)
         for i in range(m):
-            step[i] = velocity[rows[i]]
+            step[i] = velocity[rows[i]] - target[i]
         ltl_solve(A, chain, step)
         for i in range(m):
             candidate[rows[i]] -= step[i]
     _residual_velocity(W, c, candidate, velocity)
-    polished = coulomb_residual(W, velocity, candidate, friction, lower, upper)
+    polished = coulomb_residual(W, velocity, candidate, friction, joint_bound, lowest, highest)
     if polished < residual:
         impulses[:] = candidate
         u[:] = velocity
@@ -283,26 +312,38 @@ def _polish(W, c, friction, lower, upper, impulses, u, residual):
 
 # Gauss-Seidel sweeps between attempts to polish the sticking set
 POLISH_EVERY = 8
+# The solver gives up when STALL_CHECKS polishes in a row each leave the
+# residual above STALL_RATIO times the one before: contradictory rows (a
+# penetrated joint limit pushing a foot into the ground) have no solution, and
+# sweeping on would cost time for nothing.
+STALL_RATIO, STALL_CHECKS = 0.5, 3
 
 
 @njit(cache=True)
-def solve_coulomb(W, c, friction, lower, upper, impulses, tolerance, max_iterations, u):
+def solve_coulomb(W, c, friction, joint_bound, lowest, highest, impulses, tolerance, max_iterations, u):
     """Impulses λ (in: the warm start) with u = W λ + c obeying, for each point
     (rows n, t1, t2; friction: one μ per point), the Coulomb law (module
-    docstring), and for each single row after them (lower, upper: its bounds;
-    a joint limit is [0, inf), joint friction [-f dt, f dt]) the projection
-    law: λ at a bound with u pushing it there, or u = 0 inside. Projected block
-    Gauss-Seidel, polished every POLISH_EVERY sweeps by a direct solve of the
-    rows that hold. Returns (sweeps, residual in m/s or rad/s)."""
+    docstring), and for each joint row after them (one coordinate each: its
+    velocity u) the law of _joint_impulse: joint friction up to joint_bound
+    (f dt), the position limits as the velocity walls u >= lowest, u <= highest
+    (-inf, inf: none). Projected block Gauss-Seidel, polished every
+    POLISH_EVERY sweeps by a direct solve of the rows that hold; stops at
+    `tolerance`, after max_iterations sweeps, or when it stalls (STALL_CHECKS).
+    Returns (sweeps, residual in m/s or rad/s)."""
     _residual_velocity(W, c, impulses, u)
-    residual = coulomb_residual(W, u, impulses, friction, lower, upper)
+    residual = coulomb_residual(W, u, impulses, friction, joint_bound, lowest, highest)
     if residual <= tolerance:
         return 0, residual
+    checkpoint, stalled = residual, 0
     for sweep in range(1, max_iterations + 1):
-        _sweep(W, friction, lower, upper, impulses, u)
-        residual = coulomb_residual(W, u, impulses, friction, lower, upper)
+        _sweep(W, friction, joint_bound, lowest, highest, impulses, u)
+        residual = coulomb_residual(W, u, impulses, friction, joint_bound, lowest, highest)
         if residual > tolerance and sweep % POLISH_EVERY == 0:
-            residual = _polish(W, c, friction, lower, upper, impulses, u, residual)
+            residual = _polish(W, c, friction, joint_bound, lowest, highest, impulses, u, residual)
+            stalled = stalled + 1 if residual > STALL_RATIO * checkpoint else 0
+            checkpoint = residual
+            if stalled == STALL_CHECKS:
+                return sweep, residual
         if residual <= tolerance:
             return sweep, residual
     return max_iterations, residual
@@ -318,9 +359,9 @@ def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points,
     joint_impulses (nv,) what the joint limits and joint friction applied,
     and info = (sweeps, residual, points in the solver, joint limits in it).
     Joints: damping (nv,) viscous, implicit: (M + dt D) v⁺ = M v + dt (tau - h)
-    + impulses; position limits of the coordinates limit_q (velocity index
-    limit_v) as unilateral rows; Coulomb friction joint_friction (nv,) as rows
-    bounded to ±friction dt.
+    + impulses; the position limits of the coordinates limit_q (velocity index
+    limit_v) and the Coulomb friction joint_friction (nv,), bounded to
+    ±friction dt, in one row per coordinate (_joint_impulse).
     Returns OK, INVALID_INPUT or SINGULAR_MASS_MATRIX."""
     arrays = unpack_model(packed)
     if invalid(arrays, q, v, tau):
@@ -371,90 +412,90 @@ def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points,
         active[count] = k
         bias[count] = b
         count += 1
-    # single rows: the limits a coordinate is at or would pass within the step (sign +1: lower, -1: upper),
-    # then every coordinate with friction
-    nlimits = limit_q.shape[0]
-    single_v = np.empty(2 * nlimits + nv, dtype=np.int64)
-    single_sign = np.empty(2 * nlimits + nv)
-    single_bias = np.empty(2 * nlimits + nv)
-    singles = 0
-    for j in range(nlimits):
-        iv = limit_v[j]
-        for sign in (1.0, -1.0):
-            gap = q[limit_q[j]] - limit_lower[j] if sign > 0 else limit_upper[j] - q[limit_q[j]]
-            if gap + dt * min(0.0, sign * v_free[iv]) > margin:
-                continue
-            single_v[singles], single_sign[singles] = iv, sign
-            single_bias[singles] = gap / dt if gap > 0.0 else stabilization * gap / dt
-            singles += 1
-    limit_rows = singles
+    # joint rows: one per coordinate with friction or at a limit, or about to pass one within the step,
+    # its walls from the limits' gaps, as the points' normal rows
+    lowest, highest = np.full(nv, -np.inf), np.full(nv, np.inf)
+    walls = 0
+    for j in range(limit_q.shape[0]):
+        iv, at = limit_v[j], q[limit_q[j]]
+        gap = at - limit_lower[j]
+        if gap + dt * min(0.0, v_free[iv]) <= margin:
+            lowest[iv] = -(gap / dt if gap > 0.0 else stabilization * gap / dt)
+            walls += 1
+        gap = limit_upper[j] - at
+        if gap - dt * max(0.0, v_free[iv]) <= margin:
+            highest[iv] = gap / dt if gap > 0.0 else stabilization * gap / dt
+            walls += 1
+    joint_v = np.empty(nv, dtype=np.int64)
+    joints = 0
     for iv in range(nv):
-        if joint_friction[iv] > 0.0:
-            single_v[singles], single_sign[singles], single_bias[singles] = iv, 1.0, 0.0
-            singles += 1
+        if joint_friction[iv] > 0.0 or lowest[iv] > -np.inf or highest[iv] < np.inf:
+            joint_v[joints] = iv
+            joints += 1
     impulses_out[:] = 0.0
     joint_impulses[:] = 0.0
-    info[0], info[1], info[2], info[3] = 0.0, 0.0, count, limit_rows
-    m = 3 * count + singles
+    info[0], info[1], info[2], info[3] = 0.0, 0.0, count, walls
+    m = 3 * count + joints
     if m == 0:
         v_out[:] = v_free
         return OK
     Y = np.zeros((m, nv))  # rows G, then L^-T G^T: W = Y Y^T
+    deepest = np.empty(m, dtype=np.int64)  # each row is zero off the path from this coordinate to the root
     c = np.empty(m)
     impulses = np.empty(m)
     mu = np.full(count, friction)
-    lower, upper = np.zeros(singles), np.full(singles, np.inf)
+    joint_bound, joint_lowest, joint_highest = np.empty(joints), np.empty(joints), np.empty(joints)
     for i in range(count):
         k = active[i]
         for a in range(3):
             row = 3 * i + a
+            deepest[row] = -1
             for col in range(nv):
                 Y[row, col] = axes[a, 0] * point_jacobians[k, 0, col] + axes[a, 1] * point_jacobians[k, 1, col] \
                     + axes[a, 2] * point_jacobians[k, 2, col]
+                if Y[row, col] != 0.0:
+                    deepest[row] = col
             total = bias[i] if a == 0 else 0.0
             for col in range(nv):
                 total += Y[row, col] * v_free[col]
             c[row] = total
             impulses[row] = warm_start[k, a]
         impulses[3 * i] = max(impulses[3 * i], 0.0)
-    # the joint rows start from the last step's joint impulses: a limit row from the part that pushes its
-    # way, a friction row from what is left, within its bounds
-    warm_left = joint_warm_start.copy()
-    for j in range(singles):
-        row = 3 * count + j
-        iv = single_v[j]
-        Y[row, iv] = single_sign[j]
-        c[row] = single_sign[j] * v_free[iv] + single_bias[j]
-        if j < limit_rows:
-            impulses[row] = max(single_sign[j] * warm_left[iv], 0.0)
-            warm_left[iv] -= single_sign[j] * impulses[row]
-        else:
-            lower[j], upper[j] = -joint_friction[iv] * dt, joint_friction[iv] * dt
-            impulses[row] = min(max(warm_left[iv], lower[j]), upper[j])
+    for j in range(joints):
+        row, iv = 3 * count + j, joint_v[j]
+        Y[row, iv], deepest[row], c[row] = 1.0, iv, v_free[iv]
+        joint_bound[j], joint_lowest[j], joint_highest[j] = joint_friction[iv] * dt, lowest[iv], highest[iv]
+        impulses[row] = min(max(joint_warm_start[iv], -joint_bound[j] if highest[iv] == np.inf else -np.inf),
+                            joint_bound[j] if lowest[iv] == -np.inf else np.inf)
     for row in range(m):
-        ltl_solve_transposed(M, dof_parent, Y[row])
+        ltl_solve_transposed_chain(M, dof_parent, Y[row], deepest[row])
     W = np.empty((m, m))
     for r in range(m):
         for s in range(r + 1):
             total = 0.0
-            for col in range(nv):
+            col = deepest[r]
+            while col >= 0:
                 total += Y[r, col] * Y[s, col]
+                col = dof_parent[col]
             W[r, s] = total
             W[s, r] = total
     u = np.empty(m)
-    sweeps, residual = solve_coulomb(W, c, mu, lower, upper, impulses, tolerance, max_iterations, u)
+    sweeps, residual = solve_coulomb(W, c, mu, joint_bound, joint_lowest, joint_highest, impulses, tolerance,
+                                     max_iterations, u)
     change = np.zeros(nv)  # M⁻¹ G^T λ = L⁻¹ Y^T λ
     for row in range(m):
-        for col in range(nv):
+        col = deepest[row]
+        while col >= 0:
             change[col] += Y[row, col] * impulses[row]
+            col = dof_parent[col]
     ltl_solve_lower(M, dof_parent, change)
     for col in range(nv):
         v_out[col] = v_free[col] + change[col]
     for i in range(count):
         for a in range(3):
             impulses_out[active[i], a] = impulses[3 * i + a]
-    for j in range(singles):
-        joint_impulses[single_v[j]] += single_sign[j] * impulses[3 * count + j]
+    for j in range(joints):
+        joint_impulses[joint_v[j]] = impulses[3 * count + j]
     info[0], info[1] = sweeps, residual
     return OK
 

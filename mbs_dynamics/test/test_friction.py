@@ -254,7 +254,7 @@ def test_solver_residual_is_the_coulomb_law_violation():
         c = rng.normal(size=3 * points)
         mu = rng.uniform(0.1, 1.5, size=points)
         impulses, u = np.zeros(3 * points), np.empty(3 * points)
-        sweeps, residual = solve_coulomb(W, c, mu, np.zeros(0), np.zeros(0), impulses, 1e-12, 5000, u)
+        sweeps, residual = solve_coulomb(W, c, mu, np.zeros(0), np.zeros(0), np.zeros(0), impulses, 1e-12, 5000, u)
         assert residual <= 1e-12 and sweeps < 5000
         close(u, W @ impulses + c, 1e-12)
         for k in range(points):
@@ -405,3 +405,17 @@ def test_pendulum_falls_onto_its_joint_limit_and_rests_there():
     close(result.joint_impulses / DT, mbs.inverse_dynamics(model, q, np.zeros(1), np.zeros(1)), 1e-6)
     without = mbs.contact_step(model, q, np.zeros(1), np.zeros(1), DT)
     assert direction * (without[0][0] - stop) > 0  # without limits it passes
+
+
+def test_contact_points_given_as_arrays_or_lists_work_as_tuples():
+    """A point from a parameter array (the simulator node's contact_points) is
+    the same contact as the tuple: the step caches per contact set."""
+    model = box()
+    q = model.neutral_configuration()
+    tau = np.zeros(6)
+    reference = mbs.contact_step(model, q, np.zeros(6), tau, DT, CORNERS)
+    for convert in (np.array, list):
+        points = [mbs.PointContact("box", convert(c.point)) for c in CORNERS]
+        assert points == CORNERS and hash(points[0]) == hash(CORNERS[0])
+        result = mbs.contact_step(model, q, np.zeros(6), tau, DT, points)
+        close(result[1], reference[1], 0.0)

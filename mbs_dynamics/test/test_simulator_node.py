@@ -143,6 +143,55 @@ def test_steps_equal_the_core_and_the_services_work(start_process, test_node):
     assert simulator.process.interrupt() == 0, simulator.process.output
 
 
+def test_solo12_stands_on_its_feet_and_the_contact_outputs_are_the_cores(start_process, test_node):
+    """A floating base on the ground: Solo-12 on its four feet (contact_frames
+    and contact_points) under the standing torques of contact inverse
+    dynamics. The node's odom, joint_states and ~/contact_wrenches after 300
+    steps are the core Simulation's; the feet carry the robot's weight."""
+    from mbs_dynamics_interfaces.msg import ContactWrenches
+    from nav_msgs.msg import Odometry
+    from std_msgs.msg import Float64MultiArray
+    from test_friction import FEET, G, solo12_standing
+
+    model, stance = solo12_standing()
+    joints = list(model.joint_names[1:])
+    offset = (0.0, 0.0, 0.0)
+    points = tuple(mbs.PointContact(foot, offset) for foot in FEET)
+    feedforward, _ = mbs.contact_inverse_dynamics(model, stance, np.zeros(model.nv), np.zeros(model.nv),
+                                                  list(points), friction=0.8)
+    simulator = Simulator(start_process, test_node, "solo12", "sim_solo", "start_paused:=true",
+                          "publish_rate:=1000.0", "floating_base:=true", f"contact_frames:={list(FEET)}",
+                          f"contact_points:={[x for _ in FEET for x in offset]}", "ground_friction:=0.8",
+                          f"initial_base_pose:={[float(x) for x in stance[:7]]}",
+                          f"initial_joint_names:={joints}",
+                          f"initial_joint_positions:={[float(stance[model.q_index(j)]) for j in joints]}")
+    odometry, wrenches = [], []
+    test_node.create_subscription(Odometry, "/odom", odometry.append, 10)
+    test_node.create_subscription(ContactWrenches, "/sim_solo/contact_wrenches", wrenches.append, 10)
+    simulator.command.publish(Float64MultiArray(data=feedforward[6:].tolist()))
+    simulator.spin(0.3)
+    assert simulator.call("step", steps=300).success
+    core = mbs.Simulation(model, mbs.World(mbs.Ground(friction=0.8), points), 1e-3, q=stance)
+    for _ in range(300):
+        core.step(feedforward)
+    state = simulator.latest_state(after=0.299)
+    simulator.spin(0.2)
+    assert stamp(odometry[-1]) == stamp(state) == stamp(wrenches[-1]) and abs(stamp(state) - 0.3) < 1e-9
+    close(positions(model, state)[7:], core.q[7:], 1e-12)
+    pose, twist = odometry[-1].pose.pose, odometry[-1].twist.twist
+    o = pose.orientation
+    close([pose.position.x, pose.position.y, pose.position.z, o.x, o.y, o.z, o.w], core.q[:7], 1e-12)
+    close([twist.angular.x, twist.angular.y, twist.angular.z, twist.linear.x, twist.linear.y, twist.linear.z],
+          core.v[:6], 1e-12)
+    assert odometry[-1].header.frame_id == "world" and odometry[-1].child_frame_id == model.description.root
+    forces = np.array([[w.wrench.force.x, w.wrench.force.y, w.wrench.force.z] for w in wrenches[-1].wrenches])
+    assert [w.frame for w in wrenches[-1].wrenches] == list(FEET)
+    close(forces, core.contact_forces, 1e-9)
+    close(forces.sum(axis=0), [0, 0, model.total_mass * G], 1e-6)  # standing: the feet carry it
+    assert np.abs(core.q - stance).max() < 1e-6 and np.all(forces[:, 2] > 0)
+    assert simulator.process.interrupt() == 0, simulator.process.output
+
+
 def test_closed_loop_with_the_inverse_dynamics_node_holds_the_panda(start_process, test_node):
     """The product together over real topics: the simulator's joint_states
     into the inverse dynamics node (zero accelerations: gravity compensation),

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import threading
 import time
+from array import array
 from collections import Counter, deque
 
 import numpy as np
@@ -255,7 +256,7 @@ class SimulatorNode(DynamicsNode):
             self.get_logger().info(f"first effort command: running from t = {self.simulation.time:g} s")
         if self._command_stale:
             self._command_stale = False
-            self.get_logger().info("commands arrive again")
+            self.get_logger().info("commands arrive again", throttle_duration_sec=WARNING_PERIOD)
 
     def _effort(self) -> np.ndarray:
         """The effort of the latest command, or zero once it is stale."""
@@ -268,7 +269,8 @@ class SimulatorNode(DynamicsNode):
                 self.counts["stale_command"] += 1
                 self.get_logger().warning(
                     f"the last command is {self.simulation.time - received:.3g} s old (command_timeout "
-                    f"{self.settings['command_timeout']:g} s, simulated): applying zero effort")
+                    f"{self.settings['command_timeout']:g} s, simulated): applying zero effort "
+                    f"({self.counts['stale_command']} lapses so far)", throttle_duration_sec=WARNING_PERIOD)
             return self._zero_effort
         return tau
 
@@ -302,8 +304,10 @@ class SimulatorNode(DynamicsNode):
                 tau = self._effort()
                 try:
                     simulation.step(tau)
-                except ValueError as error:  # the state went bad (a singular mass matrix, ...): stop there
-                    self.get_logger().error(f"the simulation stopped at t = {simulation.time:.3f} s: {error}; "
+                except Exception as error:  # the state went bad (a singular mass matrix, ...): stop there, serve on
+                    self.counts["simulation_errors"] += 1
+                    reason = str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
+                    self.get_logger().error(f"the simulation stopped at t = {simulation.time:.3f} s: {reason}; "
                                             "pausing (~/reset to start again)")
                     self.paused, self._steps_requested = True, 0
                     self._steps_done.set()
@@ -331,6 +335,7 @@ class SimulatorNode(DynamicsNode):
                           for point in self.simulation.world.contact_points]
         for contact, point in zip(self._contacts, self.simulation.world.contact_points, strict=True):
             set_vector(contact.point, point.point)
+        self._wrenches.wrenches = contact_wrenches(self._contacts, list(np.zeros((len(self._contacts), 3))))
         self._applied = np.zeros(model.nv)
         self._wall_anchor = (time.monotonic(), 0.0)  # for the achieved real-time factor
 
@@ -350,9 +355,9 @@ class SimulatorNode(DynamicsNode):
         stamp = self._clock_message.clock
         set_stamp(stamp, t)
         self._state.header.stamp = stamp
-        self._state.position = q[self.joints.q_index].tolist()
-        self._state.velocity = v[self.joints.v_index].tolist()
-        self._state.effort = tau[self.joints.v_index].tolist()
+        self._state.position = array("d", q[self.joints.q_index].tobytes())  # no per-element checks
+        self._state.velocity = array("d", v[self.joints.v_index].tobytes())
+        self._state.effort = array("d", tau[self.joints.v_index].tobytes())
         self.state_publisher.publish(self._state)
         if self.settings["publish_clock"]:
             self.clock_publisher.publish(self._clock_message)
@@ -369,7 +374,8 @@ class SimulatorNode(DynamicsNode):
             self.odometry_publisher.publish(odometry)
         if self._contacts:
             self._wrenches.header.stamp, self._wrenches.header.frame_id = stamp, self.settings["world_frame"]
-            self._wrenches.wrenches = contact_wrenches(self._contacts, list(forces))
+            for wrench, force in zip(self._wrenches.wrenches, forces, strict=True):
+                set_vector(wrench.wrench.force, force)
             self.wrench_publisher.publish(self._wrenches)
         self.counts["published"] += 1
 
@@ -465,7 +471,7 @@ class SimulatorNode(DynamicsNode):
         dropped = sum(count for key, count in self.counts.items() if key.startswith("dropped_"))
         self.diagnostics_publisher.publish(diagnostic_array(
             self, "simulator", self.model.name, f"t = {t:.3f} s, real-time factor {factor:.2f}", values,
-            warn=dropped > 0 or self.counts["unconverged_steps"] > 0))
+            warn=dropped > 0 or self.counts["unconverged_steps"] > 0 or self.counts["simulation_errors"] > 0))
 
     def destroy_node(self):
         if getattr(self, "_thread", None) is not None:

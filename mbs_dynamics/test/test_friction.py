@@ -292,7 +292,7 @@ def test_sparse_mass_matrix_factorisation(robot):
     also with mimic couplings (where it falls back to a dense chain)."""
     from oracles import random_state
 
-    from mbs_dynamics.crba import ltl_factor, ltl_solve
+    from mbs_dynamics.crba import ltl_factor, ltl_solve, ltl_solve_transposed, ltl_solve_transposed_chain
 
     model = mbs.Model.from_urdf_file(robot_path(robot), floating_base=True)
     rng = np.random.default_rng(5)
@@ -307,6 +307,12 @@ def test_sparse_mass_matrix_factorisation(robot):
     ltl_solve(L, model.dof_parent, x)
     close(M @ x, b, 1e-9)
     assert (model.dof_parent < np.arange(model.nv)).all()
+    for i in rng.choice(model.nv, 5, replace=False):  # a row zero off one path to the root, solved along it
+        full, chain = np.zeros(model.nv), np.zeros(model.nv)
+        full[i] = chain[i] = rng.normal()
+        ltl_solve_transposed(L, model.dof_parent, full)
+        ltl_solve_transposed_chain(L, model.dof_parent, chain, i)
+        close(chain, full, 0.0)
     singular = M.copy()
     singular[-1, -1] = 0.0
     assert ltl_factor(singular, model.dof_parent) == model.nv - 1
@@ -419,3 +425,31 @@ def test_contact_points_given_as_arrays_or_lists_work_as_tuples():
         assert points == CORNERS and hash(points[0]) == hash(CORNERS[0])
         result = mbs.contact_step(model, q, np.zeros(6), tau, DT, points)
         close(result[1], reference[1], 0.0)
+
+
+def test_joint_friction_and_limit_on_one_joint():
+    """A pendulum with joint friction falls onto its limit and rests there:
+    limit and friction together carry the gravity torque. With friction above
+    the gravity torque it never moves, even 1e-5 rad from the limit (friction
+    holds before the limit is reached)."""
+    free = rod(axis="0 1 0")
+    q, v = np.zeros(1), np.zeros(1)
+    gravity = mbs.inverse_dynamics(free, q, v, v)[0]
+    direction = -np.sign(gravity)  # where gravity turns it
+    lower, upper = (-10.0, 0.3) if direction > 0 else (-0.3, 10.0)
+    model = rod(axis="0 1 0", friction=0.2 * abs(gravity), lower=lower, upper=upper)
+    warm = np.zeros(1)
+    for _ in range(2000):
+        result = mbs.contact_step(model, q, v, np.zeros(1), DT, joint_limits=True, joint_friction=True,
+                                  joint_warm_start=warm)
+        warm = result.joint_impulses
+        assert result.converged
+        q, v = result
+    close(q, [0.3 * direction], 1e-9)
+    assert abs(v[0]) < 1e-9 and result.limits_active == 1 and result.iterations <= 1
+    close(result.joint_impulses / DT, mbs.inverse_dynamics(model, q, v, v), 1e-6)
+    sticky = rod(axis="0 1 0", friction=2.0 * abs(gravity), lower=lower, upper=upper)
+    for start in (0.0, 0.3 * direction - 1e-5 * direction):
+        q, v = np.array([start]), np.zeros(1)
+        result = mbs.contact_step(sticky, q, v, np.zeros(1), DT, joint_limits=True, joint_friction=True)
+        assert result.converged and abs(result[1][0]) < 1e-12 and abs(result[0][0] - start) < 1e-12

@@ -82,6 +82,36 @@ def test_solo12_dropped_on_the_ground_settles_and_stands():
     assert np.all(result.active)
 
 
+def test_talos_standing_on_its_sole_corners_converges_every_step():
+    """TALOS on the four corners of each sole, joints resting on their limits
+    (knees and arms at 0) with joint friction, under the standing torques and
+    a joint PD: each step meets the solver's 1e-10 m/s, in a few sweeps (a
+    joint's limit and friction were once two parallel rows, on which
+    Gauss-Seidel cycled: 200 sweeps a step from about 0.3 s on)."""
+    model = mbs.Model.from_urdf_file(robot_path("talos"), floating_base=True)
+    corners = [(x, y, 0.0) for x in (-0.1, 0.1) for y in (-0.065, 0.065)]
+    points = tuple(mbs.PointContact(sole, c) for sole in ("left_sole_link", "right_sole_link") for c in corners)
+    q0 = model.neutral_configuration()
+    q0[2] -= min((mbs.frame_pose(model, q0, p.frame) @ np.r_[p.point, 1.0])[2] for p in points)
+    zero = np.zeros(model.nv)
+    feedforward = mbs.contact_inverse_dynamics(model, q0, zero, zero, list(points), friction=1.0)[0]
+    inertia = np.diag(mbs.mass_matrix(model, q0))[6:]
+    omega = 2 * np.pi * 5.0
+    simulation = mbs.Simulation(model, mbs.World(mbs.Ground(friction=1.0), points), DT, q=q0)
+    at_limits = len(mbs.simulation.outside_limits(model, q0)) == 0 and np.sum(
+        (np.abs(q0 - model.lower_position_limit) < 1e-12) | (np.abs(q0 - model.upper_position_limit) < 1e-12))
+    assert at_limits >= 6 and np.sum(model.friction > 0) >= 20  # what made the rows parallel
+    sweeps = []
+    for _ in range(2000):
+        tau = feedforward.copy()
+        tau[6:] -= omega**2 * inertia * (simulation.q[7:] - q0[7:]) + 2 * omega * inertia * simulation.v[6:]
+        result = simulation.step(tau)
+        assert result.converged, f"t = {simulation.time:.3f}: residual {result.residual:.2g}"
+        sweeps.append(result.iterations)
+    assert np.mean(sweeps) < 10 and max(sweeps) <= 3 * 8
+    assert np.abs(mbs.difference(model, q0, simulation.q)).max() < 1e-5 and result.limits_active >= 6
+
+
 def test_initial_state_lies_within_the_joint_limits():
     model = mbs.Model.from_urdf_file(robot_path("panda"))
     q = mbs.simulation.initial_configuration(model)

@@ -152,6 +152,14 @@ def _disk_minimizer(a, b, c, g1, g2, radius):
 
 
 @njit(cache=True, inline="always")
+def _closing_speed(gap, dt, stabilization):
+    """The bias of a constraint `gap` away from its bound (module docstring): the
+    whole gap closed within the step, or a penetration (gap < 0) pushed out at
+    `stabilization` of it per step."""
+    return gap / dt if gap > 0.0 else stabilization * gap / dt
+
+
+@njit(cache=True, inline="always")
 def _joint_impulse(x0, w, bound, lowest, highest):
     """The impulse Λ on a joint's coordinate, whose velocity is x0 + w Λ, from
     its joint friction (|Λ| <= bound, and Λ = -bound sign(x) when it moves)
@@ -406,7 +414,7 @@ def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points,
         if gap + dt * min(0.0, free_approach) > margin:
             continue
         touching[k] = 1
-        b = gap / dt if gap > 0.0 else stabilization * gap / dt
+        b = _closing_speed(gap, dt, stabilization)
         if restitution > 0.0 and approach < -BOUNCE_SPEED and gap + dt * free_approach <= 0.0:
             b = min(b, restitution * approach)  # it hits the ground within the step: it bounces
         active[count] = k
@@ -420,11 +428,11 @@ def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points,
         iv, at = limit_v[j], q[limit_q[j]]
         gap = at - limit_lower[j]
         if gap + dt * min(0.0, v_free[iv]) <= margin:
-            lowest[iv] = -(gap / dt if gap > 0.0 else stabilization * gap / dt)
+            lowest[iv] = -_closing_speed(gap, dt, stabilization)
             walls += 1
         gap = limit_upper[j] - at
         if gap - dt * max(0.0, v_free[iv]) <= margin:
-            highest[iv] = gap / dt if gap > 0.0 else stabilization * gap / dt
+            highest[iv] = _closing_speed(gap, dt, stabilization)
             walls += 1
     joint_v = np.empty(nv, dtype=np.int64)
     joints = 0

@@ -335,7 +335,7 @@ class SimulatorNode(DynamicsNode):
                           for point in self.simulation.world.contact_points]
         for contact, point in zip(self._contacts, self.simulation.world.contact_points, strict=True):
             set_vector(contact.point, point.point)
-        self._wrenches.wrenches = contact_wrenches(self._contacts, list(np.zeros((len(self._contacts), 3))))
+        self._wrenches.wrenches = contact_wrenches(self._contacts, np.zeros((len(self._contacts), 3)))
         self._applied = np.zeros(model.nv)
         self._wall_anchor = (time.monotonic(), 0.0)  # for the achieved real-time factor
 

@@ -21,12 +21,20 @@ from mbs_dynamics.kinematics import (
     frame_acceleration,
     frame_bias_acceleration,
     frame_jacobian,
+    frame_jerk,
     frame_pose,
     frame_velocity,
 )
 from mbs_dynamics import lie
 from mbs_dynamics.rnea import gravity_torques, inverse_dynamics, nonlinear_effects
 from mbs_dynamics.crba import mass_matrix
+from mbs_dynamics.derivatives import (
+    coriolis_matrix,
+    forward_dynamics_derivatives,
+    inverse_dynamics_derivatives,
+    inverse_dynamics_rate,
+    linearize,
+)
 from mbs_dynamics.configuration import difference, integrate
 from mbs_dynamics.aba import InverseMassMatrix, SingularMassMatrix, forward_dynamics
 from mbs_dynamics.contact import (
@@ -76,11 +84,14 @@ __all__ = [
     "contact_forward_dynamics",
     "contact_inverse_dynamics",
     "contact_step",
+    "coriolis_matrix",
     "difference",
     "forward_dynamics",
+    "forward_dynamics_derivatives",
     "frame_acceleration",
     "frame_bias_acceleration",
     "frame_jacobian",
+    "frame_jerk",
     "frame_pose",
     "frame_velocity",
     "lie",
@@ -89,7 +100,10 @@ __all__ = [
     "impact",
     "integrate",
     "inverse_dynamics",
+    "inverse_dynamics_derivatives",
+    "inverse_dynamics_rate",
     "kinetic_energy",
+    "linearize",
     "nonlinear_effects",
     "potential_energy",
     "simulation",

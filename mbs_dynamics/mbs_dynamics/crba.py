@@ -20,10 +20,10 @@ from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
 
 
 @njit(cache=True)
-def world_composite_inertias(arrays, world_R, world_p, mass_c, first_moment_c, inertia_c):
-    """(mass_c[i], first_moment_c[i], inertia_c[i]): body i and every body it carries,
-    as one spatial inertia about the world origin in world axes. A body's inertia
-    about its origin o, moved to the world origin (rotated, then shifted by p = o):
+def world_body_inertias(arrays, world_R, world_p, mass_w, first_moment_w, inertia_w):
+    """(mass_w[i], first_moment_w[i], inertia_w[i]): body i's spatial inertia about
+    the world origin in world axes. A body's inertia about its origin o, moved to
+    the world origin (rotated, then shifted by p = o):
     h_W = h' + m p,  I_W = I' + m(|p|^2 1 - p p^T) - (h' p^T + p h'^T) + 2 (h'.p) 1,
     with h' = R h and I' = R I_O R^T (the parallel-axis theorem about o, not the CoM)."""
     parent, mass, first_moment, rotational_inertia = arrays[0], arrays[9], arrays[10], arrays[11]
@@ -44,10 +44,17 @@ def world_composite_inertias(arrays, world_R, world_p, mass_c, first_moment_c, i
                 value = a0 * R[c, 0] + a1 * R[c, 1] + a2 * R[c, 2] - m * p[r] * p[c] - (h[r] * p[c] + p[r] * h[c])
                 if r == c:
                     value += diagonal
-                inertia_c[i, r, c] = value
-                inertia_c[i, c, r] = value
-        mass_c[i] = m
-        first_moment_c[i, 0], first_moment_c[i, 1], first_moment_c[i, 2] = h0 + m * p0, h1 + m * p1, h2 + m * p2
+                inertia_w[i, r, c] = value
+                inertia_w[i, c, r] = value
+        mass_w[i] = m
+        first_moment_w[i, 0], first_moment_w[i, 1], first_moment_w[i, 2] = h0 + m * p0, h1 + m * p1, h2 + m * p2
+
+
+@njit(cache=True)
+def composite_sums(arrays, mass_c, first_moment_c, inertia_c):
+    """World inertias of bodies (world_body_inertias) -> composites: each body's plus
+    those of every body it carries, summed leaves to root (about one point, additive)."""
+    parent = arrays[0]
     for i in range(parent.shape[0] - 1, -1, -1):
         lam = parent[i]
         if lam >= 0:
@@ -56,6 +63,14 @@ def world_composite_inertias(arrays, world_R, world_p, mass_c, first_moment_c, i
                 first_moment_c[lam, r] += first_moment_c[i, r]
                 for c in range(3):
                     inertia_c[lam, r, c] += inertia_c[i, r, c]
+
+
+@njit(cache=True)
+def world_composite_inertias(arrays, world_R, world_p, mass_c, first_moment_c, inertia_c):
+    """(mass_c[i], first_moment_c[i], inertia_c[i]): body i and every body it carries,
+    as one spatial inertia about the world origin in world axes."""
+    world_body_inertias(arrays, world_R, world_p, mass_c, first_moment_c, inertia_c)
+    composite_sums(arrays, mass_c, first_moment_c, inertia_c)
 
 
 @njit(cache=True)
@@ -239,3 +254,30 @@ def ltl_solve(L, dof_parent, x):
     """x <- M^-1 x = L^-1 L^-T x."""
     ltl_solve_transposed(L, dof_parent, x)
     ltl_solve_lower(L, dof_parent, x)
+
+
+@njit(cache=True)
+def ltl_solve_rows(L, dof_parent, X):
+    """X <- M^-1 X for a matrix X, M = L^T L: ltl_solve on every column at once,
+    as operations on whole rows (contiguous, vectorised)."""
+    n, m = X.shape
+    for i in range(n - 1, -1, -1):  # L^-T
+        pivot = 1.0 / L[i, i]
+        for c in range(m):
+            X[i, c] *= pivot
+        j = dof_parent[i]
+        while j >= 0:
+            factor = L[i, j]
+            for c in range(m):
+                X[j, c] -= factor * X[i, c]
+            j = dof_parent[j]
+    for i in range(n):  # L^-1
+        j = dof_parent[i]
+        while j >= 0:
+            factor = L[i, j]
+            for c in range(m):
+                X[i, c] -= factor * X[j, c]
+            j = dof_parent[j]
+        pivot = 1.0 / L[i, i]
+        for c in range(m):
+            X[i, c] *= pivot

@@ -17,7 +17,7 @@ import math
 from numba import njit
 
 from mbs_dynamics.model import PLANAR, PRISMATIC, REVOLUTE
-from mbs_dynamics.spatial import quaternion_to_rotation, rotation_about_axis, spatial_inertia_matrix
+from mbs_dynamics.spatial import motion_cross, quaternion_to_rotation, rotation_about_axis, spatial_inertia_matrix
 
 
 @njit(cache=True, inline="always")
@@ -91,6 +91,29 @@ def joint_bias_add(kind, axis, S, v, v0, out):
     out[3] -= theta_dot * (axis[1] * l2 - axis[2] * l1)
     out[4] -= theta_dot * (axis[2] * l0 - axis[0] * l2)
     out[5] -= theta_dot * (axis[0] * l1 - axis[1] * l0)
+
+
+@njit(cache=True, inline="always")
+def joint_jerk_bias_add(kind, axis, S, v, a, v0, out):
+    """out += d/dt (S qdd + c_J) - S qddd = 2 (dS/dt) qdd + (d²S/dt²) qd: zero but
+    for the planar joint, whose linear columns turn with theta (joint_bias_add):
+    [0; -2 theta_dot axis x l_a - theta_ddot axis x l + theta_dot² axis x (axis x l)],
+    l and l_a the linear parts of S v and S a."""
+    if kind != PLANAR:
+        return
+    theta_dot, theta_ddot = v[v0 + 2], a[v0 + 2]
+    x, y, z = axis[0], axis[1], axis[2]
+    l0 = S[3, 0] * v[v0] + S[3, 1] * v[v0 + 1]
+    l1 = S[4, 0] * v[v0] + S[4, 1] * v[v0 + 1]
+    l2 = S[5, 0] * v[v0] + S[5, 1] * v[v0 + 1]
+    c0, c1, c2 = y * l2 - z * l1, z * l0 - x * l2, x * l1 - y * l0  # axis x l
+    k0, k1, k2 = S[3, 0] * a[v0] + S[3, 1] * a[v0 + 1], S[4, 0] * a[v0] + S[4, 1] * a[v0 + 1], \
+        S[5, 0] * a[v0] + S[5, 1] * a[v0 + 1]
+    e0, e1, e2 = y * k2 - z * k1, z * k0 - x * k2, x * k1 - y * k0  # axis x l_a
+    square = theta_dot * theta_dot
+    out[3] += -2.0 * theta_dot * e0 - theta_ddot * c0 + square * (y * c2 - z * c1)
+    out[4] += -2.0 * theta_dot * e1 - theta_ddot * c1 + square * (z * c0 - x * c2)
+    out[5] += -2.0 * theta_dot * e2 - theta_ddot * c2 + square * (x * c1 - y * c0)
 
 
 @njit(cache=True)
@@ -200,3 +223,47 @@ def body_acceleration(arrays, i, R, p, S, v, a, vel, acc, j0, j1, j2, j3, j4, j5
     acc[i, 5] = R[i, 0, 2] * u0 + R[i, 1, 2] * u1 + R[i, 2, 2] * u2 + b5 + w0 * j4 - w1 * j3 + l0 * j1 - l1 * j0
     if nv > 1:
         joint_bias_add(arrays[1][i], arrays[7][i], S[i], v, v0, acc[i])
+
+
+@njit(cache=True, inline="always")
+def body_jerk(arrays, i, R, p, S, v, a, jerk_in, vel, acc, jerk, j0, j1, j2, j3, j4, j5, work):
+    """jerk[i] = d/dt acc[i] (body coordinates), from the time derivative of the
+    acceleration recursion (body_acceleration), with d/dt ^iX_λ = -(S qd) x ^iX_λ:
+        J_i = ^iX_λ J_λ + S qddd + d_J + 2 A_i x vJ + (vJ + V_i) x (aJ + c_J) + vJ x (V_i x vJ),
+    vJ = S qd (j0..j5 from body_velocity), aJ = S qdd, d_J from joint_jerk_bias_add;
+    vel[i] and acc[i] set. Müller dynamics §2 gives the same jerk as a sum of
+    brackets (eq. 13, with its k = r terms counted once: SEED_NOTES misprint 10).
+    The world's jerk is zero (gravity is constant). work: 6 floats of scratch."""
+    lam, kind, v0, nv = arrays[0][i], arrays[1][i], arrays[3][i], arrays[13][i]
+    if lam < 0:
+        pw0 = pw1 = pw2 = pv0 = pv1 = pv2 = 0.0
+    else:
+        pw0, pw1, pw2 = jerk[lam, 0], jerk[lam, 1], jerk[lam, 2]
+        pv0, pv1, pv2 = jerk[lam, 3], jerk[lam, 4], jerk[lam, 5]
+    x, y, z = p[i, 0], p[i, 1], p[i, 2]
+    t0, t1, t2 = pv0 - (y * pw2 - z * pw1), pv1 - (z * pw0 - x * pw2), pv2 - (x * pw1 - y * pw0)
+    s0, s1, s2, s3, s4, s5 = subspace_times(S, i, nv, jerk_in, v0)
+    for r in range(6):
+        work[r] = 0.0
+    if nv > 1:
+        joint_jerk_bias_add(kind, arrays[7][i], S[i], v, a, v0, work)
+    jerk[i, 0] = R[i, 0, 0] * pw0 + R[i, 1, 0] * pw1 + R[i, 2, 0] * pw2 + s0 + work[0]
+    jerk[i, 1] = R[i, 0, 1] * pw0 + R[i, 1, 1] * pw1 + R[i, 2, 1] * pw2 + s1 + work[1]
+    jerk[i, 2] = R[i, 0, 2] * pw0 + R[i, 1, 2] * pw1 + R[i, 2, 2] * pw2 + s2 + work[2]
+    jerk[i, 3] = R[i, 0, 0] * t0 + R[i, 1, 0] * t1 + R[i, 2, 0] * t2 + s3 + work[3]
+    jerk[i, 4] = R[i, 0, 1] * t0 + R[i, 1, 1] * t1 + R[i, 2, 1] * t2 + s4 + work[4]
+    jerk[i, 5] = R[i, 0, 2] * t0 + R[i, 1, 2] * t1 + R[i, 2, 2] * t2 + s5 + work[5]
+    # aJ + c_J = d/dt (S qd)
+    for r in range(6):
+        work[r] = 0.0
+    if nv > 1:
+        joint_bias_add(kind, arrays[7][i], S[i], v, v0, work)
+    b0, b1, b2, b3, b4, b5 = subspace_times(S, i, nv, a, v0)
+    b0, b1, b2, b3, b4, b5 = b0 + work[0], b1 + work[1], b2 + work[2], b3 + work[3], b4 + work[4], b5 + work[5]
+    w0, w1, w2, w3, w4, w5 = vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5]
+    c = motion_cross(acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3], acc[i, 4], acc[i, 5], j0, j1, j2, j3, j4, j5)
+    d = motion_cross(j0 + w0, j1 + w1, j2 + w2, j3 + w3, j4 + w4, j5 + w5, b0, b1, b2, b3, b4, b5)
+    e = motion_cross(w0, w1, w2, w3, w4, w5, j0, j1, j2, j3, j4, j5)
+    f = motion_cross(j0, j1, j2, j3, j4, j5, e[0], e[1], e[2], e[3], e[4], e[5])
+    for r in range(6):
+        jerk[i, r] += 2.0 * c[r] + d[r] + f[r]

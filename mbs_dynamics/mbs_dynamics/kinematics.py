@@ -7,10 +7,10 @@ from numba import njit
 
 from mbs_dynamics import inputs
 from mbs_dynamics.inputs import invalid
-from mbs_dynamics.joints import body_acceleration, body_velocity, forward_pass
-from mbs_dynamics.lie import adjoint, pose, skew
+from mbs_dynamics.joints import body_acceleration, body_jerk, body_velocity, forward_pass
+from mbs_dynamics.lie import pose, skew
 from mbs_dynamics.model import Model, unpack_model
-from mbs_dynamics.spatial import motion_to_parent
+from mbs_dynamics.spatial import motion_cross, motion_to_parent
 from mbs_dynamics.workspace import kinematic_views, scratch, take
 
 
@@ -178,84 +178,144 @@ def frame_jacobian(model: Model, q, frame: str, representation: str = "body") ->
     return J
 
 
+@njit(cache=True, inline="always")
+def _cross(a0, a1, a2, b0, b1, b2):
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
+@njit(cache=True, inline="always")
+def _rotate(R, x0, x1, x2, transposed):
+    """R x, or R^T x when transposed."""
+    if transposed:
+        return (R[0, 0] * x0 + R[1, 0] * x1 + R[2, 0] * x2, R[0, 1] * x0 + R[1, 1] * x1 + R[2, 1] * x2,
+                R[0, 2] * x0 + R[1, 2] * x1 + R[2, 2] * x2)
+    return (R[0, 0] * x0 + R[0, 1] * x1 + R[0, 2] * x2, R[1, 0] * x0 + R[1, 1] * x1 + R[1, 2] * x2,
+            R[2, 0] * x0 + R[2, 1] * x1 + R[2, 2] * x2)
+
+
+@njit(cache=True, inline="always")
+def _put(out, row, start, x):
+    out[row, start], out[row, start + 1], out[row, start + 2] = x[0], x[1], x[2]
+
+
 @njit(cache=True)
-def body_motion_kernel(packed, q, v, a, body, out, buffer):
-    """Of one body: out[0:3, 0:3] = world <- body rotation, out[0:3, 3] = its origin,
-    out[3] = body twist [w; v] and out[4] = its time derivative, the spatial
-    acceleration in body coordinates without gravity (F&O eqs. 1-4); out (5, 6).
+def frame_motion_kernel(packed, q, v, a, jerk_in, body, local_R, local_p, representation, out, buffer):
+    """out (3, 6): the twist of a frame fixed in `body` (placement local_R, local_p)
+    and its first and second time derivatives, in REPRESENTATIONS[representation]
+    (Müller kinematics §3, dynamics §2), without gravity, for d³q/dt³ = jerk_in.
+    From the body's twist, acceleration and jerk in body axes (F&O eqs. 1-4,
+    joints.body_jerk), moved to the frame origin in frame axes, then:
+      spatial  Ad_C of each, the jerk Ad_C (J + V x A) (d/dt Ad_C = Ad_C ad(V), V x V = 0);
+      hybrid   [R w; R u], [R dw; R (du + w x u)], [R (dJ_w + w x dw); R d³r] with the
+               origin's jerk d³r = R (J_u + dw x u + w x du + w x (du + w x u));
+      mixed    the hybrid linear rows, angular rows in frame axes.
     Returns 1 without computing when an input is invalid (inputs.invalid), else 0."""
     arrays = unpack_model(packed)
-    if invalid(arrays, q, v, a):
+    if invalid(arrays, q, v, a) or invalid(arrays, q, jerk_in, jerk_in):
         return 1
     n = arrays[0].shape[0]
     R, p, S, RJ, world_R, world_p, o = kinematic_views(buffer, n)
     vel, o = take(buffer, o, (n, 6))
     acc, o = take(buffer, o, (n, 6))
+    jerk, o = take(buffer, o, (n, 6))
+    work, o = take(buffer, o, (6,))
     no_gravity, o = take(buffer, o, (3,))
     no_gravity[0] = no_gravity[1] = no_gravity[2] = 0.0
     body_poses_kernel(arrays, q, R, p, S, RJ, world_R, world_p)
     for i in range(body + 1):  # parents come before children
         j0, j1, j2, j3, j4, j5 = body_velocity(arrays, i, R, p, S, v, vel)
         body_acceleration(arrays, i, R, p, S, v, a, vel, acc, j0, j1, j2, j3, j4, j5, no_gravity)
-    for r in range(3):
-        for c in range(3):
-            out[r, c] = world_R[body, r, c]
-        out[r, 3] = world_p[body, r]
-    for r in range(6):
-        out[3, r] = vel[body, r]
-        out[4, r] = acc[body, r]
+        body_jerk(arrays, i, R, p, S, v, a, jerk_in, vel, acc, jerk, j0, j1, j2, j3, j4, j5, work)
+    x0, x1, x2 = local_p[0], local_p[1], local_p[2]
+    for row, motion in enumerate((vel[body], acc[body], jerk[body])):  # to the frame, in frame axes
+        m0, m1, m2 = motion[0], motion[1], motion[2]
+        c = _cross(m0, m1, m2, x0, x1, x2)
+        _put(out, row, 0, _rotate(local_R, m0, m1, m2, True))
+        _put(out, row, 3, _rotate(local_R, motion[3] + c[0], motion[4] + c[1], motion[5] + c[2], True))
+    if representation == 0:
+        return 0
+    Rb = world_R[body]
+    for r in range(3):  # the frame's rotation and origin in the world, in RJ and work[:3]
+        for col in range(3):
+            RJ[r, col] = Rb[r, 0] * local_R[0, col] + Rb[r, 1] * local_R[1, col] + Rb[r, 2] * local_R[2, col]
+        work[r] = world_p[body, r] + Rb[r, 0] * x0 + Rb[r, 1] * x1 + Rb[r, 2] * x2
+    w, u = (out[0, 0], out[0, 1], out[0, 2]), (out[0, 3], out[0, 4], out[0, 5])
+    dw, du = (out[1, 0], out[1, 1], out[1, 2]), (out[1, 3], out[1, 4], out[1, 5])
+    if representation == 1:
+        e = motion_cross(w[0], w[1], w[2], u[0], u[1], u[2], dw[0], dw[1], dw[2], du[0], du[1], du[2])
+        for r in range(6):
+            out[2, r] += e[r]
+        for row in range(3):
+            w_s = _rotate(RJ, out[row, 0], out[row, 1], out[row, 2], False)
+            u_s = _rotate(RJ, out[row, 3], out[row, 4], out[row, 5], False)
+            c = _cross(work[0], work[1], work[2], w_s[0], w_s[1], w_s[2])
+            _put(out, row, 0, w_s)
+            out[row, 3], out[row, 4], out[row, 5] = u_s[0] + c[0], u_s[1] + c[1], u_s[2] + c[2]
+        return 0
+    wu = _cross(w[0], w[1], w[2], u[0], u[1], u[2])
+    r2 = (du[0] + wu[0], du[1] + wu[1], du[2] + wu[2])
+    c1, c2, c3 = _cross(dw[0], dw[1], dw[2], u[0], u[1], u[2]), _cross(w[0], w[1], w[2], du[0], du[1], du[2]), \
+        _cross(w[0], w[1], w[2], r2[0], r2[1], r2[2])
+    r3 = (out[2, 3] + c1[0] + c2[0] + c3[0], out[2, 4] + c1[1] + c2[1] + c3[1], out[2, 5] + c1[2] + c2[2] + c3[2])
+    _put(out, 0, 3, _rotate(RJ, u[0], u[1], u[2], False))
+    _put(out, 1, 3, _rotate(RJ, r2[0], r2[1], r2[2], False))
+    _put(out, 2, 3, _rotate(RJ, r3[0], r3[1], r3[2], False))
+    if representation == 2:
+        wdw = _cross(w[0], w[1], w[2], dw[0], dw[1], dw[2])
+        _put(out, 0, 0, _rotate(RJ, w[0], w[1], w[2], False))
+        _put(out, 1, 0, _rotate(RJ, dw[0], dw[1], dw[2], False))
+        _put(out, 2, 0, _rotate(RJ, out[2, 0] + wdw[0], out[2, 1] + wdw[1], out[2, 2] + wdw[2], False))
     return 0
 
 
-def _frame_motion(model: Model, q, v, a, frame: str, representation: str):
-    """(twist, acceleration) of a frame in `representation` (see frame_velocity)."""
+def _frame_motion(model: Model, q, v, a, jerk, frame: str, representation: str) -> np.ndarray:
+    """(3, 6): the frame's twist, acceleration and jerk in `representation`
+    (frame_motion_kernel): the derivatives of the twist in the same representation."""
     if representation not in REPRESENTATIONS:
         raise ValueError(f"representation must be one of {', '.join(REPRESENTATIONS)}, got {representation!r}")
     placement = model.frame(frame)
     q = inputs.shaped(model, q, model.nq, "q", batch=False)
     v = inputs.shaped(model, v, model.nv, "v", batch=False)
     a = inputs.shaped(model, a, model.nv, "a", batch=False)
-    if placement.body < 0:
+    jerk = inputs.shaped(model, jerk, model.nv, "j", batch=False)
+    out = np.zeros((3, 6))
+    if placement.body < 0:  # fixed to the world: at rest
         inputs.configuration(model, q)
-        inputs.vector(model, v, model.nv, "v")
-        inputs.vector(model, a, model.nv, "a")
-        return np.zeros(6), np.zeros(6)
-    out = np.empty((5, 6))
-    if body_motion_kernel(model.packed, q, v, a, placement.body, out, scratch(model)):
-        inputs.explain(model, q, (v, "v"), (a, "a"))
-    # the frame's twist and acceleration in its own axes: a constant transform of the body's
-    to_frame = adjoint(pose(placement.rotation.T, -placement.rotation.T @ placement.translation))
-    twist, acceleration = to_frame @ out[3], to_frame @ out[4]
-    if representation == "body":
-        return twist, acceleration
-    R = out[:3, :3] @ placement.rotation
-    if representation == "spatial":
-        to_world = adjoint(pose(R, out[:3, 3] + out[:3, :3] @ placement.translation))
-        return to_world @ twist, to_world @ acceleration
-    # the frame origin's velocity R v_b and acceleration R (dv_b/dt + w_b x v_b)
-    origin_velocity = R @ twist[3:]
-    origin_acceleration = R @ (acceleration[3:] + skew(twist[:3]) @ twist[3:])
-    if representation == "hybrid":
-        return (np.concatenate([R @ twist[:3], origin_velocity]),
-                np.concatenate([R @ acceleration[:3], origin_acceleration]))
-    return np.concatenate([twist[:3], origin_velocity]), np.concatenate([acceleration[:3], origin_acceleration])
+        for value, name in ((v, "v"), (a, "a"), (jerk, "j")):
+            inputs.vector(model, value, model.nv, name)
+        return out
+    if frame_motion_kernel(model.packed, q, v, a, jerk, placement.body, placement.rotation, placement.translation,
+                           REPRESENTATIONS.index(representation), out, scratch(model)):
+        inputs.explain(model, q, (v, "v"), (a, "a"), (jerk, "j"))
+    return out
 
 
 def frame_velocity(model: Model, q, v, frame: str, representation: str = "body") -> np.ndarray:
     """The frame's twist (6,) = frame_jacobian(representation) @ v, in Müller's
     representations (kinematics §3): body [w_b; v_b], spatial [w; v_s],
     hybrid [w; dr/dt], mixed [w_b; dr/dt] (see frame_jacobian)."""
-    return _frame_motion(model, q, v, np.zeros(model.nv), frame, representation)[0]
+    zero = np.zeros(model.nv)
+    return _frame_motion(model, q, v, zero, zero, frame, representation)[0]
 
 
 def frame_acceleration(model: Model, q, v, a, frame: str, representation: str = "body") -> np.ndarray:
     """d/dt of frame_velocity in the same representation (6,) = J a + dJ/dt v,
     without gravity. Hybrid and mixed give the classical acceleration of the frame
     origin d²r/dt²; body and spatial the derivatives of the body and spatial twists."""
-    return _frame_motion(model, q, v, a, frame, representation)[1]
+    return _frame_motion(model, q, v, a, np.zeros(model.nv), frame, representation)[1]
+
+
+def frame_jerk(model: Model, q, v, a, j, frame: str, representation: str = "body") -> np.ndarray:
+    """d/dt of frame_acceleration in the same representation (6,), for
+    d³q/dt³ = j (Müller dynamics §2; eq. 13 corrected, SEED_NOTES misprint 10):
+    J j + 2 dJ/dt a + d²J/dt² v. Hybrid and mixed give the jerk of the frame origin
+    d³r/dt³; body and spatial the second derivatives of the body and spatial
+    twists (d²V^s/dt² = Ad_C (dA^b/dt + V^b x A^b))."""
+    return _frame_motion(model, q, v, a, j, frame, representation)[2]
 
 
 def frame_bias_acceleration(model: Model, q, v, frame: str, representation: str = "body") -> np.ndarray:
     """dJ/dt v (6,): frame_acceleration at a = 0, without gravity (what contact
     constraints need: J a + dJ/dt v = 0)."""
-    return _frame_motion(model, q, v, np.zeros(model.nv), frame, representation)[1]
+    zero = np.zeros(model.nv)
+    return _frame_motion(model, q, v, zero, zero, frame, representation)[1]

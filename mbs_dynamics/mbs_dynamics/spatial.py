@@ -155,3 +155,21 @@ def congruence_add(R, p, M, work, out):
         out[0, c] += work[0, c] - work[3, c] - work[3 + c, 0] - pcp0
         out[1, c] += work[1, c] - work[4, c] - work[3 + c, 1] - pcp1
         out[2, c] += work[2, c] - work[5, c] - work[3 + c, 2] - pcp2
+
+
+@njit(cache=True, inline="always")
+def motion_cross(a0, a1, a2, a3, a4, a5, b0, b1, b2, b3, b4, b5):
+    """a x b on motion vectors, scalars: [a_w x b_w; a_w x b_v + a_v x b_w] (the Lie bracket [a, b])."""
+    return (a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0,
+            a1 * b5 - a2 * b4 + a4 * b2 - a5 * b1,
+            a2 * b3 - a0 * b5 + a5 * b0 - a3 * b2,
+            a0 * b4 - a1 * b3 + a3 * b1 - a4 * b0)
+
+
+@njit(cache=True, inline="always")
+def force_cross(a0, a1, a2, a3, a4, a5, f0, f1, f2, f3, f4, f5):
+    """a x* f, a motion vector on a force vector, scalars: [a_w x n + a_v x f; a_w x f]."""
+    return (a1 * f2 - a2 * f1 + a4 * f5 - a5 * f4,
+            a2 * f0 - a0 * f2 + a5 * f3 - a3 * f5,
+            a0 * f1 - a1 * f0 + a3 * f4 - a4 * f3,
+            a1 * f5 - a2 * f4, a2 * f3 - a0 * f5, a0 * f4 - a1 * f3)

@@ -31,6 +31,12 @@ def warm_up() -> float:
     mbs.frame_jacobian(model, q, "LF_FOOT")
     mbs.frame_pose(model, q, "LF_FOOT")
     mbs.frame_acceleration(model, q, v, v, "LF_FOOT", "hybrid")
+    mbs.frame_jerk(model, q, v, v, v, "LF_FOOT", "hybrid")
+    mbs.inverse_dynamics_derivatives(model, q, v, v)
+    mbs.forward_dynamics_derivatives(model, q, v, v)
+    mbs.linearize(model, q, v, v)
+    mbs.coriolis_matrix(model, q, v)
+    mbs.inverse_dynamics_rate(model, q, v, v, v)
     mbs.integrate(model, q, v, 1e-3)
     mbs.contact_step(model, q, v, v, 1e-3, [mbs.PointContact("LF_FOOT")], mbs.Ground(height=1.0))
     return time.perf_counter() - start

@@ -19,15 +19,18 @@ FLOATS_FIXED = 256
 
 
 @njit(cache=True)
-def new_scratch(nbodies):
-    return np.empty(nbodies * FLOATS_PER_BODY + FLOATS_FIXED)
+def new_scratch(nbodies, floats_per_body=FLOATS_PER_BODY):
+    return np.empty(nbodies * floats_per_body + FLOATS_FIXED)
 
 
-def scratch(model) -> np.ndarray:
-    """The calling thread's scratch buffer for `model`."""
-    buffer = getattr(model.scratch, "buffer", None)
+def scratch(model, floats_per_body=FLOATS_PER_BODY) -> np.ndarray:
+    """The calling thread's scratch buffer for `model`, of floats_per_body per body
+    (the derivative algorithms lay out more than the rest)."""
+    name = f"buffer_{floats_per_body}"
+    buffer = getattr(model.scratch, name, None)
     if buffer is None:
-        buffer = model.scratch.buffer = new_scratch(model.nbodies)
+        buffer = new_scratch(model.nbodies, floats_per_body)
+        setattr(model.scratch, name, buffer)
     return buffer
 
 

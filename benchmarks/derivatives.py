@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Speed of the derivatives of the dynamics (issue 8) against Pinocchio,
+measured side by side in one process on the same robots and states.
+
+    .venv/bin/python benchmarks/derivatives.py [--robots talos,solo12,panda] [--calls 2000]
+
+Prints microseconds per call from Python (the best of five repeats) and the
+ratio ours / Pinocchio, after checking that both give the same matrices.
+Goal: within 3x of computeRNEADerivatives and computeABADerivatives on TALOS.
+Functions Pinocchio lacks (the torque rate, the frame jerk, the linearised
+model) are printed against the Pinocchio function closest in work.
+"""
+import argparse
+import sys
+
+import numpy as np
+import pinocchio as pin
+from core import ROBOTS, ROBOTS_DIR, per_call_us, random_state, to_pinocchio
+
+import mbs_dynamics as mbs
+
+FRAMES = {"talos": "left_sole_link", "solo12": "FL_FOOT", "panda": "panda_hand", "ur5": "tool0"}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--robots", default="talos,solo12,panda")
+    parser.add_argument("--calls", type=int, default=2000)
+    arguments = parser.parse_args()
+    print(f"numpy {np.__version__}, pinocchio {pin.__version__}, mbs_dynamics {mbs.__version__}, "
+          f"python {sys.version.split()[0]}")
+    print(f"{'robot':8} {'nv':>3} {'ours':30} {'Pinocchio':26} {'ours us':>8} {'pin us':>8} {'ratio':>6} "
+          f"{'max diff':>9}")
+    rng = np.random.default_rng(0)
+    for name in arguments.robots.split(","):
+        benchmark_robot(name, arguments.calls, rng)
+
+
+def benchmark_robot(name: str, calls: int, rng) -> None:
+    path, floating = ROBOTS[name]
+    path = str(ROBOTS_DIR / path)
+    model = mbs.Model.from_urdf_file(path, floating_base=floating, mimic="independent")
+    pin_model = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
+                 else pin.buildModelFromUrdf(path))
+    data = pin_model.createData()
+    q, v, a = random_state(model, rng)
+    j = rng.normal(size=model.nv)
+    qp, P = to_pinocchio(model, pin_model, q, v)
+    vp, ap = P.T @ v, P.T @ a
+    frame = FRAMES[name]
+
+    def ours_as_pinocchio(matrices):
+        return [P.T @ m @ P for m in matrices]
+
+    def rnea_derivatives():
+        return pin.computeRNEADerivatives(pin_model, data, qp, vp, ap)
+
+    def aba_derivatives():
+        return pin.computeABADerivatives(pin_model, data, qp, vp, ap)
+
+    def coriolis():
+        return [pin.computeCoriolisMatrix(pin_model, data, qp, vp)]
+
+    cases = [
+        ("inverse_dynamics_derivatives", lambda: mbs.inverse_dynamics_derivatives(model, q, v, a),
+         "computeRNEADerivatives", rnea_derivatives, True),
+        ("forward_dynamics_derivatives", lambda: mbs.forward_dynamics_derivatives(model, q, v, a),
+         "computeABADerivatives", aba_derivatives, True),
+        ("coriolis_matrix", lambda: [mbs.coriolis_matrix(model, q, v)],
+         "computeCoriolisMatrix", coriolis, True),
+        ("linearize", lambda: mbs.linearize(model, q, v, a), "computeABADerivatives", aba_derivatives, False),
+        ("inverse_dynamics_rate", lambda: mbs.inverse_dynamics_rate(model, q, v, a, j),
+         "rnea", lambda: pin.rnea(pin_model, data, qp, vp, ap), False),
+        ("frame_jerk", lambda: mbs.frame_jerk(model, q, v, a, j, frame, "hybrid"),
+         "getFrameClassicalAcceleration",
+         lambda: (pin.forwardKinematics(pin_model, data, qp, vp, ap),
+                  pin.getFrameClassicalAcceleration(pin_model, data, pin_model.getFrameId(frame),
+                                                    pin.LOCAL_WORLD_ALIGNED)), False),
+    ]
+    for function, ours, pin_function, theirs, compare in cases:
+        difference = ""
+        if compare:
+            mine = ours_as_pinocchio(ours())
+            reference = [np.array(m) for m in theirs()]
+            difference = f"{max(float(np.abs(x - y).max()) for x, y in zip(mine, reference, strict=True)):9.1e}"
+        ours_us, theirs_us = per_call_us(ours, calls), per_call_us(theirs, calls)
+        print(f"{name:8} {model.nv:3d} {function:30} {pin_function:26} {ours_us:8.2f} {theirs_us:8.2f} "
+              f"{ours_us / theirs_us:6.2f} {difference}")
+
+
+if __name__ == "__main__":
+    main()

@@ -3,6 +3,8 @@ derivatives of inverse and forward dynamics, the Coriolis matrix from the
 Christoffel symbols, the time derivative of the inverse-dynamics torques and
 the linearised state-space model.
 
+Müller dynamics §6.1 (sensitivity of the EOM, for linearisation and optimal
+control) and §6.3 (their time derivatives, for series elastic actuators).
 The partial derivatives are Lie brackets, in world axes about the world origin.
 Perturbing coordinate j by δ moves the subtree of joint j rigidly by the screw
 S_j δ, which changes every world quantity X attached to it by the bracket
@@ -409,6 +411,7 @@ def _forward_dynamics_derivatives(model: Model, q, v, tau, da_dq, da_dv, Minv):
     if status == 1:
         inputs.explain(model, q, (v, "v"), (tau, "tau"))
     if status == 2:
+        forward_dynamics(model, q, v, tau)  # raises the error that names the joint
         raise SingularMassMatrix(f"the mass matrix of model '{model.name}' is singular at this q")
 
 

@@ -272,3 +272,17 @@ def test_derivatives_reject_bad_input():
         mbs.inverse_dynamics_derivatives(model, unnormalised, v, a)
     with pytest.raises(ValueError, match="shape"):
         mbs.coriolis_matrix(model, q, v[:5])
+
+
+def test_a_singular_mass_matrix_is_reported_by_name():
+    xml = ('<robot name="r"><link name="a"/><link name="b"><inertial><mass value="1"/>'
+           '<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link><link name="c"/>'
+           '<joint name="j1" type="continuous"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/></joint>'
+           '<joint name="j2" type="continuous"><parent link="b"/><child link="c"/><axis xyz="0 0 1"/></joint>'
+           '</robot>')
+    model = mbs.Model.from_urdf_string(xml)
+    for call in (mbs.forward_dynamics_derivatives, mbs.linearize):
+        with pytest.raises(mbs.SingularMassMatrix, match="'j2'"):
+            call(model, np.zeros(2), np.zeros(2), np.ones(2))
+    dtau_dq, dtau_dv, M = mbs.inverse_dynamics_derivatives(model, np.zeros(2), np.ones(2), np.ones(2))
+    assert np.all(np.isfinite(dtau_dq)) and M[1, 1] == 0.0  # inverse dynamics needs no inverse

@@ -5,8 +5,11 @@ one process on the same robots and states (DESIGN.md §6).
     .venv/bin/python benchmarks/core.py [--robots ur5,panda,solo12,talos] [--calls 2000]
 
 Prints, per robot and function, microseconds per call from Python (the best
-of several repeats) and the ratio ours / Pinocchio, then a batch of 1000
-inverse dynamics (ours: one batched call; Pinocchio: a Python loop). Goals:
+of several repeats) and the ratio ours / Pinocchio; inverse dynamics also in
+each form of the RNEA (rows "inverse_dynamics body", "... spatial",
+"... hybrid", each against pin.rnea) and which of them is fastest (the default
+of mbs.inverse_dynamics should be); then a batch of 1000 inverse dynamics
+(ours: one batched call; Pinocchio: a Python loop). Goals:
 ratio <= 2 on TALOS for inverse dynamics, forward dynamics, mass matrix and
 centroidal momentum; the batch ahead of the Pinocchio loop.
 """
@@ -19,6 +22,7 @@ import numpy as np
 import pinocchio as pin
 
 import mbs_dynamics as mbs
+from mbs_dynamics.rnea import DEFAULT_RNEA_REPRESENTATION, RNEA_REPRESENTATIONS
 
 ROBOTS_DIR = importlib.metadata.distribution("example-robot-data").locate_file(
     "cmeel.prefix/share/example-robot-data/robots")
@@ -88,9 +92,14 @@ def benchmark_robot(name: str, calls: int, rng) -> None:
     q, v, a = random_state(model, rng)
     qp, P = to_pinocchio(model, pin_model, q, v)
     vp, ap = P.T @ v, P.T @ a
-    cases = [
-        ("inverse_dynamics", lambda: mbs.inverse_dynamics(model, q, v, a),
-         lambda: pin.rnea(pin_model, data, qp, vp, ap)),
+
+    def rnea():
+        return pin.rnea(pin_model, data, qp, vp, ap)
+
+    cases = [("inverse_dynamics", lambda: mbs.inverse_dynamics(model, q, v, a), rnea)] + [
+        (f"inverse_dynamics {form}", lambda form=form: mbs.inverse_dynamics(model, q, v, a, representation=form), rnea)
+        for form in RNEA_REPRESENTATIONS
+    ] + [
         ("forward_dynamics", lambda: mbs.forward_dynamics(model, q, v, a),
          lambda: pin.aba(pin_model, data, qp, vp, ap)),
         ("mass_matrix", lambda: mbs.mass_matrix(model, q), lambda: pin.crba(pin_model, data, qp)),
@@ -101,9 +110,16 @@ def benchmark_robot(name: str, calls: int, rng) -> None:
         ("centroidal_momentum_matrix", lambda: mbs.centroidal_momentum_matrix(model, q),
          lambda: pin.computeCentroidalMap(pin_model, data, qp)),
     ]
+    forms = {}
     for function, ours, theirs in cases:
         ours_us, theirs_us = per_call_us(ours, calls), per_call_us(theirs, calls)
         print(f"{name:8} {model.nv:3d} {function:28} {ours_us:9.2f} {theirs_us:8.2f} {ours_us / theirs_us:6.2f}")
+        if function.startswith("inverse_dynamics "):
+            forms[function.split()[1]] = ours_us
+    fastest = min(forms, key=forms.get)
+    print(f"{name:8} {model.nv:3d} fastest RNEA form: {fastest} "
+          f"(default: {DEFAULT_RNEA_REPRESENTATION}; "
+          + ", ".join(f"{form} {us / forms[fastest]:.2f}x" for form, us in forms.items()) + ")")
     states = [random_state(model, rng) for _ in range(1000)]
     Q, V, A = (np.array(x) for x in zip(*states, strict=True))
     pin_states = [(to_pinocchio(model, pin_model, s[0], s[1])[0], P.T @ s[1], P.T @ s[2]) for s in states]

@@ -10,7 +10,7 @@ from mbs_dynamics.inputs import invalid
 from mbs_dynamics.joints import body_acceleration, body_jerk, body_velocity, forward_pass
 from mbs_dynamics.lie import pose, skew
 from mbs_dynamics.model import Model, unpack_model
-from mbs_dynamics.spatial import motion_cross, motion_to_parent
+from mbs_dynamics.spatial import cross, motion_cross, motion_to_parent, rotate, rotate_back
 from mbs_dynamics.workspace import kinematic_views, scratch, take
 
 
@@ -179,28 +179,13 @@ def frame_jacobian(model: Model, q, frame: str, representation: str = "body") ->
 
 
 @njit(cache=True, inline="always")
-def _cross(a0, a1, a2, b0, b1, b2):
-    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
-
-
-@njit(cache=True, inline="always")
-def _rotate(R, x0, x1, x2, transposed):
-    """R x, or R^T x when transposed."""
-    if transposed:
-        return (R[0, 0] * x0 + R[1, 0] * x1 + R[2, 0] * x2, R[0, 1] * x0 + R[1, 1] * x1 + R[2, 1] * x2,
-                R[0, 2] * x0 + R[1, 2] * x1 + R[2, 2] * x2)
-    return (R[0, 0] * x0 + R[0, 1] * x1 + R[0, 2] * x2, R[1, 0] * x0 + R[1, 1] * x1 + R[1, 2] * x2,
-            R[2, 0] * x0 + R[2, 1] * x1 + R[2, 2] * x2)
-
-
-@njit(cache=True, inline="always")
 def _put(out, row, start, x):
     out[row, start], out[row, start + 1], out[row, start + 2] = x[0], x[1], x[2]
 
 
 @njit(cache=True)
 def frame_motion_kernel(packed, q, v, a, jerk_in, body, local_R, local_p, representation, out, buffer):
-    """out (3, 6): the twist of a frame fixed in `body` (placement local_R, local_p)
+    """out (3, 6): the twist of a frame fixed in `body` (placement local_R[0], local_p)
     and its first and second time derivatives, in REPRESENTATIONS[representation]
     (Müller kinematics §3, dynamics §2), without gravity, for d³q/dt³ = jerk_in.
     From the body's twist, acceleration and jerk in body axes (F&O eqs. 1-4,
@@ -219,6 +204,7 @@ def frame_motion_kernel(packed, q, v, a, jerk_in, body, local_R, local_p, repres
     acc, o = take(buffer, o, (n, 6))
     jerk, o = take(buffer, o, (n, 6))
     work, o = take(buffer, o, (6,))
+    frame_R, o = take(buffer, o, (1, 3, 3))
     no_gravity, o = take(buffer, o, (3,))
     no_gravity[0] = no_gravity[1] = no_gravity[2] = 0.0
     body_poses_kernel(arrays, q, R, p, S, RJ, world_R, world_p)
@@ -229,15 +215,16 @@ def frame_motion_kernel(packed, q, v, a, jerk_in, body, local_R, local_p, repres
     x0, x1, x2 = local_p[0], local_p[1], local_p[2]
     for row, motion in enumerate((vel[body], acc[body], jerk[body])):  # to the frame, in frame axes
         m0, m1, m2 = motion[0], motion[1], motion[2]
-        c = _cross(m0, m1, m2, x0, x1, x2)
-        _put(out, row, 0, _rotate(local_R, m0, m1, m2, True))
-        _put(out, row, 3, _rotate(local_R, motion[3] + c[0], motion[4] + c[1], motion[5] + c[2], True))
+        c = cross(m0, m1, m2, x0, x1, x2)
+        _put(out, row, 0, rotate_back(local_R, 0, m0, m1, m2))
+        _put(out, row, 3, rotate_back(local_R, 0, motion[3] + c[0], motion[4] + c[1], motion[5] + c[2]))
     if representation == 0:
         return 0
     Rb = world_R[body]
-    for r in range(3):  # the frame's rotation and origin in the world, in RJ and work[:3]
+    for r in range(3):  # the frame's rotation and origin in the world
         for col in range(3):
-            RJ[r, col] = Rb[r, 0] * local_R[0, col] + Rb[r, 1] * local_R[1, col] + Rb[r, 2] * local_R[2, col]
+            frame_R[0, r, col] = Rb[r, 0] * local_R[0, 0, col] + Rb[r, 1] * local_R[0, 1, col] \
+                + Rb[r, 2] * local_R[0, 2, col]
         work[r] = world_p[body, r] + Rb[r, 0] * x0 + Rb[r, 1] * x1 + Rb[r, 2] * x2
     w, u = (out[0, 0], out[0, 1], out[0, 2]), (out[0, 3], out[0, 4], out[0, 5])
     dw, du = (out[1, 0], out[1, 1], out[1, 2]), (out[1, 3], out[1, 4], out[1, 5])
@@ -246,25 +233,25 @@ def frame_motion_kernel(packed, q, v, a, jerk_in, body, local_R, local_p, repres
         for r in range(6):
             out[2, r] += e[r]
         for row in range(3):
-            w_s = _rotate(RJ, out[row, 0], out[row, 1], out[row, 2], False)
-            u_s = _rotate(RJ, out[row, 3], out[row, 4], out[row, 5], False)
-            c = _cross(work[0], work[1], work[2], w_s[0], w_s[1], w_s[2])
+            w_s = rotate(frame_R, 0, out[row, 0], out[row, 1], out[row, 2])
+            u_s = rotate(frame_R, 0, out[row, 3], out[row, 4], out[row, 5])
+            c = cross(work[0], work[1], work[2], w_s[0], w_s[1], w_s[2])
             _put(out, row, 0, w_s)
             out[row, 3], out[row, 4], out[row, 5] = u_s[0] + c[0], u_s[1] + c[1], u_s[2] + c[2]
         return 0
-    wu = _cross(w[0], w[1], w[2], u[0], u[1], u[2])
+    wu = cross(w[0], w[1], w[2], u[0], u[1], u[2])
     r2 = (du[0] + wu[0], du[1] + wu[1], du[2] + wu[2])
-    c1, c2, c3 = _cross(dw[0], dw[1], dw[2], u[0], u[1], u[2]), _cross(w[0], w[1], w[2], du[0], du[1], du[2]), \
-        _cross(w[0], w[1], w[2], r2[0], r2[1], r2[2])
+    c1, c2, c3 = cross(dw[0], dw[1], dw[2], u[0], u[1], u[2]), cross(w[0], w[1], w[2], du[0], du[1], du[2]), \
+        cross(w[0], w[1], w[2], r2[0], r2[1], r2[2])
     r3 = (out[2, 3] + c1[0] + c2[0] + c3[0], out[2, 4] + c1[1] + c2[1] + c3[1], out[2, 5] + c1[2] + c2[2] + c3[2])
-    _put(out, 0, 3, _rotate(RJ, u[0], u[1], u[2], False))
-    _put(out, 1, 3, _rotate(RJ, r2[0], r2[1], r2[2], False))
-    _put(out, 2, 3, _rotate(RJ, r3[0], r3[1], r3[2], False))
+    _put(out, 0, 3, rotate(frame_R, 0, u[0], u[1], u[2]))
+    _put(out, 1, 3, rotate(frame_R, 0, r2[0], r2[1], r2[2]))
+    _put(out, 2, 3, rotate(frame_R, 0, r3[0], r3[1], r3[2]))
     if representation == 2:
-        wdw = _cross(w[0], w[1], w[2], dw[0], dw[1], dw[2])
-        _put(out, 0, 0, _rotate(RJ, w[0], w[1], w[2], False))
-        _put(out, 1, 0, _rotate(RJ, dw[0], dw[1], dw[2], False))
-        _put(out, 2, 0, _rotate(RJ, out[2, 0] + wdw[0], out[2, 1] + wdw[1], out[2, 2] + wdw[2], False))
+        wdw = cross(w[0], w[1], w[2], dw[0], dw[1], dw[2])
+        _put(out, 0, 0, rotate(frame_R, 0, w[0], w[1], w[2]))
+        _put(out, 1, 0, rotate(frame_R, 0, dw[0], dw[1], dw[2]))
+        _put(out, 2, 0, rotate(frame_R, 0, out[2, 0] + wdw[0], out[2, 1] + wdw[1], out[2, 2] + wdw[2]))
     return 0
 
 
@@ -284,7 +271,8 @@ def _frame_motion(model: Model, q, v, a, jerk, frame: str, representation: str) 
         for value, name in ((v, "v"), (a, "a"), (jerk, "j")):
             inputs.vector(model, value, model.nv, name)
         return out
-    if frame_motion_kernel(model.packed, q, v, a, jerk, placement.body, placement.rotation, placement.translation,
+    if frame_motion_kernel(model.packed, q, v, a, jerk, placement.body, placement.rotation.reshape(1, 3, 3),
+                           placement.translation,
                            REPRESENTATIONS.index(representation), out, scratch(model)):
         inputs.explain(model, q, (v, "v"), (a, "a"), (jerk, "j"))
     return out

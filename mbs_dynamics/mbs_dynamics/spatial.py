@@ -173,3 +173,25 @@ def force_cross(a0, a1, a2, a3, a4, a5, f0, f1, f2, f3, f4, f5):
             a2 * f0 - a0 * f2 + a5 * f3 - a3 * f5,
             a0 * f1 - a1 * f0 + a3 * f4 - a4 * f3,
             a1 * f5 - a2 * f4, a2 * f3 - a0 * f5, a0 * f4 - a1 * f3)
+
+
+@njit(cache=True, inline="always")
+def cross(a0, a1, a2, b0, b1, b2):
+    """a x b, three scalars."""
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
+@njit(cache=True, inline="always")
+def rotate(R, i, x0, x1, x2):
+    """R[i] x, three scalars."""
+    return (R[i, 0, 0] * x0 + R[i, 0, 1] * x1 + R[i, 0, 2] * x2,
+            R[i, 1, 0] * x0 + R[i, 1, 1] * x1 + R[i, 1, 2] * x2,
+            R[i, 2, 0] * x0 + R[i, 2, 1] * x1 + R[i, 2, 2] * x2)
+
+
+@njit(cache=True, inline="always")
+def rotate_back(R, i, x0, x1, x2):
+    """R[i]^T x, three scalars."""
+    return (R[i, 0, 0] * x0 + R[i, 1, 0] * x1 + R[i, 2, 0] * x2,
+            R[i, 0, 1] * x0 + R[i, 1, 1] * x1 + R[i, 2, 1] * x2,
+            R[i, 0, 2] * x0 + R[i, 1, 2] * x1 + R[i, 2, 2] * x2)

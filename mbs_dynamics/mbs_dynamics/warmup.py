@@ -19,6 +19,9 @@ def warm_up() -> float:
     mbs.inverse_dynamics(model, q, v, v)
     mbs.inverse_dynamics(model, q, v, v, f_ext={"LF_FOOT": np.zeros(6)})
     mbs.inverse_dynamics(model, qs, vs, vs)
+    for representation in ("spatial", "hybrid"):
+        mbs.inverse_dynamics(model, q, v, v, representation=representation)
+        mbs.inverse_dynamics(model, qs, vs, vs, representation=representation)
     mbs.mass_matrix(model, q)
     mbs.mass_matrix(model, qs)
     mbs.forward_dynamics(model, q, v, v)

@@ -26,11 +26,10 @@ def new_scratch(nbodies, floats_per_body=FLOATS_PER_BODY):
 def scratch(model, floats_per_body=FLOATS_PER_BODY) -> np.ndarray:
     """The calling thread's scratch buffer for `model`, of floats_per_body per body
     (the derivative algorithms lay out more than the rest)."""
-    name = f"buffer_{floats_per_body}"
-    buffer = getattr(model.scratch, name, None)
+    buffers = model.scratch.__dict__  # this thread's: {floats per body: buffer}
+    buffer = buffers.get(floats_per_body)
     if buffer is None:
-        buffer = new_scratch(model.nbodies, floats_per_body)
-        setattr(model.scratch, name, buffer)
+        buffer = buffers[floats_per_body] = new_scratch(model.nbodies, floats_per_body)
     return buffer
 
 

@@ -329,7 +329,7 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
         bias = inverse_dynamics(model, q, v, np.zeros_like(v), f_ext)
         inputs.vector(model, tau, model.nv, "tau")
         try:
-            return np.linalg.solve(M, tau - bias)
+            return np.linalg.solve(M, (tau - bias)[..., None])[..., 0]  # a stack of vectors, not a matrix
         except np.linalg.LinAlgError as error:
             raise SingularMassMatrix(f"the mass matrix of model '{model.name}' is singular") from error
     if batch:

@@ -185,6 +185,19 @@ def test_batches_equal_one_state_at_a_time():
         close(V[k], mbs.potential_energy(pair.model, q[k]), 1e-14)
 
 
+@pytest.mark.parametrize("states", [3, 6])  # 6 = nv: a batch the size of the matrix once passed as one matrix
+def test_batched_forward_dynamics_with_coupled_mimic_joints(states):
+    model = chain("coupled")
+    assert model.has_coupled_joints and model.nv == 6
+    rng = np.random.default_rng(19)
+    q, v, tau = rng.uniform(-1, 1, (states, model.nq)), rng.normal(size=(states, model.nv)), \
+        rng.normal(size=(states, model.nv))
+    a = mbs.forward_dynamics(model, q, v, tau)
+    for k in range(states):
+        close(a[k], mbs.forward_dynamics(model, q[k], v[k], tau[k]), 1e-12)
+        close(mbs.inverse_dynamics(model, q[k], v[k], a[k]), tau[k], 1e-10)
+
+
 def test_massless_chain_end_is_reported_not_nan():
     xml = ('<robot name="r"><link name="a"/><link name="b"><inertial><mass value="1"/>'
            '<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link><link name="c"/>'

@@ -7,8 +7,10 @@ measured side by side in one process on the same robots and states.
 Prints microseconds per call from Python (the best of five repeats) and the
 ratio ours / Pinocchio, after checking that both give the same matrices.
 Goal: within 3x of computeRNEADerivatives and computeABADerivatives on TALOS.
-Functions Pinocchio lacks (the torque rate, the frame jerk, the linearised
-model) are printed against the Pinocchio function closest in work.
+Then a horizon of 100 states linearised in one batched call (parallel)
+against a Python loop of computeABADerivatives. Functions Pinocchio lacks
+(the torque rate, the frame jerk, the linearised model) are printed against
+the Pinocchio function closest in work.
 """
 import argparse
 import sys
@@ -86,6 +88,14 @@ def benchmark_robot(name: str, calls: int, rng) -> None:
         ours_us, theirs_us = per_call_us(ours, calls), per_call_us(theirs, calls)
         print(f"{name:8} {model.nv:3d} {function:30} {pin_function:26} {ours_us:8.2f} {theirs_us:8.2f} "
               f"{ours_us / theirs_us:6.2f} {difference}")
+    states = [random_state(model, rng) for _ in range(100)]
+    Q, V, U = (np.array(x) for x in zip(*states, strict=True))
+    pin_states = [(to_pinocchio(model, pin_model, s[0], s[1])[0], P.T @ s[1], P.T @ s[2]) for s in states]
+    ours_us = per_call_us(lambda: mbs.linearize(model, Q, V, U), max(1, calls // 100))
+    theirs_us = per_call_us(lambda: [pin.computeABADerivatives(pin_model, data, *s) for s in pin_states],
+                            max(1, calls // 100))
+    print(f"{name:8} {model.nv:3d} {'batch 100 linearize':30} {'loop computeABADerivatives':26} {ours_us:8.0f} "
+          f"{theirs_us:8.0f} {ours_us / theirs_us:6.2f}")
 
 
 if __name__ == "__main__":

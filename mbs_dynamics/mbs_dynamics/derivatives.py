@@ -32,7 +32,7 @@ A planar joint is a chain of its three columns x, y, theta: its linear
 columns turn with its parent, not with its body.
 """
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from mbs_dynamics import inputs
 from mbs_dynamics.aba import SingularMassMatrix, aba_kernel, forward_dynamics
@@ -43,7 +43,7 @@ from mbs_dynamics.kinematics import body_poses_kernel
 from mbs_dynamics.lie import ad
 from mbs_dynamics.model import FLOATING, PLANAR, Model, unpack_model
 from mbs_dynamics.spatial import force_cross, force_to_parent_add, inertia_apply, motion_cross, motion_to_parent
-from mbs_dynamics.workspace import kinematic_views, scratch, take
+from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
 
 # The derivative kernels lay out per-column vectors besides the per-body arrays.
 FLOATS_PER_BODY = 512
@@ -341,18 +341,40 @@ def _buffer(model: Model) -> np.ndarray:
     return scratch(model, FLOATS_PER_BODY)
 
 
+@njit(cache=True, parallel=True)
+def id_derivatives_batch_kernel(packed, q, v, a, dtau_dq, dtau_dv, M, status):
+    for b in prange(q.shape[0]):
+        status[b] = id_derivatives_kernel(packed, q[b], v[b], a[b], np.empty(v.shape[1]), dtau_dq[b], dtau_dv[b],
+                                          M[b], new_scratch(packed[1][0], FLOATS_PER_BODY))
+
+
+def _states(model: Model, q, v, x, x_name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """q, v, x shaped, one state or a batch of N (then N > 0)."""
+    q = inputs.shaped(model, q, model.nq, "q")
+    v = inputs.shaped(model, v, model.nv, "v")
+    x = inputs.shaped(model, x, model.nv, x_name)
+    return q, v, x, inputs.same_batch(q, v, x)
+
+
 def inverse_dynamics_derivatives(model: Model, q, v, a) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(dtau_dq, dtau_dv, dtau_da), each (nv, nv), of tau = ID(q, v, a), analytic
     (Lie brackets, module docstring), O(n·depth). dtau_dq is taken in the tangent
     space: column k is d/dh ID(integrate(q, h e_k), v, a) at h = 0 (for the
     floating base, a body-frame perturbation with v and a held in body axes).
-    dtau_da = M(q)."""
-    q = inputs.shaped(model, q, model.nq, "q", batch=False)
-    v = inputs.shaped(model, v, model.nv, "v", batch=False)
-    a = inputs.shaped(model, a, model.nv, "a", batch=False)
+    dtau_da = M(q). A batch of N states (q (N, nq), ...) gives (N, nv, nv) each,
+    computed in parallel."""
+    q, v, a, batch = _states(model, q, v, a, "a")
     nv = model.nv
-    tau, dtau_dq, dtau_dv, M = np.empty(nv), np.empty((nv, nv)), np.empty((nv, nv)), np.empty((nv, nv))
-    if id_derivatives_kernel(model.packed, q, v, a, tau, dtau_dq, dtau_dv, M, _buffer(model)):
+    shape = (batch, nv, nv) if batch else (nv, nv)
+    dtau_dq, dtau_dv, M = np.empty(shape), np.empty(shape), np.empty(shape)
+    if batch:
+        status = np.empty(batch, dtype=np.int64)
+        id_derivatives_batch_kernel(model.packed, q, v, a, dtau_dq, dtau_dv, M, status)
+        failed = np.flatnonzero(status)
+        if failed.size:
+            b = failed[0]
+            inputs.explain(model, q[b], (v[b], f"v[{b}]"), (a[b], f"a[{b}]"))
+    elif id_derivatives_kernel(model.packed, q, v, a, np.empty(nv), dtau_dq, dtau_dv, M, _buffer(model)):
         inputs.explain(model, q, (v, "v"), (a, "a"))
     return dtau_dq, dtau_dv, M
 
@@ -396,16 +418,29 @@ def fd_derivatives_kernel(packed, dof_parent, q, v, tau, a, use_aba, da_dq, da_d
     return 0
 
 
-def _forward_dynamics_derivatives(model: Model, q, v, tau, da_dq, da_dv, Minv):
-    """forward_dynamics_derivatives into the given (nv, nv) arrays."""
-    q = inputs.shaped(model, q, model.nq, "q", batch=False)
-    v = inputs.shaped(model, v, model.nv, "v", batch=False)
-    tau = inputs.shaped(model, tau, model.nv, "tau", batch=False)
-    nv = model.nv
-    a = np.empty(nv)
+@njit(cache=True, parallel=True)
+def fd_derivatives_batch_kernel(packed, dof_parent, q, v, tau, a, use_aba, da_dq, da_dv, Minv, status):
+    nv = v.shape[1]
+    for b in prange(q.shape[0]):
+        status[b] = fd_derivatives_kernel(packed, dof_parent, q[b], v[b], tau[b], a[b], use_aba, da_dq[b], da_dv[b],
+                                          Minv[b], np.empty((nv, nv)), np.empty(nv),
+                                          new_scratch(packed[1][0], FLOATS_PER_BODY))
+
+
+def _forward_dynamics_derivatives(model: Model, q, v, tau, batch, da_dq, da_dv, Minv):
+    """forward_dynamics_derivatives of shaped states into the given (nv, nv) or (N, nv, nv) arrays."""
     use_aba = not model.has_coupled_joints
-    if not use_aba:  # coupled mimic joints: M and a solve
-        a = forward_dynamics(model, q, v, tau)
+    a = np.empty(v.shape) if use_aba else forward_dynamics(model, q, v, tau)  # coupled mimics: M and a solve
+    if batch:
+        status = np.empty(batch, dtype=np.int64)
+        fd_derivatives_batch_kernel(model.packed, model.dof_parent, q, v, tau, a, use_aba, da_dq, da_dv, Minv,
+                                    status)
+        failed = np.flatnonzero(status)
+        if failed.size:  # the single state says what is wrong
+            b = failed[0]
+            _forward_dynamics_derivatives(model, q[b], v[b], tau[b], 0, da_dq[b], da_dv[b], Minv[b])
+        return
+    nv = model.nv
     status = fd_derivatives_kernel(model.packed, model.dof_parent, q, v, tau, a, use_aba, da_dq, da_dv, Minv,
                                    np.empty((nv, nv)), np.empty(nv), _buffer(model))
     if status == 1:
@@ -419,10 +454,12 @@ def forward_dynamics_derivatives(model: Model, q, v, tau) -> tuple[np.ndarray, n
     """(da_dq, da_dv, da_dtau), each (nv, nv), of a = FD(q, v, tau):
     -M^-1 dtau_dq and -M^-1 dtau_dv at a = FD(q, v, tau), and M^-1 (Müller dynamics §6).
     dq in the tangent space, as in inverse_dynamics_derivatives. A singular
-    mass matrix raises SingularMassMatrix."""
-    nv = model.nv
-    da_dq, da_dv, Minv = np.empty((nv, nv)), np.empty((nv, nv)), np.empty((nv, nv))
-    _forward_dynamics_derivatives(model, q, v, tau, da_dq, da_dv, Minv)
+    mass matrix raises SingularMassMatrix. A batch of N states gives (N, nv, nv)
+    each, computed in parallel."""
+    q, v, tau, batch = _states(model, q, v, tau, "tau")
+    shape = (batch, model.nv, model.nv) if batch else (model.nv, model.nv)
+    da_dq, da_dv, Minv = np.empty(shape), np.empty(shape), np.empty(shape)
+    _forward_dynamics_derivatives(model, q, v, tau, batch, da_dq, da_dv, Minv)
     return da_dq, da_dv, Minv
 
 
@@ -436,15 +473,18 @@ def linearize(model: Model, q, v, tau) -> tuple[np.ndarray, np.ndarray]:
 
     The upper-left block is the exact derivative of δq' = dexp^-1(v) at δq = 0
     (q moving at the body twist v, seen from the fixed chart at q); it vanishes
-    for joints whose v is dq/dt. A is (2 nv, 2 nv), B (2 nv, nv)."""
+    for joints whose v is dq/dt. A is (2 nv, 2 nv), B (2 nv, nv); a batch of N
+    states (a horizon) gives (N, 2 nv, 2 nv) and (N, 2 nv, nv), in parallel."""
+    q, v, tau, batch = _states(model, q, v, tau, "tau")
     nv = model.nv
-    A, B = np.zeros((2 * nv, 2 * nv)), np.zeros((2 * nv, nv))
-    _forward_dynamics_derivatives(model, q, v, tau, A[nv:, :nv], A[nv:, nv:], B[nv:])
-    A[:nv, nv:] = np.eye(nv)
-    v = np.asarray(v, dtype=float)
+    leading = (batch,) if batch else ()
+    A, B = np.zeros(leading + (2 * nv, 2 * nv)), np.zeros(leading + (2 * nv, nv))
+    _forward_dynamics_derivatives(model, q, v, tau, batch, A[..., nv:, :nv], A[..., nv:, nv:], B[..., nv:, :])
+    A[..., range(nv), range(nv, 2 * nv)] = 1.0
     for body in np.flatnonzero(model.joint_type == FLOATING):
         block = slice(model.v_start[body], model.v_start[body] + 6)
-        A[block, block] = -0.5 * ad(v[block])
+        twists = v[..., block].reshape(-1, 6)
+        A[..., block, block] = np.array([-0.5 * ad(twist) for twist in twists]).reshape(leading + (6, 6))
     return A, B
 
 

@@ -286,3 +286,26 @@ def test_a_singular_mass_matrix_is_reported_by_name():
             call(model, np.zeros(2), np.zeros(2), np.ones(2))
     dtau_dq, dtau_dv, M = mbs.inverse_dynamics_derivatives(model, np.zeros(2), np.ones(2), np.ones(2))
     assert np.all(np.isfinite(dtau_dq)) and M[1, 1] == 0.0  # inverse dynamics needs no inverse
+
+
+@pytest.mark.parametrize("name", ["talos", "chain_coupled"])
+def test_batches_of_derivatives_equal_one_state_at_a_time(name):
+    """A horizon of states, as MPC linearises it: every batched result is the single-state one."""
+    model = MODELS[name]
+    rng = np.random.default_rng(14)
+    q, v, u = (np.array(x) for x in zip(*[random_state(model, rng) for _ in range(5)], strict=True))
+    batched = (mbs.inverse_dynamics_derivatives(model, q, v, u), mbs.forward_dynamics_derivatives(model, q, v, u),
+               mbs.linearize(model, q, v, u))
+    for k in range(5):
+        single = (mbs.inverse_dynamics_derivatives(model, q[k], v[k], u[k]),
+                  mbs.forward_dynamics_derivatives(model, q[k], v[k], u[k]), mbs.linearize(model, q[k], v[k], u[k]))
+        for many, one in zip(batched, single, strict=True):
+            for x, y in zip(many, one, strict=True):
+                close(x[k], y, 1e-13)
+    bad = v.copy()
+    bad[3, 2] = np.inf
+    for call in (mbs.inverse_dynamics_derivatives, mbs.forward_dynamics_derivatives, mbs.linearize):
+        with pytest.raises(ValueError, match="finite"):
+            call(model, q, bad, u)
+    with pytest.raises(ValueError, match="same leading size"):
+        mbs.linearize(model, q, v[:4], u)

@@ -82,13 +82,18 @@ def main():
         benchmark_robot(name, arguments.calls, rng)
 
 
-def benchmark_robot(name: str, calls: int, rng) -> None:
+def load(name: str):
+    """Our model, Pinocchio's model and its data, of the same robot (ROBOTS)."""
     path, floating = ROBOTS[name]
     path = str(ROBOTS_DIR / path)
     model = mbs.Model.from_urdf_file(path, floating_base=floating, mimic="independent")
     pin_model = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
                  else pin.buildModelFromUrdf(path))
-    data = pin_model.createData()
+    return model, pin_model, pin_model.createData()
+
+
+def benchmark_robot(name: str, calls: int, rng) -> None:
+    model, pin_model, data = load(name)
     q, v, a = random_state(model, rng)
     qp, P = to_pinocchio(model, pin_model, q, v)
     vp, ap = P.T @ v, P.T @ a

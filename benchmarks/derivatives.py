@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 import pinocchio as pin
-from core import ROBOTS, ROBOTS_DIR, per_call_us, random_state, to_pinocchio
+from core import load, per_call_us, random_state, to_pinocchio
 
 import mbs_dynamics as mbs
 
@@ -39,12 +39,7 @@ def main():
 
 
 def benchmark_robot(name: str, calls: int, rng) -> None:
-    path, floating = ROBOTS[name]
-    path = str(ROBOTS_DIR / path)
-    model = mbs.Model.from_urdf_file(path, floating_base=floating, mimic="independent")
-    pin_model = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
-                 else pin.buildModelFromUrdf(path))
-    data = pin_model.createData()
+    model, pin_model, data = load(name)
     q, v, a = random_state(model, rng)
     j = rng.normal(size=model.nv)
     qp, P = to_pinocchio(model, pin_model, q, v)

@@ -50,6 +50,7 @@ FLOATS_PER_BODY = 512
 
 # rows of the per-column vectors (columns[i, k, row])
 _S, _PSI, _PHI, _CHI, _U, _W, _DFQ, _DFV, _SDOT = range(9)
+_DC = _DFV  # the Coriolis kernel's I^C dS/dt + B^C S / 2 (it has no dF/dv)
 
 
 @njit(cache=True, inline="always")
@@ -184,7 +185,7 @@ def subtree_quantities(arrays, q, v, a, gravity, views):
 
 
 @njit(cache=True, inline="always")
-def parent_motion(arrays, i, k, v, a, velocity, acceleration, gravity, S_world, vp, ap, vj):
+def column_parent_motion(arrays, i, k, v, a, velocity, acceleration, gravity, S_world, vp, ap, vj):
     """For column k of body i: vp, ap = the velocity and acceleration of the frame
     the column moves (its joint's parent; for a planar joint, after the columns
     before k), and vj = the velocity of the frame the column is fixed in."""
@@ -237,7 +238,7 @@ def id_derivatives_kernel(packed, q, v, a, tau, dtau_dq, dtau_dv, M, buffer):
     for i in range(n):
         for k in range(nv_joint[i]):
             col, s = columns[i, k], S_world[i, k]
-            parent_motion(arrays, i, k, v, a, velocity, acceleration, gravity, S_world, vp, ap, vj)
+            column_parent_motion(arrays, i, k, v, a, velocity, acceleration, gravity, S_world, vp, ap, vj)
             _set(col[_S], s)
             _cross_into(s, vp, col[_PSI])
             _cross_into(s, ap, col[_PHI])
@@ -312,16 +313,17 @@ def coriolis_kernel(packed, q, v, C, buffer):
     for i in range(n):
         for k in range(nv_joint[i]):
             col, s = columns[i, k], S_world[i, k]
-            parent_motion(arrays, i, k, v, no_acceleration, velocity, acceleration, gravity, S_world, vp, ap, vj)
+            column_parent_motion(arrays, i, k, v, no_acceleration, velocity, acceleration, gravity, S_world, vp, ap,
+                                 vj)
             _set(col[_S], s)
             _cross_into(vj, s, col[_SDOT])  # dS/dt: S is fixed in the frame moving at vj
             for r in range(6):
                 col[_U, r] = 0.0
-                col[_DFV, r] = 0.0
+                col[_DC, r] = 0.0
             _composite_apply(mass_c, first_moment_c, inertia_c, i, s, col[_U], 1.0)
             _b_transpose_apply(T, G, i, s, col[_W])
-            _composite_apply(mass_c, first_moment_c, inertia_c, i, col[_SDOT], col[_DFV], 1.0)
-            _b_apply(T, G, i, s, col[_DFV], 0.5)
+            _composite_apply(mass_c, first_moment_c, inertia_c, i, col[_SDOT], col[_DC], 1.0)
+            _b_apply(T, G, i, s, col[_DC], 0.5)
     C[:] = 0.0
     for i in range(n):
         for kn in range(nv_joint[i]):
@@ -332,7 +334,7 @@ def coriolis_kernel(packed, q, v, C, buffer):
                     cm, moving = v_start[j] + km, columns[j, km]
                     C[cn, cm] += _dot(out[_U], moving[_SDOT]) + 0.5 * _dot(out[_W], moving[_S])
                     if j != i:
-                        C[cm, cn] += _dot(moving[_S], out[_DFV])
+                        C[cm, cn] += _dot(moving[_S], out[_DC])
                 j = parent[j]
     return 0
 

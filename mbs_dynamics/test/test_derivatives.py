@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from oracles import Pair, random_state, robot_path
+from test_dynamics import massless_chain_end
 from test_model_and_rnea import chain, close
 
 import mbs_dynamics as mbs
@@ -275,12 +276,7 @@ def test_derivatives_reject_bad_input():
 
 
 def test_a_singular_mass_matrix_is_reported_by_name():
-    xml = ('<robot name="r"><link name="a"/><link name="b"><inertial><mass value="1"/>'
-           '<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link><link name="c"/>'
-           '<joint name="j1" type="continuous"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/></joint>'
-           '<joint name="j2" type="continuous"><parent link="b"/><child link="c"/><axis xyz="0 0 1"/></joint>'
-           '</robot>')
-    model = mbs.Model.from_urdf_string(xml)
+    model = massless_chain_end()
     for call in (mbs.forward_dynamics_derivatives, mbs.linearize):
         with pytest.raises(mbs.SingularMassMatrix, match="'j2'"):
             call(model, np.zeros(2), np.zeros(2), np.ones(2))

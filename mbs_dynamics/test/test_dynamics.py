@@ -198,13 +198,18 @@ def test_batched_forward_dynamics_with_coupled_mimic_joints(states):
         close(mbs.inverse_dynamics(model, q[k], v[k], a[k]), tau[k], 1e-10)
 
 
+def massless_chain_end():
+    """Two joints, the second moving a link without mass: M is singular at 'j2'."""
+    return mbs.Model.from_urdf_string(
+        '<robot name="r"><link name="a"/><link name="b"><inertial><mass value="1"/>'
+        '<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link><link name="c"/>'
+        '<joint name="j1" type="continuous"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/></joint>'
+        '<joint name="j2" type="continuous"><parent link="b"/><child link="c"/><axis xyz="0 0 1"/></joint>'
+        '</robot>')
+
+
 def test_massless_chain_end_is_reported_not_nan():
-    xml = ('<robot name="r"><link name="a"/><link name="b"><inertial><mass value="1"/>'
-           '<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link><link name="c"/>'
-           '<joint name="j1" type="continuous"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/></joint>'
-           '<joint name="j2" type="continuous"><parent link="b"/><child link="c"/><axis xyz="0 0 1"/></joint>'
-           '</robot>')
-    model = mbs.Model.from_urdf_string(xml)
+    model = massless_chain_end()
     with pytest.raises(mbs.SingularMassMatrix, match="joint 'j2' moves no mass or inertia"):
         mbs.forward_dynamics(model, np.zeros(2), np.zeros(2), np.ones(2))
     with pytest.raises(mbs.SingularMassMatrix, match="'j2'"):

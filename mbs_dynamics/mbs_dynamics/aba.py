@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit, prange
 
 from mbs_dynamics import inputs
-from mbs_dynamics.inputs import invalid
+from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
 from mbs_dynamics.crba import mass_matrix
 from mbs_dynamics.joints import body_inertias, body_velocity, forward_pass, joint_bias_add
 from mbs_dynamics.model import Model, unpack_model
@@ -22,8 +22,6 @@ from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
 # (relative to the robot's largest inertia) moves nothing with mass: M is singular.
 SINGULAR_PIVOT = 1e-12
 
-
-INVALID_INPUT = -2
 _NO_FORCE = np.empty((0, 6))
 
 
@@ -247,8 +245,9 @@ def velocity_pass(arrays, q, v, f_ext, S, R, p, vel, c, pA):
 
 @njit(cache=True)
 def aba_kernel(packed, q, v, tau, f_ext, qdd, buffer):
-    """qdd = FD(q, v, tau); returns -1, the first body whose D is singular, or
-    INVALID_INPUT without computing (inputs.invalid)."""
+    """qdd = FD(q, v, tau); returns 0, INVALID_INPUT without computing
+    (inputs.invalid), NONFINITE_RESULT when qdd overflows, or -1 - i when the
+    D of body i is singular (singular_body)."""
     arrays = unpack_model(packed)
     if invalid(arrays, q, v, tau):
         return INVALID_INPUT
@@ -256,10 +255,10 @@ def aba_kernel(packed, q, v, tau, f_ext, qdd, buffer):
     forward_pass(arrays, q, R, p, S, RJ)
     singular = articulated_inertias(arrays, R, p, S, IA, U, Dinv, work, augmented)
     if singular >= 0:
-        return singular
+        return -1 - singular
     velocity_pass(arrays, q, v, f_ext, S, R, p, vel, c, pA)
     bias_and_accelerations(arrays, arrays[14], S, R, p, IA, U, Dinv, c, pA, u, acc, pa, tau, qdd)
-    return -1
+    return 0 if all_finite(qdd) else NONFINITE_RESULT
 
 
 @njit(cache=True, parallel=True)
@@ -304,11 +303,18 @@ def inverse_mass_apply_columns(packed, buffer, X, Y):
         Y[:, k] = y
 
 
-def _singular(model: Model, body: int) -> SingularMassMatrix:
-    return SingularMassMatrix(
-        f"the mass matrix of model '{model.name}' is singular: joint '{model.body_joint_names[body]}' "
-        "moves no mass or inertia (a massless link at the end of a chain?)"
-    )
+def singular_mass_matrix(model: Model, joint: str | None) -> SingularMassMatrix:
+    """The error of a singular mass matrix, naming the joint that moves nothing."""
+    where = f": joint '{joint}' moves no mass or inertia (a massless link at the end of a chain?)" if joint else ""
+    return SingularMassMatrix(f"the mass matrix of model '{model.name}' is singular{where}")
+
+
+def _refuse(model: Model, status, q, v, tau) -> None:
+    """Raise what aba_kernel's status (or a batch's statuses) reports, if anything."""
+    status = np.asarray(status)
+    inputs.refuse(model, status, "the forward dynamics", q, (v, "v"), (tau, "tau"))
+    if np.any(status < 0):
+        raise singular_mass_matrix(model, model.body_joint_names[-1 - int(status[status < 0].flat[0])])
 
 
 def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
@@ -329,27 +335,43 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
         bias = inverse_dynamics(model, q, v, np.zeros_like(v), f_ext)
         inputs.vector(model, tau, model.nv, "tau")
         try:
-            return np.linalg.solve(M, (tau - bias)[..., None])[..., 0]  # a stack of vectors, not a matrix
-        except np.linalg.LinAlgError as error:
-            raise SingularMassMatrix(f"the mass matrix of model '{model.name}' is singular") from error
+            qdd = np.linalg.solve(M, (tau - bias)[..., None])[..., 0]  # a stack of vectors, not a matrix
+        except np.linalg.LinAlgError:
+            qdd = None
+        if qdd is None or not inputs.all_finite(qdd):
+            joint = coupled_singular_joint(model, M)
+            if joint is not None or qdd is None:
+                raise singular_mass_matrix(model, joint)
+        return inputs.finite(model, qdd, "the forward dynamics", (q, "q"), (v, "v"), (tau, "tau"))
     if batch:
         qdd = np.empty_like(v)
         status = np.empty(q.shape[0], dtype=np.int64)
         aba_batch_kernel(model.packed, q, v, tau, qdd, status)
-        if np.any(status == INVALID_INPUT):
-            inputs.explain(model, q, (v, "v"), (tau, "tau"))
-        if np.any(status >= 0):
-            raise _singular(model, int(status[status >= 0][0]))
-        return qdd
-    f_bodies = (external_wrenches_in_bodies(model, inputs.configuration(model, q), f_ext) if f_ext
-                else _NO_FORCE)
-    qdd = np.empty(model.nv)
-    status = aba_kernel(model.packed, q, v, tau, f_bodies, qdd, scratch(model))
-    if status == INVALID_INPUT:
-        inputs.explain(model, q, (v, "v"), (tau, "tau"))
-    if status >= 0:
-        raise _singular(model, status)
+    else:
+        f_bodies = (external_wrenches_in_bodies(model, inputs.configuration(model, q), f_ext) if f_ext
+                    else _NO_FORCE)
+        qdd = np.empty(model.nv)
+        status = aba_kernel(model.packed, q, v, tau, f_bodies, qdd, scratch(model))
+    if np.any(status):
+        _refuse(model, status, q, v, tau)
     return qdd
+
+
+def coupled_singular_joint(model: Model, M) -> str | None:
+    """The joint at the first vanishing pivot of the mass matrix M (or of any
+    in a batch (N, nv, nv)) in the elimination M = L D L^T, a pivot vanishing
+    relative to the largest diagonal entry; None when there is none. Names
+    the joint of a singular M on the coupled-mimic path, where the ABA (which
+    names it as it goes) does not run."""
+    for matrix in np.reshape(M, (-1, model.nv, model.nv)):
+        scale = max(float(np.abs(np.diagonal(matrix)).max(initial=0.0)), 1e-300)
+        work = np.array(matrix)
+        for k in range(model.nv):
+            pivot = work[k, k]
+            if not pivot > SINGULAR_PIVOT * scale:
+                return model.velocity_joint(k)
+            work[k + 1:, k + 1:] -= np.outer(work[k + 1:, k] / pivot, work[k, k + 1:])
+    return None
 
 
 class InverseMassMatrix:
@@ -368,7 +390,7 @@ class InverseMassMatrix:
         self._buffer = new_scratch(model.nbodies)  # its own: it outlives the call
         singular = inverse_mass_setup(model.packed, q, self._buffer)
         if singular >= 0:
-            raise _singular(model, singular)
+            raise singular_mass_matrix(model, model.body_joint_names[singular])
         self.shape = (model.nv, model.nv)
 
     def __matmul__(self, x) -> np.ndarray:

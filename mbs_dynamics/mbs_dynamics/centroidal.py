@@ -14,7 +14,7 @@ from numba import njit, prange
 
 from mbs_dynamics import inputs
 from mbs_dynamics.crba import composite_momenta, composite_momentum
-from mbs_dynamics.inputs import invalid
+from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
 from mbs_dynamics.joints import body_velocity, forward_pass
 from mbs_dynamics.model import Model, unpack_model
 from mbs_dynamics.spatial import inertia_apply
@@ -39,10 +39,11 @@ def moment_about(c0, c1, c2, k0, k1, k2, l0, l1, l2):
 def momentum_kernel(packed, q, v, out, buffer):
     """out[0:6] = h_G = [k_G; l] (world axes, about the CoM); out[6:9] = c;
     out[9] = the kinetic energy 1/2 sum_i v_i^T I_i v_i (body frames).
-    Returns 1 without computing when q or v is invalid (inputs.invalid), else 0."""
+    Returns INVALID_INPUT without computing when q or v is invalid
+    (inputs.invalid), NONFINITE_RESULT when out overflows, else 0."""
     arrays = unpack_model(packed)
     if invalid(arrays, q, v, v[:0]):
-        return 1
+        return INVALID_INPUT
     parent, mass, first_moment, rotational_inertia = arrays[0], arrays[9], arrays[10], arrays[11]
     n = parent.shape[0]
     R, p, S, RJ, _, _, o = kinematic_views(buffer, n)
@@ -90,7 +91,7 @@ def momentum_kernel(packed, q, v, out, buffer):
     out[3], out[4], out[5] = total[3], total[4], total[5]
     out[6], out[7], out[8] = c0, c1, c2
     out[9] = kinetic
-    return 0
+    return 0 if all_finite(out) else NONFINITE_RESULT
 
 
 @njit(cache=True, parallel=True)
@@ -103,11 +104,11 @@ def momentum_batch_kernel(packed, q, v, out, status):
 def momentum_matrix_kernel(packed, q, A, com, buffer):
     """A = A_G (6, nv) and com = c. Column j of A_O is the momentum, about the
     world origin, of the bodies moved by coordinate j at unit speed: I^C_i S_i
-    in world axes; then k_G = k_O - c x l column by column. Returns 1 without
-    computing when q is invalid (inputs.invalid), else 0."""
+    in world axes; then k_G = k_O - c x l column by column. Returns the status
+    of momentum_kernel."""
     arrays = unpack_model(packed)
     if invalid(arrays, q, q[:0], q[:0]):
-        return 1
+        return INVALID_INPUT
     parent, v_start, nv_joint = arrays[0], arrays[3], arrays[13]
     n = parent.shape[0]
     mass_c, first_moment_c, inertia_c, S_world, F = composite_momenta(arrays, q, buffer)
@@ -126,7 +127,7 @@ def momentum_matrix_kernel(packed, q, A, com, buffer):
             j = v_start[i] + k
             A[0, j], A[1, j], A[2, j] = moment_about(c0, c1, c2, F[k, 0], F[k, 1], F[k, 2], F[k, 3], F[k, 4], F[k, 5])
             A[3, j], A[4, j], A[5, j] = F[k, 3], F[k, 4], F[k, 5]
-    return 0
+    return 0 if all_finite(A) and all_finite(com) else NONFINITE_RESULT
 
 
 def _momentum(model: Model, q, v) -> np.ndarray:
@@ -135,12 +136,11 @@ def _momentum(model: Model, q, v) -> np.ndarray:
         out = np.empty((q.shape[0], 10))
         status = np.empty(q.shape[0], dtype=np.int64)
         momentum_batch_kernel(model.packed, q, v, out, status)
-        failed = bool(status.any())
     else:
         out = np.empty(10)
-        failed = momentum_kernel(model.packed, q, v, out, scratch(model))
-    if failed:
-        inputs.explain(model, q, (v, "v"))
+        status = momentum_kernel(model.packed, q, v, out, scratch(model))
+    if np.any(status):
+        inputs.refuse(model, status, "the centroidal momentum", q, (v, "v"))
     return out
 
 
@@ -189,13 +189,14 @@ def potential_energy(model: Model, q):
     the gravity torques. q may carry a leading batch dimension."""
     q = inputs.shaped(model, q, model.nq, "q")
     c = _momentum(model, q, np.zeros(q.shape[:-1] + (model.nv,)))[..., 6:9]
-    return -model.total_mass * (c @ model.gravity)
+    return inputs.finite(model, -model.total_mass * (c @ model.gravity), "the potential energy", (q, "q"))
 
 
 def centroidal_momentum_matrix(model: Model, q) -> np.ndarray:
     """A_G (6, nv) with h_G = A_G v."""
     q = inputs.shaped(model, q, model.nq, "q", batch=False)
     A = np.empty((6, model.nv))
-    if momentum_matrix_kernel(model.packed, q, A, np.empty(3), scratch(model)):
-        inputs.explain(model, q)
+    status = momentum_matrix_kernel(model.packed, q, A, np.empty(3), scratch(model))
+    if status:
+        inputs.refuse(model, status, "the centroidal momentum matrix", q)
     return A

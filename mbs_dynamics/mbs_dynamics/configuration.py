@@ -66,7 +66,7 @@ def integrate(model: Model, q, v, dt: float = 1.0) -> np.ndarray:
         raise ValueError(f"dt must be finite, got {dt}")
     out = np.empty(model.nq)
     integrate_kernel(model.packed, q, v, float(dt), out)
-    return out
+    return inputs.finite(model, out, "the integrated configuration", (q, "q"), (v, "v"))
 
 
 def difference(model: Model, q0, q1) -> np.ndarray:

@@ -324,6 +324,12 @@ def _solve_nullspace(M, h, tau, target, rank, U, s, Vt):
     return a, multipliers
 
 
+def _finite(model: Model, what: str, results, *named) -> None:
+    """Raise inputs.overflow (on the named inputs) when one of the results is not finite."""
+    if not all(inputs.all_finite(np.ascontiguousarray(result)) for result in results):
+        raise inputs.overflow(model, what, *named)
+
+
 def contact_forward_dynamics(model: Model, q, v, tau, contacts, method: str = "kkt",
                              baumgarte=(0.0, 0.0)) -> ConstraintSolution:
     """(a, forces): the accelerations with the constraints held, G a = gamma -
@@ -361,6 +367,7 @@ def contact_forward_dynamics(model: Model, q, v, tau, contacts, method: str = "k
         a, multipliers = _solve_nullspace(mass_matrix(model, q), nonlinear_effects(model, q, v), tau, target,
                                           rank, U, s, Vt)
     residual = float(np.linalg.norm(G @ a - target))
+    _finite(model, "the contact forward dynamics", (a, multipliers), (q, "q"), (v, "v"), (tau, "tau"))
     return ConstraintSolution(a, _forces(rows, multipliers), rank, G.shape[0], residual)
 
 
@@ -381,6 +388,7 @@ def impact(model: Model, q, v_minus, contacts, restitution: float = 0.0) -> Cons
     M = mass_matrix(model, q)
     target = -restitution * (G @ v_minus)
     v_plus, impulses = _solve_kkt(M, G, M @ v_minus, target, rank == G.shape[0])
+    _finite(model, "the impact", (v_plus, impulses), (q, "q"), (v_minus, "v_minus"))
     return ConstraintSolution(v_plus, _forces(rows, impulses), rank, G.shape[0],
                               float(np.linalg.norm(G @ v_plus - target)))
 
@@ -465,6 +473,7 @@ def contact_inverse_dynamics(model: Model, q, v, a, contacts, friction=None,
             message = ("no contact forces inside the friction cones balance the base wrench "
                        f"(SLSQP: {result.message}); the minimum-norm forces are returned")
     tau = full - Gw.T @ forces
+    _finite(model, "the contact inverse dynamics", (tau, forces), (q, "q"), (v, "v"), (a, "a"))
     base_wrench = tau[base].copy()
     tau[base] = 0.0
     return ContactInverseDynamics(tau, [forces[block] for block, _ in rows.blocks], feasible, residual, message,

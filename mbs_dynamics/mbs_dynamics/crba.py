@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit, prange
 
 from mbs_dynamics import inputs
-from mbs_dynamics.inputs import invalid
+from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
 from mbs_dynamics.kinematics import body_poses_kernel
 from mbs_dynamics.model import Model, unpack_model
 from mbs_dynamics.spatial import inertia_apply
@@ -128,10 +128,11 @@ def composite_momentum(mass_c, first_moment_c, inertia_c, S_world, i, k, F):
 
 @njit(cache=True)
 def crba_kernel(packed, q, M, buffer):
-    """M(q); returns 1 without computing when q is invalid (inputs.invalid), else 0."""
+    """M(q); returns INVALID_INPUT without computing when q is invalid
+    (inputs.invalid), NONFINITE_RESULT when M overflows, else 0."""
     arrays = unpack_model(packed)
     if invalid(arrays, q, q[:0], q[:0]):
-        return 1
+        return INVALID_INPUT
     parent, v_start, nv_joint = arrays[0], arrays[3], arrays[13]
     mass_c, first_moment_c, inertia_c, S_world, F = composite_momenta(arrays, q, buffer)
     for r in range(M.shape[0]):
@@ -160,7 +161,7 @@ def crba_kernel(packed, q, M, buffer):
                     M[vj + m, vi + k] += value
                     M[vi + k, vj + m] += value
             j = parent[j]
-    return 0
+    return 0 if all_finite(M) else NONFINITE_RESULT
 
 
 @njit(cache=True, parallel=True)
@@ -176,12 +177,11 @@ def mass_matrix(model: Model, q) -> np.ndarray:
         M = np.empty((q.shape[0], model.nv, model.nv))
         status = np.empty(q.shape[0], dtype=np.int64)
         crba_batch_kernel(model.packed, q, M, status)
-        failed = bool(status.any())
     else:
         M = np.empty((model.nv, model.nv))
-        failed = crba_kernel(model.packed, q, M, scratch(model))
-    if failed:
-        inputs.explain(model, q)
+        status = crba_kernel(model.packed, q, M, scratch(model))
+    if np.any(status):
+        inputs.refuse(model, status, "the mass matrix", q)
     return M
 
 

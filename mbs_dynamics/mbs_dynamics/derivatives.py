@@ -37,7 +37,7 @@ from numba import njit, prange
 from mbs_dynamics import inputs
 from mbs_dynamics.aba import SingularMassMatrix, aba_kernel, forward_dynamics
 from mbs_dynamics.crba import composite_sums, ltl_factor, ltl_solve_rows, world_body_inertias, world_motion_subspaces
-from mbs_dynamics.inputs import invalid
+from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_MATRIX, all_finite, invalid
 from mbs_dynamics.joints import body_acceleration, body_jerk, body_velocity, forward_pass
 from mbs_dynamics.kinematics import body_poses_kernel
 from mbs_dynamics.lie import ad
@@ -223,11 +223,11 @@ def moved_by(kind, perturbed, column):
 @njit(cache=True)
 def id_derivatives_kernel(packed, q, v, a, tau, dtau_dq, dtau_dv, M, buffer):
     """tau = ID(q, v, a) and its partial derivatives dtau/dq (tangent space),
-    dtau/dv, dtau/da = M, O(n·depth) (module docstring). Returns 1 without
-    computing when an input is invalid (inputs.invalid), else 0."""
+    dtau/dv, dtau/da = M, O(n·depth) (module docstring). Returns INVALID_INPUT
+    without computing (inputs.invalid), NONFINITE_RESULT on overflow, else 0."""
     arrays = unpack_model(packed)
     if invalid(arrays, q, v, a):
-        return 1
+        return INVALID_INPUT
     parent, kind, v_start, nv_joint, gravity = arrays[0], arrays[1], arrays[3], arrays[13], arrays[14]
     n = parent.shape[0]
     views = derivative_views(buffer, n)
@@ -290,17 +290,17 @@ def id_derivatives_kernel(packed, q, v, a, tau, dtau_dq, dtau_dv, M, buffer):
                     dtau_dv[cm, cn] += _dot(moving[_S], out[_DFV])
                     M[cm, cn] += inertia
                 j = parent[j]
-    return 0
+    return 0 if all_finite(dtau_dq) and all_finite(dtau_dv) and all_finite(M) else NONFINITE_RESULT
 
 
 @njit(cache=True)
 def coriolis_kernel(packed, q, v, C, buffer):
     """C(q, v) = sum_i J_i^T (I_i dJ_i/dt + 1/2 B_i J_i) in world axes (the
     Christoffel-consistent factorisation: C v = h - g, dM/dt - 2C skew), O(n·depth).
-    Returns 1 without computing when an input is invalid, else 0."""
+    Returns the status of id_derivatives_kernel."""
     arrays = unpack_model(packed)
     if invalid(arrays, q, v, v):
-        return 1
+        return INVALID_INPUT
     parent, v_start, nv_joint, gravity = arrays[0], arrays[3], arrays[13], arrays[14]
     n = parent.shape[0]
     views = derivative_views(buffer, n)
@@ -336,7 +336,7 @@ def coriolis_kernel(packed, q, v, C, buffer):
                     if j != i:
                         C[cm, cn] += _dot(moving[_S], out[_DC])
                 j = parent[j]
-    return 0
+    return 0 if all_finite(C) else NONFINITE_RESULT
 
 
 def _buffer(model: Model) -> np.ndarray:
@@ -375,9 +375,11 @@ def inverse_dynamics_derivatives(model: Model, q, v, a) -> tuple[np.ndarray, np.
         failed = np.flatnonzero(status)
         if failed.size:
             b = failed[0]
-            inputs.explain(model, q[b], (v[b], f"v[{b}]"), (a[b], f"a[{b}]"))
-    elif id_derivatives_kernel(model.packed, q, v, a, np.empty(nv), dtau_dq, dtau_dv, M, _buffer(model)):
-        inputs.explain(model, q, (v, "v"), (a, "a"))
+            inputs.refuse(model, status[b], f"the inverse dynamics derivatives of state {b}", q[b],
+                          (v[b], f"v[{b}]"), (a[b], f"a[{b}]"))
+    else:
+        status = id_derivatives_kernel(model.packed, q, v, a, np.empty(nv), dtau_dq, dtau_dv, M, _buffer(model))
+        inputs.refuse(model, status, "the inverse dynamics derivatives", q, (v, "v"), (a, "a"))
     return dtau_dq, dtau_dv, M
 
 
@@ -390,8 +392,7 @@ def coriolis_matrix(model: Model, q, v) -> np.ndarray:
     q = inputs.shaped(model, q, model.nq, "q", batch=False)
     v = inputs.shaped(model, v, model.nv, "v", batch=False)
     C = np.empty((model.nv, model.nv))
-    if coriolis_kernel(model.packed, q, v, C, _buffer(model)):
-        inputs.explain(model, q, (v, "v"))
+    inputs.refuse(model, coriolis_kernel(model.packed, q, v, C, _buffer(model)), "the Coriolis matrix", q, (v, "v"))
     return C
 
 
@@ -400,15 +401,17 @@ def fd_derivatives_kernel(packed, dof_parent, q, v, tau, a, use_aba, da_dq, da_d
     """a = FD(q, v, tau) (by the ABA when use_aba, else given) and its partial
     derivatives -M^-1 dID/dq, -M^-1 dID/dv and M^-1 (Müller dynamics §6: dFD = -M^-1 dID
     at a = FD), the solves with M's tree-sparse factors (crba.ltl_solve_rows).
-    M, tau_work: (nv, nv) and (nv,) scratch. Returns 0, 1 (invalid input) or 2 (M singular)."""
+    M, tau_work: (nv, nv) and (nv,) scratch. Returns 0, INVALID_INPUT,
+    NONFINITE_RESULT or SINGULAR_MASS_MATRIX."""
     if use_aba:
         status = aba_kernel(packed, q, v, tau, tau_work[:0].reshape((0, 6)), a, buffer)
-        if status != -1:
-            return 1 if status == -2 else 2
-    if id_derivatives_kernel(packed, q, v, a, tau_work, da_dq, da_dv, M, buffer):
-        return 1
+        if status != 0:
+            return status if status > 0 else SINGULAR_MASS_MATRIX
+    status = id_derivatives_kernel(packed, q, v, a, tau_work, da_dq, da_dv, M, buffer)
+    if status != 0:
+        return status
     if ltl_factor(M, dof_parent) >= 0:
-        return 2
+        return SINGULAR_MASS_MATRIX
     for r in range(M.shape[0]):
         for c in range(M.shape[0]):
             da_dq[r, c] = -da_dq[r, c]
@@ -417,7 +420,7 @@ def fd_derivatives_kernel(packed, dof_parent, q, v, tau, a, use_aba, da_dq, da_d
     ltl_solve_rows(M, dof_parent, da_dq)
     ltl_solve_rows(M, dof_parent, da_dv)
     ltl_solve_rows(M, dof_parent, Minv)
-    return 0
+    return 0 if all_finite(da_dq) and all_finite(da_dv) and all_finite(Minv) else NONFINITE_RESULT
 
 
 @njit(cache=True, parallel=True)
@@ -445,11 +448,10 @@ def _forward_dynamics_derivatives(model: Model, q, v, tau, batch, da_dq, da_dv, 
     nv = model.nv
     status = fd_derivatives_kernel(model.packed, model.dof_parent, q, v, tau, a, use_aba, da_dq, da_dv, Minv,
                                    np.empty((nv, nv)), np.empty(nv), _buffer(model))
-    if status == 1:
-        inputs.explain(model, q, (v, "v"), (tau, "tau"))
-    if status == 2:
+    if status == SINGULAR_MASS_MATRIX:
         forward_dynamics(model, q, v, tau)  # raises the error that names the joint
         raise SingularMassMatrix(f"the mass matrix of model '{model.name}' is singular at this q")
+    inputs.refuse(model, status, "the forward dynamics derivatives", q, (v, "v"), (tau, "tau"))
 
 
 def forward_dynamics_derivatives(model: Model, q, v, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -497,10 +499,10 @@ def id_rate_kernel(packed, q, v, a, jerk_in, tau_rate, buffer):
         dF_i/dt = I J_i + A_i x* I V_i + V_i x* I A_i,
         dtau_i/dt = S_i^T dF_i/dt + (dS_i/dt)^T F_i,
         dF_λ/dt += ^iX_λ^T (dF_i/dt + vJ_i x* F_i)   (d/dt ^iX_λ = -(vJ_i x) ^iX_λ).
-    Returns 1 without computing when an input is invalid, else 0."""
+    Returns the status of id_derivatives_kernel."""
     arrays = unpack_model(packed)
     if invalid(arrays, q, v, a) or invalid(arrays, q, jerk_in, jerk_in):
-        return 1
+        return INVALID_INPUT
     parent, kind, v_start, nv_joint, gravity = arrays[0], arrays[1], arrays[3], arrays[13], arrays[14]
     mass, first_moment, rotational_inertia = arrays[9], arrays[10], arrays[11]
     n = parent.shape[0]
@@ -551,7 +553,7 @@ def id_rate_kernel(packed, q, v, a, jerk_in, tau_rate, buffer):
                 work[1, r] = df[r] + e[r]
             force_to_parent_add(R[i], p[i], work[1], force_rate[lam])
             force_to_parent_add(R[i], p[i], f, force[lam])
-    return 0
+    return 0 if all_finite(tau_rate) else NONFINITE_RESULT
 
 
 def inverse_dynamics_rate(model: Model, q, v, a, j) -> np.ndarray:
@@ -564,6 +566,6 @@ def inverse_dynamics_rate(model: Model, q, v, a, j) -> np.ndarray:
     a = inputs.shaped(model, a, model.nv, "a", batch=False)
     j = inputs.shaped(model, j, model.nv, "j", batch=False)
     tau_rate = np.empty(model.nv)
-    if id_rate_kernel(model.packed, q, v, a, j, tau_rate, scratch(model)):
-        inputs.explain(model, q, (v, "v"), (a, "a"), (j, "j"))
+    inputs.refuse(model, id_rate_kernel(model.packed, q, v, a, j, tau_rate, scratch(model)), "the torque rate", q,
+                  (v, "v"), (a, "a"), (j, "j"))
     return tau_rate

@@ -49,8 +49,9 @@ from numba import njit
 from mbs_dynamics import inputs
 from mbs_dynamics.configuration import integrate_kernel
 from mbs_dynamics.contact import PointContact
+from mbs_dynamics.aba import singular_mass_matrix
 from mbs_dynamics.crba import crba_kernel, ltl_factor, ltl_solve, ltl_solve_lower, ltl_solve_transposed_chain
-from mbs_dynamics.inputs import invalid
+from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_MATRIX, all_finite, invalid
 from mbs_dynamics.kinematics import frame_placements, frames_motion_kernel
 from mbs_dynamics.model import Model, plane_basis, unpack_model
 from mbs_dynamics.rnea import rnea_kernel
@@ -59,7 +60,6 @@ from mbs_dynamics.workspace import scratch
 # Slower impacts (m/s) do not bounce: a resting contact stays at rest.
 BOUNCE_SPEED = 1e-2
 # Kernel status codes
-OK, INVALID_INPUT, SINGULAR_MASS_MATRIX = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -370,16 +370,18 @@ def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points,
     + impulses; the position limits of the coordinates limit_q (velocity index
     limit_v) and the Coulomb friction joint_friction (nv,), bounded to
     ±friction dt, in one row per coordinate (_joint_impulse).
-    Returns OK, INVALID_INPUT or SINGULAR_MASS_MATRIX."""
+    Returns 0, INVALID_INPUT, NONFINITE_RESULT (the dynamics or v_out overflow)
+    or SINGULAR_MASS_MATRIX (with info[0] the velocity index of the vanishing
+    pivot)."""
     arrays = unpack_model(packed)
     if invalid(arrays, q, v, tau):
         return INVALID_INPUT
     nv, npoints = v.shape[0], bodies.shape[0]
     M = np.empty((nv, nv))
-    crba_kernel(packed, q, M, buffer)
     h = np.empty(nv)
     zero = np.zeros(nv)
-    rnea_kernel(packed, q, v, zero, np.empty((0, 6)), h, buffer)
+    if crba_kernel(packed, q, M, buffer) or rnea_kernel(packed, q, v, zero, np.empty((0, 6)), h, buffer):
+        return NONFINITE_RESULT  # the inputs were checked: what else fails is overflow
     positions, rotations = np.empty((npoints, 3)), np.empty((npoints, 3, 3))
     jacobians, motion = np.empty((npoints, 6, nv)), np.empty((npoints, 2, 6))
     if npoints:
@@ -391,7 +393,9 @@ def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points,
     for r in range(nv):
         M[r, r] += dt * damping[r]
         v_free[r] -= damping[r] * v[r]
-    if ltl_factor(M, dof_parent) >= 0:
+    pivot = ltl_factor(M, dof_parent)
+    if pivot >= 0:
+        info[0] = pivot
         return SINGULAR_MASS_MATRIX
     ltl_solve(M, dof_parent, v_free)
     for r in range(nv):
@@ -446,7 +450,7 @@ def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points,
     m = 3 * count + joints
     if m == 0:
         v_out[:] = v_free
-        return OK
+        return 0 if all_finite(v_out) else NONFINITE_RESULT
     Y = np.zeros((m, nv))  # rows G, then L^-T G^T: W = Y Y^T
     deepest = np.empty(m, dtype=np.int64)  # each row is zero off the path from this coordinate to the root
     c = np.empty(m)
@@ -505,7 +509,7 @@ def contact_step_kernel(packed, dof_parent, q, v, tau, dt, bodies, local_points,
     for j in range(joints):
         joint_impulses[joint_v[j]] = impulses[3 * count + j]
     info[0], info[1] = sweeps, residual
-    return OK
+    return 0 if all_finite(v_out) else NONFINITE_RESULT
 
 
 @lru_cache(maxsize=32)
@@ -586,12 +590,12 @@ def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground =
                                  float(stabilization), float(margin), float(tolerance), int(max_iterations),
                                  warm_start, joint_warm_start, damping, *limits, friction, v_out, impulses, gaps,
                                  touching, joint_impulses, info, scratch(model))
-    if status == INVALID_INPUT:
-        inputs.explain(model, q, (v, "v"), (tau, "tau"))
     if status == SINGULAR_MASS_MATRIX:
-        raise ValueError(f"model '{model.name}' has a singular mass matrix at this q (a massless subtree)")
+        raise singular_mass_matrix(model, model.velocity_joint(int(info[0])))
+    inputs.refuse(model, status, "the contact step", q, (v, "v"), (tau, "tau"))
     q_out = np.empty(model.nq)
     integrate_kernel(model.packed, q, v_out, dt, q_out)
+    inputs.finite(model, q_out, "the contact step's configuration", (q, "q"), (v_out, "v after the step"))
     forces = impulses @ axes / dt
     residual = float(info[1])
     return ContactStep(q_out, v_out, forces, impulses, touching.astype(bool), gaps, int(info[0]), residual,

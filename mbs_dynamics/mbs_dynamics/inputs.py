@@ -5,6 +5,11 @@ Quaternions: a floating joint's quaternion is normalised by the algorithms
 when its norm is within QUATERNION_TOLERANCE of 1 (float32 round trips,
 estimator drift); a quaternion further from unit length is an error, not
 something to guess around.
+
+Results: finite inputs can still be too large to compute with (a velocity of
+1e200 squares to inf). No algorithm returns a non-finite number: the kernels
+report NONFINITE_RESULT, or the functions check their results (finite), and
+overflow() raises the ValueError that says which inputs were too large.
 """
 import math
 
@@ -14,6 +19,10 @@ from numba import njit
 from mbs_dynamics.model import Model
 
 QUATERNION_TOLERANCE = 1e-3
+# Status codes the kernels return (0: done).
+INVALID_INPUT = 1  # invalid(): without computing
+NONFINITE_RESULT = 2  # all_finite() failed on the result
+SINGULAR_MASS_MATRIX = 3  # (the ABA returns -1 - body instead, naming the body)
 
 
 @njit(cache=True)
@@ -30,6 +39,42 @@ def invalid(arrays, q, v, a):
         if abs(norm - 1.0) > QUATERNION_TOLERANCE:
             return 1
     return 0
+
+
+@njit(cache=True)
+def all_finite(x):
+    """True when every element of the array x is finite."""
+    for value in x.flat:
+        if not math.isfinite(value):
+            return False
+    return True
+
+
+def overflow(model: Model, what: str, *named) -> ValueError:
+    """The error for a non-finite result from finite inputs: named is
+    (value, name) pairs of the inputs, whose largest magnitudes it reports."""
+    sizes = ", ".join(f"|{name}| up to {float(np.max(np.abs(value), initial=0.0)):.3g}"
+                      for value, name in named if value is not None and np.size(value))
+    return ValueError(f"{what} of model '{model.name}' cannot be computed: the inputs are too large"
+                      + (f" ({sizes})" if sizes else "") + " and the result overflows")
+
+
+def refuse(model: Model, status, what: str, q, *named) -> None:
+    """Raise what a kernel's status (or a batch's statuses) reports, if
+    anything: INVALID_INPUT (explain) or NONFINITE_RESULT (overflow); `what`
+    names the result, named the inputs besides q as (value, name) pairs."""
+    status = np.asarray(status)
+    if np.any(status == INVALID_INPUT):
+        explain(model, q, *named)
+    if np.any(status == NONFINITE_RESULT):
+        raise overflow(model, what, (q, "q"), *named)
+
+
+def finite(model: Model, result, what: str, *named):
+    """result, or the overflow() error when an element of it is not finite."""
+    if not all_finite(np.atleast_1d(result)):
+        raise overflow(model, what, *named)
+    return result
 
 
 def shaped(model: Model, value, size: int, name: str, batch: bool = True) -> np.ndarray:
@@ -63,12 +108,9 @@ def vector(model: Model, value, size: int, name: str, batch: bool = True) -> np.
     elif array.ndim != 2 or array.shape[1] != size:
         raise ValueError(f"{name} must have shape ({size},) or (N, {size}) for model '{model.name}', "
                          f"got {array.shape}")
-    if not math.isfinite(array.sum()):  # NaN or inf anywhere makes the sum non-finite
-        bad = np.argwhere(~np.isfinite(array))
-        if len(bad):
-            where = tuple(bad[0].tolist())
-            raise ValueError(f"{name} has a non-finite value ({array[where]}) at index {where}")
-        raise ValueError(f"{name} has values too large to compute with (their sum overflows)")
+    if not all_finite(array):
+        where = tuple(np.argwhere(~np.isfinite(array))[0].tolist())
+        raise ValueError(f"{name} has a non-finite value ({array[where]}) at index {where}")
     return array
 
 

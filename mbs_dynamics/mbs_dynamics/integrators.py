@@ -59,7 +59,7 @@ def step(model: Model, q, v, tau, dt: float, method: str = "semi_implicit_euler"
             return forward_dynamics(model, q, v, tau)
 
     if method == "semi_implicit_euler":
-        v1 = v + dt * acceleration(q, v)
+        v1 = inputs.finite(model, v + dt * acceleration(q, v), "the step's velocity", (q, "q"), (v, "v"))
         return integrate(model, q, v1, dt), v1
     blocks = _floating_blocks(model) if method == "rkmk4" else []
 
@@ -76,4 +76,6 @@ def step(model: Model, q, v, tau, dt: float, method: str = "semi_implicit_euler"
     k3x, k3v = rates(0.5 * dt * k2x, v + 0.5 * dt * k2v)
     k4x, k4v = rates(dt * k3x, v + dt * k3v)
     increment = dt / 6.0 * (k1x + 2 * k2x + 2 * k3x + k4x)
-    return integrate(model, q, increment), v + dt / 6.0 * (k1v + 2 * k2v + 2 * k3v + k4v)
+    v1 = inputs.finite(model, v + dt / 6.0 * (k1v + 2 * k2v + 2 * k3v + k4v), "the step's velocity", (q, "q"),
+                       (v, "v"))
+    return integrate(model, q, increment), v1

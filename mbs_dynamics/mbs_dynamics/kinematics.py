@@ -6,7 +6,7 @@ import numpy as np
 from numba import njit
 
 from mbs_dynamics import inputs
-from mbs_dynamics.inputs import invalid
+from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
 from mbs_dynamics.joints import body_acceleration, body_jerk, body_velocity, forward_pass
 from mbs_dynamics.lie import pose, skew
 from mbs_dynamics.model import Model, unpack_model
@@ -46,7 +46,7 @@ def body_poses(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
     q = inputs.configuration(model, q, batch=False)
     world_R, world_p = np.empty((model.nbodies, 3, 3)), np.empty((model.nbodies, 3))
     world_placements(model.packed, q, world_R, world_p, scratch(model))
-    return world_R, world_p
+    return world_R, inputs.finite(model, world_p, "the body poses", (q, "q"))
 
 
 def frame_pose(model: Model, q, frame: str) -> np.ndarray:
@@ -69,11 +69,11 @@ def frames_motion_kernel(packed, q, v, bodies, local_R, local_p, jacobians, moti
     -1: the world), in one pass: the hybrid Jacobians (k, 6, nv) [w; do/dt] of
     their origins o, motion (k, 2, 6) = their hybrid twists [w; do/dt] and bias
     accelerations [dw/dt; d²o/dt²] at a = 0 without gravity (what constraints
-    need, F&O eqs. 1-4), and their world poses. Returns 1 without computing
-    when an input is invalid (inputs.invalid), else 0."""
+    need, F&O eqs. 1-4), and their world poses. Returns INVALID_INPUT without
+    computing (inputs.invalid), NONFINITE_RESULT on overflow, else 0."""
     arrays = unpack_model(packed)
     if invalid(arrays, q, v, v):
-        return 1
+        return INVALID_INPUT
     parent, v_start, nv_joint = arrays[0], arrays[3], arrays[13]
     n = parent.shape[0]
     R, p, S, RJ, body_R, body_p, o = kinematic_views(buffer, n)
@@ -128,7 +128,7 @@ def frames_motion_kernel(packed, q, v, bodies, local_R, local_p, jacobians, moti
             motion[k, 0, 3 + r] = Rb[r, 0] * o0 + Rb[r, 1] * o1 + Rb[r, 2] * o2
             motion[k, 1, r] = Rb[r, 0] * dw[0] + Rb[r, 1] * dw[1] + Rb[r, 2] * dw[2]
             motion[k, 1, 3 + r] = Rb[r, 0] * e0 + Rb[r, 1] * e1 + Rb[r, 2] * e2
-    return 0
+    return 0 if all_finite(jacobians) and all_finite(motion) and all_finite(world_p) else NONFINITE_RESULT
 
 
 @lru_cache(maxsize=64)
@@ -148,9 +148,10 @@ def frames_motion(model: Model, q, v, frames: tuple):
     k = len(frames)
     J, motion = np.empty((k, 6, model.nv)), np.empty((k, 2, 6))
     world_R, world_p = np.empty((k, 3, 3)), np.empty((k, 3))
-    if frames_motion_kernel(model.packed, q, v, bodies, local_R, local_p, J, motion, world_R, world_p,
-                            scratch(model)):
-        inputs.explain(model, q, (v, "v"))
+    status = frames_motion_kernel(model.packed, q, v, bodies, local_R, local_p, J, motion, world_R, world_p,
+                                  scratch(model))
+    if status:
+        inputs.refuse(model, status, "the frames' motion", q, (v, "v"))
     return J, motion, world_R, world_p
 
 
@@ -171,7 +172,7 @@ def frame_jacobian(model: Model, q, frame: str, representation: str = "body") ->
         return J
     if representation == "spatial":
         J[3:] += skew(origin) @ J[:3]  # the body point at the world origin: do/dt - w x o
-        return J
+        return inputs.finite(model, J, f"the spatial Jacobian of frame '{frame}'", (q, "q"))
     J[:3] = R_frame.T @ J[:3]
     if representation == "body":
         J[3:] = R_frame.T @ J[3:]
@@ -194,10 +195,10 @@ def frame_motion_kernel(packed, q, v, a, jerk_in, body, local_R, local_p, repres
       hybrid   [R w; R u], [R dw; R (du + w x u)], [R (dJ_w + w x dw); R d³r] with the
                origin's jerk d³r = R (J_u + dw x u + w x du + w x (du + w x u));
       mixed    the hybrid linear rows, angular rows in frame axes.
-    Returns 1 without computing when an input is invalid (inputs.invalid), else 0."""
+    Returns INVALID_INPUT without computing (inputs.invalid), else 0."""
     arrays = unpack_model(packed)
     if invalid(arrays, q, v, a) or invalid(arrays, q, jerk_in, jerk_in):
-        return 1
+        return INVALID_INPUT
     n = arrays[0].shape[0]
     R, p, S, RJ, world_R, world_p, o = kinematic_views(buffer, n)
     vel, o = take(buffer, o, (n, 6))
@@ -275,7 +276,7 @@ def _frame_motion(model: Model, q, v, a, jerk, frame: str, representation: str) 
                            placement.translation,
                            REPRESENTATIONS.index(representation), out, scratch(model)):
         inputs.explain(model, q, (v, "v"), (a, "a"), (jerk, "j"))
-    return out
+    return inputs.finite(model, out, f"the motion of frame '{frame}'", (q, "q"), (v, "v"), (a, "a"), (jerk, "j"))
 
 
 def frame_velocity(model: Model, q, v, frame: str, representation: str = "body") -> np.ndarray:

@@ -75,7 +75,6 @@ class Model:
         self.mimic = mimic
         self.gravity = gravity
         self.gravity.setflags(write=False)
-        self.warnings = description.warnings
         self.scratch = threading.local()  # per-thread scratch memory of the algorithms (workspace.py)
         _Builder(self, description).build()
         for array in vars(self).values():
@@ -112,6 +111,10 @@ class Model:
             raise ValueError(f"model '{self.name}' has no joint '{joint}' with coordinates{mimic}")
         return table[joint]
 
+    def velocity_joint(self, k: int) -> str:
+        """The joint that owns velocity coordinate k."""
+        return next(name for name in reversed(self.joint_names) if self._v_index[name] <= k)
+
     def frame(self, name: str) -> Frame:
         frame = self.frames.get(name)
         if frame is None:
@@ -141,6 +144,14 @@ class _Builder:
         model, description = self.model, self.description
         joints = list(description.joints.values())
         coupled = {j.name for j in joints if j.mimic is not None and model.mimic == "coupled"}
+        warnings = list(description.warnings)
+        if description.mimic_problems and model.mimic == "coupled":
+            raise URDFError(f"{description.mimic_problems[0]} (mimic='independent' loads mimic joints as free "
+                            "joints)")
+        warnings += [f"{problem}: unused, mimic='independent'" for problem in description.mimic_problems]
+        if model.floating_base and ROOT_JOINT in description.joints:
+            raise URDFError(f"the URDF has a joint named '{ROOT_JOINT}', the name of the floating base joint that "
+                            "floating_base adds: rename it, or load the robot without floating_base")
 
         parent, joint_type, axis, plane, tree_rotation, tree_translation = [], [], [], [], [], []
         joint_of_body: list[str] = []
@@ -248,6 +259,12 @@ class _Builder:
             frame.translation.setflags(write=False)
 
         self._limits(by_name)
+        inert = self._joints_moving_nothing()
+        if inert:
+            warnings.append(f"{len(inert)} joints move no mass or inertia (massless links at the end of a chain): "
+                            f"{', '.join(inert)}; the mass matrix is singular, so forward dynamics and simulation "
+                            "refuse this model (inverse dynamics works)")
+        model.warnings = tuple(warnings)
 
         # (first index in q, joint name) of every floating joint's quaternion
         model.quaternions = tuple((int(model.q_start[b]) + 3, joint_of_body[b]) for b in range(nbodies)
@@ -257,6 +274,19 @@ class _Builder:
         model.nv_joint = np.array([JOINT_NV[kind] for kind in joint_type], dtype=np.int64)
         model.dof_parent = self._dof_parents()
         self._pack()
+
+    def _joints_moving_nothing(self) -> list[str]:
+        """The joints with coordinates whose bodies' subtrees all have zero mass
+        and rotational inertia: their column of M is zero."""
+        model = self.model
+        inert = (model.mass == 0) & np.all(model.rotational_inertia == 0, axis=(1, 2))
+        subtree_inert = inert.copy()
+        for body in range(model.nbodies - 1, -1, -1):  # children come after their parent
+            parent = model.parent[body]
+            if parent >= 0 and not subtree_inert[body]:
+                subtree_inert[parent] = False
+        return [name for name in model.joint_names
+                if np.all(subtree_inert[model.v_start == model.v_index(name)])]
 
     def _dof_parents(self) -> np.ndarray:
         model = self.model

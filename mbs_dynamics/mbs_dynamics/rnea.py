@@ -27,7 +27,7 @@ from numba import njit, prange
 
 from mbs_dynamics import inputs
 from mbs_dynamics.crba import world_body_inertias, world_motion_subspaces
-from mbs_dynamics.inputs import invalid
+from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
 from mbs_dynamics.joints import body_acceleration, body_velocity, forward_pass, joint_bias_add
 from mbs_dynamics.kinematics import body_poses, body_poses_kernel
 from mbs_dynamics.model import Model, unpack_model
@@ -203,11 +203,12 @@ def rnea_kernel(packed, q, v, a, f_ext, tau, buffer):
     Written over scalars, body by body (F&O eqs. 1-8, MD eqs. 66-67):
         v_i = X v_λ + S qd,  a_i = X a_λ + S qdd + c_J + v_i x S qd,
         f_i = I a_i + v_i x* I v_i - f_ext_i,  tau_i = S^T f_i,  f_λ += X^T f_i.
-    Returns 1 without computing when an input is invalid (inputs.invalid), else 0.
+    Returns INVALID_INPUT without computing (inputs.invalid), NONFINITE_RESULT
+    when tau overflows, else 0.
     """
     arrays = unpack_model(packed)
     if invalid(arrays, q, v, a):
-        return 1
+        return INVALID_INPUT
     parent, v_start, nv_joint, gravity = arrays[0], arrays[3], arrays[13], arrays[14]
     n = parent.shape[0]
     R, p, S, RJ, _, _, o = kinematic_views(buffer, n)
@@ -234,7 +235,7 @@ def rnea_kernel(packed, q, v, a, f_ext, tau, buffer):
         lam = parent[i]
         if lam >= 0:
             force_to_parent_add(R[i], p[i], force[i], force[lam])
-    return 0
+    return 0 if all_finite(tau) else NONFINITE_RESULT
 
 
 @njit(cache=True)
@@ -250,11 +251,12 @@ def rnea_spatial_kernel(packed, q, v, a, f_ext, tau, buffer):
         tau_i = J_i^T W_i,  W_λ += W_i                  (71b-c, from i = n).
     Rounding grows with the square of the distance |r| from the world origin
     (the m |r|^2 in M_i): relative 1e-16 near it, 4e-13 at 100 m on TALOS.
-    Returns 1 without computing when an input is invalid (inputs.invalid), else 0.
+    Returns INVALID_INPUT without computing (inputs.invalid), NONFINITE_RESULT
+    when tau overflows, else 0.
     """
     arrays = unpack_model(packed)
     if invalid(arrays, q, v, a):
-        return 1
+        return INVALID_INPUT
     S, world_R, world_p, J, vel, acc, force, mass_w, first_moment_w, inertia_w, work = world_views(
         arrays, q, buffer, True)
     for i in range(arrays[0].shape[0]):
@@ -270,7 +272,7 @@ def rnea_spatial_kernel(packed, q, v, a, f_ext, tau, buffer):
                                               w0, w1, w2, l0, l1, l2)
         store_wrench(force, i, f_ext, n0, n1, n2, f0, f1, f2)
     world_backward_pass(arrays, J, world_p, force, True, tau)
-    return 0
+    return 0 if all_finite(tau) else NONFINITE_RESULT
 
 
 @njit(cache=True)
@@ -286,12 +288,12 @@ def rnea_hybrid_kernel(packed, q, v, a, f_ext, tau, buffer):
                     + Jv qdd + w_i x Jv qd + R_i c_J                  (75d, 72)
         W_i = M^h_i dV_i + ad_w M^h_i [w_i; 0] - W_i^app              (76a-b)
         tau_i = J_i^T W_i,  W_λ += [n_i + d x f_i; f_i]              (76b-c, from i = n)
-    (c_J: the planar joint's bias, joints.joint_bias_add.) Returns 1 without
-    computing when an input is invalid (inputs.invalid), else 0.
+    (c_J: the planar joint's bias, joints.joint_bias_add.) Returns the status
+    of rnea_kernel.
     """
     arrays = unpack_model(packed)
     if invalid(arrays, q, v, a):
-        return 1
+        return INVALID_INPUT
     parent = arrays[0]
     S, world_R, world_p, J, vel, acc, force, _, _, _, work = world_views(arrays, q, buffer, False)
     for i in range(parent.shape[0]):
@@ -315,7 +317,7 @@ def rnea_hybrid_kernel(packed, q, v, a, f_ext, tau, buffer):
         n0, n1, n2, f0, f1, f2 = hybrid_wrench(arrays, i, world_R, w0, w1, w2, dw0, dw1, dw2, e0, e1, e2)
         store_wrench(force, i, f_ext, n0, n1, n2, f0, f1, f2)
     world_backward_pass(arrays, J, world_p, force, False, tau)
-    return 0
+    return 0 if all_finite(tau) else NONFINITE_RESULT
 
 
 @njit(cache=True)
@@ -353,17 +355,18 @@ def _form(representation) -> int:
 
 
 def _rnea(model: Model, q, v, a, form: int, f_ext_bodies=_NO_FORCE, names=("v", "a")) -> np.ndarray:
-    """RNEA of `form` on shaped inputs, one state or a batch; invalid values raise (inputs.explain)."""
+    """RNEA of `form` on shaped inputs, one state or a batch; invalid values
+    and overflows raise (inputs.refuse)."""
     if q.ndim == 2:
         tau = np.empty((q.shape[0], model.nv))
         status = np.empty(q.shape[0], dtype=np.int64)
         rnea_batch_kernel(model.packed, form, q, v, a, tau, status)
-        failed = bool(status.any())
     else:
         tau = np.empty(model.nv)
-        failed = _KERNELS[form](model.packed, q, v, a, f_ext_bodies, tau, scratch(model))
-    if failed:
-        inputs.explain(model, q, *((x, name) for x, name in zip((v, a), names, strict=True) if name))
+        status = _KERNELS[form](model.packed, q, v, a, f_ext_bodies, tau, scratch(model))
+    if np.any(status):
+        inputs.refuse(model, status, "the inverse dynamics", q,
+                      *((x, name) for x, name in zip((v, a), names, strict=True) if name))
     return tau
 
 

@@ -22,6 +22,7 @@ from mbs_dynamics.contact import PointContact
 from mbs_dynamics.friction import ContactStep, Ground, contact_step, position_limits
 from mbs_dynamics.integrators import INTEGRATORS, step
 from mbs_dynamics.model import Model
+from mbs_dynamics.rnea import nonlinear_effects
 
 
 @dataclass(frozen=True)
@@ -82,26 +83,43 @@ class Simulation:
         dt = float(dt)
         if not np.isfinite(dt) or dt <= 0:
             raise ValueError(f"dt must be a positive finite number, got {dt}")
-        self.model, self.world, self.dt, self.integrator = model, world, dt, integrator
-        self._smooth_possible = integrator != "semi_implicit_euler" and not (
-            world.joint_friction and np.any(model.friction > 0))
-        self.initial_q = initial_configuration(model) if q is None else inputs.configuration(model, q, batch=False)
-        self.initial_v = np.zeros(model.nv) if v is None else inputs.vector(model, v, model.nv, "v", batch=False)
+        self.model, self.dt, self.integrator = model, dt, integrator
+        self.set_world(world)
+        self.set_initial_state(initial_configuration(model) if q is None else q,
+                               np.zeros(model.nv) if v is None else v)
         self.reset()
+
+    def set_world(self, world: World) -> None:
+        """What the robot meets from now on; the state goes on."""
+        if not isinstance(world, World):
+            raise ValueError(f"world must be a World, got {world!r}")
+        self.world = world
+        self._smooth_possible = self.integrator != "semi_implicit_euler" and not (
+            world.joint_friction and np.any(self.model.friction > 0))
+        self._warm_start = np.zeros((len(world.contact_points), 3))
+
+    def set_initial_state(self, q, v) -> None:
+        """The state reset() goes back to (checked as set_state checks)."""
+        self.initial_q, self.initial_v = self._checked(q, v)
 
     def reset(self, q=None, v=None) -> None:
         """Back to time 0 at (q, v), by default the initial state."""
-        q = self.initial_q if q is None else inputs.configuration(self.model, q, batch=False)
-        v = self.initial_v if v is None else inputs.vector(self.model, v, self.model.nv, "v", batch=False)
-        self.set_state(q, v)
+        self.set_state(self.initial_q if q is None else q, self.initial_v if v is None else v)
         self.steps = 0
 
-    def set_state(self, q, v) -> None:
-        """Put the robot at (q, v) now (quaternions normalised); time goes on."""
+    def _checked(self, q, v) -> tuple[np.ndarray, np.ndarray]:
+        """(q, v) as float arrays, quaternions normalised; ValueError when invalid
+        or too large to compute with (the dynamics at (q, v) overflow)."""
         q = np.array(inputs.configuration(self.model, q, batch=False))
         for start, _ in self.model.quaternions:
             q[start:start + 4] /= np.linalg.norm(q[start:start + 4])
-        self.q, self.v = q, np.array(inputs.vector(self.model, v, self.model.nv, "v", batch=False))
+        v = np.array(inputs.vector(self.model, v, self.model.nv, "v", batch=False))
+        nonlinear_effects(self.model, q, v)
+        return q, v
+
+    def set_state(self, q, v) -> None:
+        """Put the robot at (q, v) now (quaternions normalised); time goes on."""
+        self.q, self.v = self._checked(q, v)
         self._warm_start = np.zeros((len(self.world.contact_points), 3))
         self._joint_warm_start = np.zeros(self.model.nv)
         self.last: ContactStep | None = None

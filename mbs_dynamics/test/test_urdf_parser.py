@@ -152,11 +152,11 @@ REFUSED = {
                    "joint 'j' <origin> xyz is not finite"),
     "indefinite inertia": (urdf(link("arm", 1.0, (1.0, 1.0, -0.5, 0, 0, 0))),
                            "link 'arm' has an inertia that is not positive semi-definite"),
-    "mimic of missing joint": (urdf(link("a") + link("b") + joint("j", "a", "b", extra='<mimic joint="nope"/>')),
-                               "joint 'j' mimics joint 'nope', which does not exist"),
-    "mimic cycle": (urdf(link("a") + link("b") + link("c")
-                         + joint("j1", "a", "b", extra='<mimic joint="j2"/>')
-                         + joint("j2", "b", "c", extra='<mimic joint="j1"/>')), "mimic joints form a cycle"),
+    "huge mass": (urdf(link("heavy", 1e308)), "link 'heavy' <inertial> mass is larger than 1e\\+12"),
+    "huge inertia": (urdf(link("arm", 1.0, (1e308, 1e308, 1e308, 0, 0, 0))),
+                     "link 'arm' <inertial> inertia is larger than 1e\\+12"),
+    "huge centre of mass": (urdf(link("arm", 1.0, xyz="1e308 0 0")),
+                            "link 'arm' <inertial> <origin> xyz is larger than 1e\\+12"),
     "lower above upper": (urdf(link("a") + link("b") + '<joint name="j" type="revolute"><parent link="a"/>'
                                '<child link="b"/><limit lower="1" upper="-1" effort="1" velocity="1"/></joint>'),
                           "joint 'j' has lower limit 1.0 above upper limit -1.0"),
@@ -175,6 +175,114 @@ def test_urdf_error_is_a_value_error_and_missing_file_is_reported():
     assert issubclass(mbs.URDFError, ValueError)
     with pytest.raises(mbs.URDFError, match="cannot read URDF file /no/such.urdf"):
         mbs.parse_urdf_file("/no/such.urdf")
+
+
+def test_files_that_never_end_or_are_too_large_are_refused_before_reading(tmp_path):
+    """/dev/zero was read until memory ran out; a FIFO blocks open() for ever."""
+    import os
+
+    from mbs_dynamics.parsers.urdf import MAX_URDF_BYTES
+
+    with pytest.raises(mbs.URDFError, match="cannot read URDF file /dev/zero: not a regular file"):
+        mbs.parse_urdf_file("/dev/zero")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(mbs.URDFError, match="not a regular file"):
+        mbs.parse_urdf_file(fifo)
+    with pytest.raises(mbs.URDFError, match="not a regular file"):
+        mbs.parse_urdf_file(tmp_path)
+    big = tmp_path / "big.urdf"
+    with open(big, "wb") as f:
+        f.truncate(MAX_URDF_BYTES + 1)  # sparse: costs no disk
+    with pytest.raises(mbs.URDFError, match=f"has {MAX_URDF_BYTES + 1} bytes, more than the {MAX_URDF_BYTES}"):
+        mbs.parse_urdf_file(big)
+    with pytest.raises(mbs.URDFError, match="more than the"):
+        mbs.parse_urdf_string("x" * (MAX_URDF_BYTES + 1))
+    binary = tmp_path / "binary.urdf"
+    binary.write_bytes(b"<robot name='r'>\xff\xfe</robot>")
+    with pytest.raises(mbs.URDFError, match="is not UTF-8 text"):
+        mbs.parse_urdf_file(binary)
+
+
+def test_an_axis_too_large_to_normalise_naively_keeps_its_direction():
+    """1e200 squared overflows: the axis was stored as zero and a later error blamed a massless link."""
+    robot = mbs.parse_urdf_string(urdf(link("a") + link("b") + joint("j", "a", "b", axis="1e200 1e200 0")))
+    np.testing.assert_allclose(robot.joints["j"].axis, [2**-0.5, 2**-0.5, 0.0], atol=1e-15)
+    robot = mbs.parse_urdf_string(urdf(link("a") + link("b") + joint("j", "a", "b", axis="0 -3e-300 0")))
+    np.testing.assert_allclose(robot.joints["j"].axis, [0.0, -1.0, 0.0], atol=1e-15)
+
+
+def test_negative_damping_or_friction_is_warned_and_taken_as_zero():
+    dynamics = '<dynamics damping="-0.5" friction="-2"/>'
+    robot = mbs.parse_urdf_string(urdf(link("a") + link("b") + joint("j", "a", "b", extra=dynamics)))
+    assert robot.joints["j"].damping == 0.0 and robot.joints["j"].friction == 0.0
+    assert robot.warnings == ("joint 'j' has a negative damping (-0.5): not physical, taken as 0",
+                              "joint 'j' has a negative friction (-2): not physical, taken as 0")
+    with pytest.raises(mbs.URDFError, match="negative damping"):
+        mbs.parse_urdf_string(urdf(link("a") + link("b") + joint("j", "a", "b", extra=dynamics)), strict=True)
+
+
+def test_fixed_joints_with_a_mimic_are_one_warning():
+    """TALOS's grippers: twelve fixed joints with <mimic>, once twelve lines from every node."""
+    robot = mbs.parse_urdf_file(robot_path("talos"))
+    assert len(robot.warnings) == 1
+    assert robot.warnings[0].startswith("12 fixed joints carry a <mimic>, ignored: gripper_left_inner_double_joint")
+
+
+MIMIC_PROBLEMS = {
+    "missing": (urdf(link("a") + link("b") + joint("j", "a", "b", extra='<mimic joint="nope"/>')),
+                "joint 'j' mimics joint 'nope', which does not exist"),
+    "cycle": (urdf(link("a") + link("b") + link("c")
+                   + joint("j1", "a", "b", extra='<mimic joint="j2"/>')
+                   + joint("j2", "b", "c", extra='<mimic joint="j1"/>')), "mimic joints form a cycle"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MIMIC_PROBLEMS))
+def test_a_mimic_that_cannot_be_coupled_is_refused_only_when_coupled(case):
+    """alex_psyonic_hands.urdf mimics missing joints: mimic='independent' never uses them."""
+    xml, message = MIMIC_PROBLEMS[case]
+    with pytest.raises(mbs.URDFError, match=message + ".*mimic='independent' loads mimic joints as free joints"):
+        mbs.Model.from_urdf_string(xml)
+    model = mbs.Model.from_urdf_string(xml, mimic="independent")
+    assert any(message in warning and "unused" in warning for warning in model.warnings)
+
+
+def test_alex_with_psyonic_hands_loads_with_independent_mimics():
+    path = ROBOTS_DIR / "alex_description/urdf/alex_psyonic_hands.urdf"
+    with pytest.raises(mbs.URDFError, match="mimics joint 'index_q1', which does not exist"):
+        mbs.Model.from_urdf_file(path)
+    model = mbs.Model.from_urdf_file(path, mimic="independent")
+    q = model.neutral_configuration()
+    assert np.all(np.isfinite(mbs.inverse_dynamics(model, q, np.zeros(model.nv), np.zeros(model.nv))))
+
+
+def test_joints_that_move_no_mass_are_warned_at_load_and_named_by_forward_dynamics():
+    """romeo.urdf's hands: massless links that make M singular, once loaded without a word."""
+    path = ROBOTS_DIR / "romeo_description/urdf/romeo.urdf"
+    coupled = mbs.Model.from_urdf_file(path)
+    assert coupled.has_coupled_joints  # the path that lost the joint's name
+    assert any(w.startswith("2 joints move no mass or inertia") and "LHand, RHand" in w for w in coupled.warnings)
+    q, zero = coupled.neutral_configuration(), np.zeros(coupled.nv)
+    with pytest.raises(mbs.SingularMassMatrix, match="joint 'LHand' moves no mass or inertia"):
+        mbs.forward_dynamics(coupled, q, zero, zero)
+    independent = mbs.Model.from_urdf_file(path, mimic="independent")
+    inert = next(w for w in independent.warnings if "move no mass" in w)
+    assert "RThumb3" in inert
+    q, zero = independent.neutral_configuration(), np.zeros(independent.nv)
+    with pytest.raises(mbs.SingularMassMatrix, match="joint '(\\w+)' moves no mass") as error:
+        mbs.forward_dynamics(independent, q, zero, zero)
+    assert error.value.args[0].split("joint '")[1].split("'")[0] in inert
+    assert np.all(np.isfinite(mbs.inverse_dynamics(independent, q, zero, zero)))  # inverse dynamics works
+
+
+def test_a_urdf_joint_named_root_joint_and_a_floating_base():
+    """The floating base is named root_joint: a URDF joint of that name once gave a model with two."""
+    xml = urdf(link("a") + link("b") + joint("root_joint", "a", "b"))
+    fixed = mbs.Model.from_urdf_string(xml)
+    assert fixed.joint_names == ("root_joint",) and fixed.q_index("root_joint") == 0
+    with pytest.raises(mbs.URDFError, match="has a joint named 'root_joint', the name of the floating base joint"):
+        mbs.Model.from_urdf_string(xml, floating_base=True)
 
 
 def test_imperfect_inertias_load_with_one_warning_per_link_or_fail_when_strict():
@@ -229,12 +337,14 @@ def test_real_robot_tree_matches_pinocchio(name):
 
 
 def test_all_example_robot_data_urdfs_load_except_the_broken_ones():
-    """Every URDF of example-robot-data loads, but for three that are broken."""
+    """Every URDF of example-robot-data loads, but for two that are broken, and
+    becomes a model with independent mimics; with coupled ones, all but the
+    one whose mimics name missing joints."""
     broken = {
         "ur3.urdf": "has no <link>",  # an empty <robot>
-        "alex_psyonic_hands.urdf": "mimics joint 'index_q1', which does not exist",
         "romeo_laas_small.urdf": "link 'body' has an inertia that is not positive semi-definite",
     }
+    uncoupled = {"alex_psyonic_hands.urdf": "mimics joint 'index_q1', which does not exist"}
     paths = sorted(ROBOTS_DIR.glob("**/*.urdf"))
     assert len(paths) > 50
     loaded = 0
@@ -242,10 +352,16 @@ def test_all_example_robot_data_urdfs_load_except_the_broken_ones():
         if path.name in broken:
             with pytest.raises(mbs.URDFError, match=broken[path.name]):
                 mbs.parse_urdf_file(path)
+            continue
+        robot = mbs.parse_urdf_file(path)
+        assert robot.joints or len(robot.links) == 1
+        mbs.Model(robot, mimic="independent")
+        if path.name in uncoupled:
+            with pytest.raises(mbs.URDFError, match=uncoupled[path.name]):
+                mbs.Model(robot)
         else:
-            robot = mbs.parse_urdf_file(path)
-            assert robot.joints or len(robot.links) == 1
-            loaded += 1
+            mbs.Model(robot)
+        loaded += 1
     assert loaded == len(paths) - len(broken)
 
 

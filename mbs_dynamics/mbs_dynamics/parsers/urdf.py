@@ -5,17 +5,23 @@ dynamics uses (links with their <inertial>, joints). Visuals, collisions,
 meshes (package:// URIs), materials, transmissions and <gazebo> tags never
 matter, so a broken one never stops a robot from loading.
 
-Checks follow DESIGN.md §3: refuse what makes the dynamics meaningless (not a
-robot, no links, a link with two parents, a cycle, several roots, an unknown
-joint type, a zero axis, a mimic of a missing joint, NaN/inf numbers, a
-negative mass, an inertia eigenvalue below -1e-6 * max(1, trace)); load the
-imperfections real URDFs have (slightly indefinite inertias, inertias that
-break the triangle inequality, massless links), with one warning each that
-names the link. ``strict=True`` turns those warnings into errors.
+Checks: refuse what makes the dynamics meaningless (not a robot, no links, a
+link with two parents, a cycle, several roots, an unknown joint type, a zero
+axis, NaN/inf numbers, a mass, inertia or length beyond MAX_MAGNITUDE, a
+negative mass, an inertia eigenvalue below -1e-6 * max(1, trace), a file
+larger than MAX_URDF_BYTES or not a regular file); load the imperfections
+real URDFs have (slightly indefinite inertias, inertias that break the
+triangle inequality, massless links, negative damping or friction, taken as
+0), with one warning each that names the element. ``strict=True`` turns
+those warnings into errors. Mimic tags are checked by the Model that couples
+them (a mimic of a missing joint only matters there): the description keeps
+what is wrong with them in ``mimic_problems``.
 """
 from __future__ import annotations
 
 import math
+import os
+import stat
 import threading
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -30,6 +36,11 @@ AXIS_JOINT_TYPES = ("revolute", "continuous", "prismatic", "planar")
 # An inertia eigenvalue below -INERTIA_TOLERANCE * max(1, trace) is refused;
 # smaller defects (TIAGo's -3.5e-8) are loaded with a warning.
 INERTIA_TOLERANCE = 1e-6
+# The largest magnitude of a mass (kg), inertia (kg m^2) or length (m) in a
+# URDF: beyond it the dynamics' products overflow (a units mistake, not a robot).
+MAX_MAGNITUDE = 1e12
+# The largest URDF read (bytes): real ones are well under 1 MB.
+MAX_URDF_BYTES = 64 * 2**20
 
 
 class URDFError(ValueError):
@@ -91,6 +102,7 @@ class RobotDescription:
     links: dict[str, LinkDescription]
     joints: dict[str, JointDescription]
     warnings: tuple[str, ...] = field(default=())
+    mimic_problems: tuple[str, ...] = field(default=())  # why the <mimic> tags cannot be coupled
 
     def child_joints(self, link: str) -> list[JointDescription]:
         return [j for j in self.joints.values() if j.parent == link]
@@ -98,10 +110,18 @@ class RobotDescription:
 
 def parse_urdf_file(path, strict: bool = False) -> RobotDescription:
     try:
+        status = os.stat(path)
+        if not stat.S_ISREG(status.st_mode):  # /dev/zero, a FIFO, a directory: would never end or block
+            raise URDFError(f"cannot read URDF file {path}: not a regular file")
+        if status.st_size > MAX_URDF_BYTES:
+            raise URDFError(f"URDF file {path} has {status.st_size} bytes, more than the {MAX_URDF_BYTES} a URDF "
+                            "may have")
         with open(path, encoding="utf-8") as f:
-            xml = f.read()
+            xml = f.read(MAX_URDF_BYTES + 1)
     except OSError as error:
         raise URDFError(f"cannot read URDF file {path}: {error.strerror}") from error
+    except UnicodeDecodeError as error:
+        raise URDFError(f"URDF file {path} is not UTF-8 text: {error.reason} at byte {error.start}") from error
     return parse_urdf_string(xml, strict=strict)
 
 
@@ -111,6 +131,8 @@ def parse_urdf_string(xml: str, strict: bool = False) -> RobotDescription:
         raise URDFError(f"a URDF must be a string, got {type(xml).__name__}")
     if isinstance(xml, str) and not xml.strip():
         raise URDFError("the URDF is empty")
+    if len(xml) > MAX_URDF_BYTES:
+        raise URDFError(f"the URDF has {len(xml)} characters, more than the {MAX_URDF_BYTES} a URDF may have")
     try:
         tree = ET.fromstring(xml)
     except ET.ParseError as error:
@@ -124,6 +146,7 @@ def parse_urdf_string(xml: str, strict: bool = False) -> RobotDescription:
     joints = _joints(robot, links, notes)
     root = _tree_root(robot.name, links, joints)
     ordered_links, ordered_joints = _depth_first(root, links, joints)
+    mimic_problems = _mimic_problems(joints)
 
     if strict and notes:
         raise URDFError("; ".join(notes))
@@ -135,6 +158,7 @@ def parse_urdf_string(xml: str, strict: bool = False) -> RobotDescription:
         links=ordered_links,
         joints=ordered_joints,
         warnings=tuple(notes),
+        mimic_problems=tuple(mimic_problems),
     )
 
 
@@ -176,16 +200,21 @@ def _read_with_urdf_parser_py(xml: str):
     return robot, notes
 
 
-def _finite(values, what: str) -> np.ndarray:
+def _finite(values, what: str, bound: float = math.inf) -> np.ndarray:
+    """values as floats, refused when not finite or (bound) larger in magnitude than bound."""
     array = np.asarray(values, dtype=float)
     if not np.all(np.isfinite(array)):
         raise URDFError(f"{what} is not finite: {array.tolist()}")
+    if np.any(np.abs(array) > bound):
+        raise URDFError(f"{what} is larger than {bound:g} in magnitude: {array.tolist()} (a units mistake? the "
+                        "dynamics would overflow)")
     return array
 
 
 def _pose(origin, what: str) -> np.ndarray:
     """4x4 transform of a URDF <origin xyz rpy> (fixed-axis roll, pitch, yaw)."""
-    xyz = _finite(origin.xyz if origin is not None and origin.xyz is not None else (0, 0, 0), f"{what} xyz")
+    xyz = _finite(origin.xyz if origin is not None and origin.xyz is not None else (0, 0, 0), f"{what} xyz",
+                  MAX_MAGNITUDE)
     rpy = _finite(origin.rpy if origin is not None and origin.rpy is not None else (0, 0, 0), f"{what} rpy")
     if xyz.shape != (3,) or rpy.shape != (3,):
         raise URDFError(f"{what} must have 3 numbers in xyz and rpy")
@@ -222,7 +251,7 @@ def _inertial(link, notes: list[str]) -> Inertial | None:
     mass = link.inertial.mass
     if mass is None:
         raise URDFError(f"{what} has no <mass>")
-    mass = float(_finite(mass, f"{what} mass"))
+    mass = float(_finite(mass, f"{what} mass", MAX_MAGNITUDE))
     if mass < 0:
         raise URDFError(f"{what} has a negative mass ({mass} kg)")
     origin = _pose(link.inertial.origin, f"{what} <origin>")
@@ -232,7 +261,7 @@ def _inertial(link, notes: list[str]) -> Inertial | None:
     else:
         inertia_local = _finite(
             [[i.ixx, i.ixy, i.ixz], [i.ixy, i.iyy, i.iyz], [i.ixz, i.iyz, i.izz]],
-            f"{what} inertia",
+            f"{what} inertia", MAX_MAGNITUDE,
         )
     rotation = origin[:3, :3]
     inertia = rotation @ inertia_local @ rotation.T
@@ -266,6 +295,7 @@ def _check_inertia(link: str, mass: float, inertia: np.ndarray, notes: list[str]
 
 def _joints(robot, links: dict[str, LinkDescription], notes: list[str]) -> dict[str, JointDescription]:
     joints: dict[str, JointDescription] = {}
+    fixed_mimics: list[str] = []
     for joint in robot.joints:
         what = f"joint '{joint.name}'"
         if not joint.name:
@@ -282,10 +312,13 @@ def _joints(robot, links: dict[str, LinkDescription], notes: list[str]) -> dict[
 
         axis = _finite(joint.axis if joint.axis is not None else (1.0, 0.0, 0.0), f"{what} axis")
         if joint.type in AXIS_JOINT_TYPES:
-            norm = float(np.linalg.norm(axis))
-            if axis.shape != (3,) or norm < 1e-12:
+            largest = float(np.abs(axis).max(initial=0.0))
+            if axis.shape != (3,) or largest == 0.0:
                 raise URDFError(f"{what} has a zero axis {axis.tolist()}")
-            axis = axis / norm
+            axis = axis / largest  # first to the unit box: the norm of 1e200 would overflow
+            if np.linalg.norm(axis) < 1e-12:  # only when its largest component was tiny
+                raise URDFError(f"{what} has a zero axis {axis.tolist()}")
+            axis = axis / np.linalg.norm(axis)
 
         limit = joint.limit
         lower, upper, effort, velocity = -math.inf, math.inf, math.inf, math.inf
@@ -304,19 +337,23 @@ def _joints(robot, links: dict[str, LinkDescription], notes: list[str]) -> dict[
 
         damping = friction = 0.0
         if joint.dynamics is not None:
-            damping = float(_finite(joint.dynamics.damping or 0.0, f"{what} damping"))
-            friction = float(_finite(joint.dynamics.friction or 0.0, f"{what} friction"))
+            damping = float(_finite(joint.dynamics.damping or 0.0, f"{what} damping", MAX_MAGNITUDE))
+            friction = float(_finite(joint.dynamics.friction or 0.0, f"{what} friction", MAX_MAGNITUDE))
+            for name, value in (("damping", damping), ("friction", friction)):
+                if value < 0:
+                    notes.append(f"{what} has a negative {name} ({value:g}): not physical, taken as 0")
+            damping, friction = max(damping, 0.0), max(friction, 0.0)
 
         mimic = None
         if joint.mimic is not None and joint.type == "fixed":
-            notes.append(f"{what} is fixed: its <mimic> is ignored")
+            fixed_mimics.append(joint.name)
         elif joint.mimic is not None:
             multiplier = joint.mimic.multiplier if joint.mimic.multiplier is not None else 1.0
             offset = joint.mimic.offset if joint.mimic.offset is not None else 0.0
             mimic = Mimic(
                 joint=joint.mimic.joint,
-                multiplier=float(_finite(multiplier, f"{what} mimic multiplier")),
-                offset=float(_finite(offset, f"{what} mimic offset")),
+                multiplier=float(_finite(multiplier, f"{what} mimic multiplier", MAX_MAGNITUDE)),
+                offset=float(_finite(offset, f"{what} mimic offset", MAX_MAGNITUDE)),
             )
 
         joints[joint.name] = JointDescription(
@@ -334,31 +371,37 @@ def _joints(robot, links: dict[str, LinkDescription], notes: list[str]) -> dict[
             friction=friction,
             mimic=mimic,
         )
-    _check_mimics(joints)
+    if fixed_mimics:  # TALOS's grippers: twelve of them
+        notes.append(f"{len(fixed_mimics)} fixed joints carry a <mimic>, ignored: {', '.join(fixed_mimics)}")
     return joints
 
 
-def _check_mimics(joints: dict[str, JointDescription]) -> None:
+def _mimic_problems(joints: dict[str, JointDescription]) -> list[str]:
+    """What keeps the <mimic> tags from being coupled: a missing or fixed
+    master, joint types that cannot mimic each other, a cycle; one line each."""
+    problems = []
     for joint in joints.values():
         if joint.mimic is None:
             continue
         what = f"joint '{joint.name}'"
         master = joints.get(joint.mimic.joint)
         if master is None:
-            raise URDFError(f"{what} mimics joint '{joint.mimic.joint}', which does not exist")
+            problems.append(f"{what} mimics joint '{joint.mimic.joint}', which does not exist")
+            continue
         if master.type not in ("revolute", "continuous", "prismatic") or joint.type not in (
             "revolute", "continuous", "prismatic"
         ):
-            raise URDFError(
-                f"{what} ({joint.type}) mimics '{master.name}' ({master.type}): "
-                "only revolute, continuous and prismatic joints can mimic each other"
-            )
+            problems.append(f"{what} ({joint.type}) mimics '{master.name}' ({master.type}): "
+                            "only revolute, continuous and prismatic joints can mimic each other")
+            continue
         seen = {joint.name}
-        while master.mimic is not None:
+        while master is not None and master.mimic is not None:
             if master.name in seen:
-                raise URDFError(f"{what}: mimic joints form a cycle through '{master.name}'")
+                problems.append(f"{what}: mimic joints form a cycle through '{master.name}'")
+                break
             seen.add(master.name)
-            master = joints[master.mimic.joint]
+            master = joints.get(master.mimic.joint)
+    return problems
 
 
 def _tree_root(robot_name: str, links, joints) -> str:

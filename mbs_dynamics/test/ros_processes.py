@@ -95,3 +95,25 @@ class NodeProcess:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(10)
+
+
+def set_parameters(test_node, node_name: str, **values) -> dict:
+    """Set parameters of the node `node_name` (fully qualified) one request
+    each, through its parameter service; {name: (successful, reason)}."""
+    import rclpy
+    from rcl_interfaces.srv import SetParameters
+    from rclpy.parameter import Parameter
+
+    client = test_node.create_client(SetParameters, f"{node_name}/set_parameters")
+    try:
+        assert client.wait_for_service(timeout_sec=15.0), f"{node_name}/set_parameters not available"
+        results = {}
+        for name, value in values.items():
+            future = client.call_async(SetParameters.Request(parameters=[Parameter(name, value=value).to_parameter_msg()]))
+            rclpy.spin_until_future_complete(test_node, future, timeout_sec=15.0)
+            assert future.done(), f"{node_name}/set_parameters did not answer"
+            result = future.result().results[0]
+            results[name] = (result.successful, result.reason)
+        return results
+    finally:
+        test_node.destroy_client(client)

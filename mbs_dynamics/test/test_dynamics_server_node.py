@@ -80,7 +80,7 @@ class Server:
                 rclpy.spin_once(self.node, timeout_sec=0.05)
                 for array in received:
                     for status in array.status:
-                        if status.name == f"{self.name}: dynamics server":
+                        if status.name == f"/{self.name}: dynamics server":  # the fully qualified node name
                             return {kv.key: kv.value for kv in status.values}
         finally:
             self.node.destroy_subscription(subscription)
@@ -523,7 +523,7 @@ def test_every_bad_request_says_what_is_wrong_and_the_node_keeps_serving(servers
 
     too_many.trajectory.points = [JointTrajectoryPoint(positions=positions)] * 3
     response = panda.call("inverse_dynamics_trajectory", too_many)
-    assert not response.success and "has 3 points; max_trajectory_points is 2" in response.message
+    assert not response.success and "the request has 3 points: at most 2 (max_trajectory_points)" in response.message
     too_many.trajectory.points = [JointTrajectoryPoint(positions=positions),
                                   JointTrajectoryPoint(positions=positions, velocities=[np.nan] * n)]
     response = panda.call("inverse_dynamics_trajectory", too_many)
@@ -601,3 +601,105 @@ def test_four_concurrent_clients_get_their_own_answers(servers):
     assert int(counts["forward_dynamics_calls"]) >= clients * calls * 4 // 5
     assert int(counts["dynamics_terms_calls"]) >= clients * calls // 5
     print(f"{clients} x {calls} calls in {elapsed:.1f} s")
+
+
+# --- hostile requests: bounded, refused with a reason, cheap ones keep flowing ---------------------
+
+
+def test_huge_values_are_refused_not_answered_with_nan(servers):
+    """Velocities of 1e200 or accelerations of 1e308 were answered success: true with NaN."""
+    panda, talos = servers["panda"], servers["talos"]
+    rng = np.random.default_rng(67)
+    q, v, tau = random_state(panda.model, rng)
+    huge = np.full(panda.model.nv, 1e200)
+    response = panda.call("forward_dynamics", state_request(panda, "forward_dynamics", q, huge, tau))
+    assert not response.success and "too large" in response.message, response.message
+    request = state_request(panda, "inverse_dynamics", q, v)
+    request.accelerations = [1e308] * len(request.joint_state.name)
+    response = panda.call("inverse_dynamics", request)
+    assert not response.success and "too large" in response.message, response.message
+    qt, vt, _ = talos_state(talos.model, rng)
+    request = state_request(talos, "impact", qt, vt * 1e200, contacts=[contact(SOLES[0])])
+    response = talos.call("impact", request)
+    assert not response.success and "too large" in response.message, response.message
+    request = state_request(talos, "dynamics_terms", qt, vt * 1e200)
+    response = talos.call("dynamics_terms", request)
+    assert not response.success and "too large" in response.message, response.message
+    # and the parameters that would let a NaN through are bounded
+    assert not panda.set_parameter("quaternion_tolerance", 2.0).successful
+    assert panda.call("forward_dynamics", state_request(panda, "forward_dynamics", q, v, tau)).success
+
+
+def test_request_sizes_are_bounded_and_cheap_requests_keep_flowing(servers):
+    """40,000 names (one repeated) cost O(N^2) to refuse and three such requests
+    held a cheap one for 61 s; 1000 contacts took 16 s and three starved the rest."""
+    panda, talos = servers["panda"], servers["talos"]
+    rng = np.random.default_rng(68)
+    q, v, tau = random_state(panda.model, rng)
+    cheap = state_request(panda, "forward_dynamics", q, v, tau)
+    names = state_request(panda, "inverse_dynamics", q, v)
+    names.joint_state.name = [f"joint_{k}" for k in range(39_999)] + ["joint_0"]
+    names.joint_state.position = [0.0] * 40_000
+    qt, vt, taut = talos_state(talos.model, rng)
+    contacts = state_request(talos, "forward_dynamics", qt, vt, taut,
+                             contacts=[contact(SOLES[k % 2], point=(0.001 * k, 0.0, 0.0)) for k in range(1000)])
+    trajectory = panda.request("inverse_dynamics_trajectory")
+    trajectory.trajectory.joint_names = list(cheap.joint_state.name)
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    point = JointTrajectoryPoint(positions=list(cheap.joint_state.position))
+    trajectory.trajectory.points = [point] * 20_000
+
+    import rclpy
+
+    def call_all(calls, gap=0.0):
+        """Send every (server, service, request), `gap` seconds after the first;
+        the responses and the seconds each took from the first's sending."""
+        started, futures = time.monotonic(), []
+        for k, (server, service, request) in enumerate(calls):
+            futures.append(server.clients[service].call_async(request))
+            if k == 0 and gap:
+                while time.monotonic() < started + gap:
+                    rclpy.spin_once(panda.node, timeout_sec=0.01)
+        answered = {}
+        deadline = started + 60
+        while len(answered) < len(futures) and time.monotonic() < deadline:
+            rclpy.spin_once(panda.node, timeout_sec=0.01)
+            for k, future in enumerate(futures):
+                if future.done() and k not in answered:
+                    answered[k] = (future.result(), time.monotonic() - started)
+        assert len(answered) == len(futures), f"{len(futures) - len(answered)} calls unanswered"
+        return [answered[k] for k in range(len(futures))]
+
+    results = call_all([(panda, "inverse_dynamics", names)] * 3 + [(panda, "forward_dynamics", cheap)])
+    for response, _ in results[:3]:
+        assert not response.success and "40000 joint names: at most 4096" in response.message, response.message
+    response, seconds = results[3]
+    assert response.success and seconds < 5.0, seconds  # held for 61 s once
+    response, seconds = call_all([(talos, "forward_dynamics", contacts)])[0]
+    assert not response.success and "the request has 1000 contacts: at most 16 (max_contacts)" in response.message
+    assert seconds < 2.0, seconds
+    assert panda.set_parameter("max_trajectory_points", 100_000).successful
+    response, _ = call_all([(panda, "inverse_dynamics_trajectory", trajectory)])[0]
+    assert response.success and len(response.efforts) == 20_000 * len(cheap.joint_state.name)
+    # large requests one at a time (rclpy serves one request of a service at a time; these are two services):
+    # one arriving meanwhile is refused as busy, and a cheap one is answered before the large one ends.
+    # Friction cones for 24 contacts: about a second of SLSQP (max_contacts allows 16 by default).
+    assert talos.set_parameter("max_contacts", 24).successful
+    feet = [f"{side}_sole_link" for side in ("left", "right")]
+    slow = state_request(talos, "inverse_dynamics", qt, vt, contacts=[
+        contact(feet[k % 2], point=(0.02 * (k // 2 % 4) - 0.03, 0.02 * (k // 8) - 0.02, 0.0), friction=0.8,
+                normal=(0.0, 0.0, 1.0)) for k in range(24)])
+    terms = state_request(talos, "dynamics_terms", qt)
+    terms.frames = [talos.model.frame_names[-1]] * 500
+    results = call_all([(talos, "inverse_dynamics", slow), (talos, "dynamics_terms", terms),
+                        (talos, "forward_dynamics", state_request(talos, "forward_dynamics", qt, vt))], gap=0.2)
+    (large, large_seconds), (refused, _), (answered, cheap_seconds) = results
+    assert large_seconds > 0.3, large_seconds  # long enough for the others to arrive meanwhile
+    assert not refused.success and refused.message.startswith(
+        "busy: another large request is being answered; this one (500 frames) is refused"), refused.message
+    assert answered.success and cheap_seconds < large_seconds, (cheap_seconds, large_seconds)
+    assert talos.set_parameter("max_contacts", 16).successful
+    assert talos.call("dynamics_terms", terms).success  # alone, it is answered
+    assert int(panda.diagnostics()["inverse_dynamics_refused"]) >= 3
+    assert int(talos.diagnostics()["dynamics_terms_refused"]) >= 1

@@ -108,7 +108,7 @@ class Exchange:
             self.spin(0.05)
             for array in self.received["diagnostics"]:
                 for status in array.status:
-                    if status.name.startswith(f"{self.name}:"):
+                    if status.name.startswith(f"/{self.name}:"):  # the fully qualified node name
                         return {kv.key: kv.value for kv in status.values}
         raise AssertionError("no diagnostics")
 
@@ -375,4 +375,60 @@ def test_reference_age_is_measured_in_sim_time(start_process, test_node):
     got = efforts_by_name(exchange.ask(exchange.joint_state(names, positions, velocities, 11.0)))
     close([got[n] for n in names], mbs.inverse_dynamics(model, q, v, np.zeros(model.nv)), 1e-9)
     node.wait_for("the reference is 1 s old")
+    assert node.interrupt() == 0
+
+
+# --- hostile input ------------------------------------------------------------------
+
+
+def test_stamps_that_go_back_for_good_are_followed(start_process, test_node):
+    """One joint_states stamped far in the future made the node drop every later
+    message until the clock caught up; a simulator's ~/reset did the same."""
+    model = mbs.Model.from_urdf_file(robot_path("ur5"))
+    node, exchange = start(start_process, test_node, "ur5", "id_stamps")
+    q, v, _ = random_state(model, np.random.default_rng(8))
+    names, positions, velocities = joint_values(model, q, v)
+
+    def ask(stamp, timeout=2.0):
+        return exchange.ask(exchange.joint_state(names, positions, velocities, stamp), timeout=timeout)
+
+    assert ask(10.0) is not None
+    assert ask(1e9) is not None  # a bogus stamp, 30 years ahead: taken, it is all the node knows
+    assert ask(10.01) is not None  # time went back 1e9 s: followed at once
+    node.wait_for("joint_states stamps went back from 1000000000.000000 s to 10.010000 s")
+    assert ask(10.5) is not None and ask(10.2, timeout=0.5) is None  # a late message is still dropped
+    assert ask(10.6) is not None
+    assert ask(11.0) is not None and ask(10.9, timeout=0.5) is None and ask(10.91, timeout=0.5) is None
+    assert ask(10.92) is not None  # the third late message in a row: the 11.0 before them was the odd one
+    counts = exchange.counts()
+    assert counts["dropped_stamp_backwards"] == "3" and counts["stamp_jumps_back"] == "2", counts
+    assert node.interrupt() == 0
+
+
+def test_huge_values_and_many_names_are_dropped_and_cost_little(start_process, test_node):
+    """Velocities of 1e155 gave NaN efforts, published as valid (and passed
+    through clamp_to_effort_limits); 20,000 names, one repeated, blocked the
+    node for 5 s (checked for a repeat in O(N^2)). 10,000 here: a best-effort
+    message of 20,000 (480 kB) may not arrive at all."""
+    from ros_processes import set_parameters
+
+    model = mbs.Model.from_urdf_file(robot_path("panda"))
+    node, exchange = start(start_process, test_node, "panda", "id_huge")
+    assert set_parameters(test_node, "/id_huge", clamp_to_effort_limits=True)["clamp_to_effort_limits"][0]
+    q, v, _ = random_state(model, np.random.default_rng(9))
+    names, positions, velocities = joint_values(model, q, v)
+    assert exchange.ask(exchange.joint_state(names, positions, [1e155] * len(names), 1.0), timeout=1.0) is None
+    node.wait_for("dropped: joint_states: the inverse dynamics of model 'panda' cannot be computed: the inputs are too "
+                  "large")
+    many = [f"joint_{k}" for k in range(9_999)] + ["joint_0"]
+    started = time.monotonic()
+    exchange.joint_states.publish(exchange.joint_state(many, [0.0] * len(many), [], 2.0))
+    exchange.joint_states.publish(exchange.joint_state(many[:4000] + many[:2], [0.0] * 4002, [], 2.1))
+    reply = exchange.ask(exchange.joint_state(names, positions, velocities, 3.0))
+    assert reply is not None and time.monotonic() - started < 2.0
+    assert all(np.isfinite(reply.effort))
+    counts = exchange.counts()  # the dropped warning is throttled: the counts say what came after
+    assert counts["published"] == "1" and counts["dropped_too_many_names"] == "1", counts
+    assert counts["dropped_invalid"] == "2", counts
+    assert "nan" not in node.output.lower().replace("nanosec", "")
     assert node.interrupt() == 0

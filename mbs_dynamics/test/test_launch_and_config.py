@@ -1,7 +1,10 @@
-"""The launch file and the config: every executable the launch file names is a
-declared console script, every config file it names is installed, the config's
-defaults are the nodes' own; and, where ROS 2 has `ros2 launch`, the launch
-file starts the nodes."""
+"""The launch file and the config: the launch plan that the launch file and
+the bringup both follow (nodes, params files, parameters, remappings, in any
+namespace); the launch file's arguments, read from its source where there is
+no `launch` package (ROS 2 from pip); every executable it can start is a
+declared console script, every config file installed, the config's defaults
+the nodes' own; and, where ROS 2 has `ros2 launch`, the launch file starts
+the nodes."""
 from __future__ import annotations
 
 import ast
@@ -17,9 +20,13 @@ import pytest
 import yaml
 from ros_processes import wait_for_node
 
+import mbs_dynamics as mbs
+
 from mbs_dynamics.ros.bringup import NODES as BRINGUP_NODES
 from mbs_dynamics.ros.bringup import share_directory
 from mbs_dynamics.ros.dynamics_node import COMMON_PARAMETERS, EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY
+from mbs_dynamics.ros.launch_plan import NODES as PLAN_NODES
+from mbs_dynamics.ros.launch_plan import PlanError, node_names, normalized_namespace, plan
 from mbs_dynamics.ros.run_monitor import RunMonitor
 from mbs_dynamics.robots import BUNDLED_ROBOTS
 
@@ -34,15 +41,16 @@ def console_scripts() -> dict[str, str]:
     return {e.name: e.value for e in entry_points if e.group == "console_scripts"}
 
 
-def launch_file_strings():
-    """The launch file's NODES table and every string constant in it."""
+def launch_file_arguments() -> dict:
+    """The launch file's ARGUMENTS table, {name: (default, description)}, as
+    written (a default computed by a call, as config_file's: None here)."""
     tree = ast.parse(LAUNCH_FILE.read_text())
-    nodes = None
     for statement in tree.body:
-        if isinstance(statement, ast.Assign) and getattr(statement.targets[0], "id", None) == "NODES":
-            nodes = ast.literal_eval(statement.value)
-    constants = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
-    return nodes, constants
+        if isinstance(statement, ast.Assign) and getattr(statement.targets[0], "id", None) == "ARGUMENTS":
+            return {ast.literal_eval(key): (ast.literal_eval(value.elts[0]) if isinstance(value.elts[0], ast.Constant)
+                                            else None, ast.literal_eval(value.elts[1]))
+                    for key, value in zip(statement.value.keys, statement.value.values, strict=True)}
+    raise AssertionError("the launch file has no ARGUMENTS table")
 
 
 def test_console_scripts_are_declared():
@@ -53,19 +61,16 @@ def test_console_scripts_are_declared():
         assert (Path(sys.executable).parent / script).exists(), script
 
 
-def test_launch_file_names_declared_executables_and_installed_configs():
-    nodes, constants = launch_file_strings()
-    assert nodes is not None, "the launch file has no NODES table"
-    assert set(nodes) == set(BRINGUP_NODES), "the launch file and the bringup start different nodes"
+def test_launch_plan_executables_are_console_scripts_and_configs_installed():
+    assert set(PLAN_NODES) == set(BRINGUP_NODES), "the launch plan and the bringup start different nodes"
     scripts = console_scripts()
-    for name, executable in nodes.items():
-        assert executable in scripts, f"launch file names {executable}, which is not a console script"
+    for name, executable in PLAN_NODES.items():
+        assert executable in scripts, f"the launch plan names {executable}, which is not a console script"
         module = scripts[executable].split(":")[0]
         assert module.endswith(f"{name}_node"), (name, executable)
-    configs = [c for c in constants if c.endswith((".yaml", ".yml")) and not c.startswith(".")]  # not f"{robot}.yaml"
-    assert configs, "the launch file names no config file"
-    for config in [*configs, *(f"{robot}.yaml" for robot in BUNDLED_ROBOTS)]:
-        assert (SHARE / "config" / config).is_file(), f"config/{config} is not installed"
+    assert CONFIG_FILE.is_file()
+    for robot in BUNDLED_ROBOTS:
+        assert (SHARE / "config" / f"{robot}.yaml").is_file(), f"config/{robot}.yaml is not installed"
     assert "package.xml" in os.listdir(SHARE)
     ament_marker = SHARE.parent / "ament_index" / "resource_index" / "packages" / "mbs_dynamics"
     assert ament_marker.is_file()
@@ -73,7 +78,7 @@ def test_launch_file_names_declared_executables_and_installed_configs():
 
 def test_config_defaults_are_the_nodes_own():
     config = yaml.safe_load(CONFIG_FILE.read_text())
-    assert set(config) == {"/**", *BRINGUP_NODES}
+    assert set(config) == {"/**", *(f"/**/{name}" for name in BRINGUP_NODES)}  # any namespace
 
     def defaults(specs):
         return {p.name: p.default for p in specs}
@@ -90,7 +95,7 @@ def test_config_defaults_are_the_nodes_own():
         assert same(value, common[name]), name
     for node_name, node_class in BRINGUP_NODES.items():
         declared = defaults(node_class.PARAMETERS)
-        written = config[node_name]["ros__parameters"]
+        written = config[f"/**/{node_name}"]["ros__parameters"]
         assert set(written) <= set(declared), f"{node_name}: {set(written) - set(declared)} not declared"
         for name, default in declared.items():
             if default in (EMPTY_STRING_ARRAY, EMPTY_DOUBLE_ARRAY):
@@ -109,8 +114,8 @@ def test_robot_configs_set_declared_parameters(robot):
     """config/<robot>.yaml, read after the main config for a bundled robot,
     sets parameters the nodes declare, with values of the declared types."""
     config = yaml.safe_load((SHARE / "config" / f"{robot}.yaml").read_text())
-    nodes = {"/**": COMMON_PARAMETERS, **{name: node.PARAMETERS for name, node in BRINGUP_NODES.items()},
-             "run_monitor": RunMonitor.PARAMETERS}
+    nodes = {"/**": COMMON_PARAMETERS, **{f"/**/{name}": node.PARAMETERS for name, node in BRINGUP_NODES.items()},
+             "/**/run_monitor": RunMonitor.PARAMETERS}
     assert set(config) <= set(nodes)
     for node_name, section in config.items():
         declared = {p.name: p.default for p in nodes[node_name]}
@@ -125,14 +130,62 @@ def test_robot_configs_set_declared_parameters(robot):
                 assert type(value) is type(default), f"{robot}.yaml: {node_name}.{name}"
 
 
+def test_launch_file_arguments_reach_every_route():
+    """The launch file (read from its source: `launch` is not on PyPI) takes
+    namespace:= and use_sim_time:=, and leaves the robot empty by default, so
+    that the nodes can take robot_description from the topic of their namespace."""
+    arguments = launch_file_arguments()
+    assert set(arguments) == {"robot", "robot_description_file", "config_file", "namespace", "use_sim_time", "nodes",
+                              "closed_loop"}
+    assert arguments["robot"][0] == "" and arguments["robot_description_file"][0] == ""
+    assert arguments["namespace"][0] == "" and arguments["use_sim_time"][0] == "false"
+    source = LAUNCH_FILE.read_text()
+    assert '"nodes": (",".join(NODES)' in source and node_names(",".join(PLAN_NODES)) == list(PLAN_NODES)
+    assert "plan(" in source and "namespace=value[\"namespace\"]" in source  # it follows the plan, namespaced
+
+
+def test_launch_plan_without_a_robot_leaves_each_node_to_its_namespaces_topic():
+    plans = plan(list(PLAN_NODES), str(CONFIG_FILE))
+    assert [p.name for p in plans] == list(PLAN_NODES)
+    for p in plans:
+        assert p.parameter_files == (str(CONFIG_FILE),) and p.parameters == {} and p.remappings == ()
+
+
+def test_launch_plan_of_a_closed_loop_in_a_namespace_keeps_every_name_relative():
+    robot = mbs.bundled_robot("arm7")
+    plans = {p.name: p for p in plan(list(PLAN_NODES), str(CONFIG_FILE), "arm7.yaml", robot, use_sim_time=True,
+                                     closed_loop=True, namespace="robot1/")}
+    for p in plans.values():
+        assert p.parameter_files == (str(CONFIG_FILE), "arm7.yaml")
+        assert p.parameters["robot_description_file"] == robot and p.parameters["use_sim_time"] is True
+        assert ("/clock", "clock") in p.remappings  # this namespace's simulator owns its clock
+        assert all(not target.startswith("/") for _, target in p.remappings)
+    assert plans["simulator"].parameters["start_on_command"] is True
+    assert ("~/joint_efforts", "inverse_dynamics/joint_efforts") in plans["simulator"].remappings
+    root = plan(["simulator", "inverse_dynamics"], str(CONFIG_FILE), closed_loop=True)
+    assert all(("/clock", "clock") not in p.remappings for p in root)  # the root namespace keeps /clock
+    assert plan(["inverse_dynamics"], str(CONFIG_FILE), namespace="robot1")[0].remappings == ()  # no simulator
+
+
+@pytest.mark.parametrize("nodes, namespace, closed_loop, message", [
+    (["planner"], "/", False, "nodes: unknown planner"),
+    (["inverse_dynamics"], "/", True, "closed_loop needs the simulator and inverse_dynamics nodes"),
+    (["simulator"], "1robot", False, "namespace '1robot' is not a valid ROS namespace"),
+    (["simulator"], "a//b", False, "is not a valid ROS namespace"),
+])
+def test_launch_plan_refuses_what_cannot_start(nodes, namespace, closed_loop, message):
+    with pytest.raises(PlanError, match=message):
+        plan(nodes, str(CONFIG_FILE), closed_loop=closed_loop, namespace=namespace)
+    assert normalized_namespace("/robot1/") == "/robot1" and normalized_namespace("") == "/"
+
+
 @pytest.mark.skipif(shutil.which("ros2") is None or importlib.util.find_spec("launch_ros") is None,
                     reason="no `ros2 launch` here (ROS 2 from pip has no launch_ros)")
 def test_ros2_launch_starts_the_nodes(start_process, test_node):
-    launch = start_process(["ros2", "launch", "mbs_dynamics", "mbs_dynamics.launch.py",
-                            "nodes:=inverse_dynamics,dynamics_server"])
+    launch = start_process(["ros2", "launch", "mbs_dynamics", "mbs_dynamics.launch.py", "robot:=arm7",
+                            "nodes:=inverse_dynamics,dynamics_server", "namespace:=robot1"])
     launch.wait_for("robot 'mbs_arm7' from file", count=2, timeout=60)
-    wait_for_node(test_node, "inverse_dynamics")
-    wait_for_node(test_node, "dynamics_server")
+    assert "robot1" in test_node.get_node_names_and_namespaces().__repr__()
     assert launch.interrupt() == 0
 
 

@@ -266,3 +266,169 @@ def test_the_readme_run_holds_the_arm_then_lets_it_swing_and_plots(start_process
     lines = list(svg.iter("{http://www.w3.org/2000/svg}polyline"))
     assert len(lines) == 7 + 7 + 3 + 6
     assert all(len(line.get("points").split()) > 400 for line in lines)  # 100 Hz for 5 s
+
+
+# --- deployment: namespaces and several robots in one domain ------------------------------------------
+
+
+def test_two_closed_loops_run_side_by_side_in_namespaces(start_process, test_node):
+    """`./dev run` under --ros-args -r __ns:=/robot1 once stayed at t = 0 (the
+    loop was remapped to /inverse_dynamics/joint_efforts, the monitor watched
+    /inverse_dynamics and /dynamics_server); two robots side by side both hung.
+    Now both run to the end, each on its own topics and simulated clock, and
+    /diagnostics tells them apart by their fully qualified names."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rosgraph_msgs.msg import Clock
+
+    statuses, clocks = set(), {"/robot1/clock": [], "/robot2/clock": [], "/clock": []}
+    test_node.create_subscription(DiagnosticArray, "/diagnostics",
+                                  lambda m: statuses.update(s.name for s in m.status), 50)
+    for topic, received in clocks.items():
+        test_node.create_subscription(Clock, topic, received.append, 10)
+    runs = {namespace: start_process([
+        executable("mbs_dynamics_bringup"), "--robot", "arm7", "--closed-loop", "--duration", "3",
+        "--summary-period", "0.5", "--ros-args", "-r", f"__ns:=/{namespace}", "-p", "simulator:real_time_factor:=2.0",
+        "-p", "diagnostics_period:=0.2"]) for namespace in ("robot1", "robot2")}
+    import rclpy
+
+    deadline = time.monotonic() + 90
+    while any(run.process.poll() is None for run in runs.values()) and time.monotonic() < deadline:
+        rclpy.spin_once(test_node, timeout_sec=0.05)
+    for namespace, run in runs.items():
+        assert run.wait_exit(5) == 0, run.output
+        output = run.output
+        assert f"[{namespace}.simulator]: first effort command: running from t = 0 s" in output, output
+        assert f"[{namespace}.run_monitor]: run over after 3 s of simulated time" in output
+        summaries = [line for line in output.splitlines() if f"[{namespace}.run_monitor]: t = " in line]
+        assert len(summaries) >= 3, output
+        assert "dynamics server: forward dynamics at t" in output and "CoM (" in output
+        assert "applying zero effort" not in output
+        for node in ("simulator", "inverse_dynamics", "dynamics_server"):
+            assert any(status.startswith(f"/{namespace}/{node}: ") for status in statuses), (namespace, statuses)
+    assert clocks["/robot1/clock"] and clocks["/robot2/clock"] and not clocks["/clock"]
+
+
+def test_nodes_in_a_namespace_take_the_robot_description_of_their_namespace(start_process, test_node):
+    """robot_state_publisher publishes robot_description in the robot's
+    namespace: the nodes there read it, each robot its own."""
+    from std_msgs.msg import String
+
+    from mbs_dynamics.ros.dynamics_node import ROBOT_DESCRIPTION_QOS
+
+    publishers = []
+    for namespace, path in (("arm_ns", ARM), ("quad_ns", QUADRUPED)):
+        publisher = test_node.create_publisher(String, f"/{namespace}/robot_description", ROBOT_DESCRIPTION_QOS)
+        publisher.publish(String(data=read(path)))
+        publishers.append(publisher)
+    arm = start_process([executable("mbs_dynamics_bringup"), "--nodes", "dynamics_server", "--namespace", "arm_ns"])
+    quadruped = start_process([executable("inverse_dynamics_node"), "--ros-args", "-r", "__ns:=/quad_ns"])
+    arm.wait_for(r"\[arm_ns.dynamics_server\]: robot 'mbs_arm7' from topic /arm_ns/robot_description")
+    quadruped.wait_for(r"\[quad_ns.inverse_dynamics\]: robot 'mbs_quadruped' from topic /quad_ns/robot_description")
+    assert arm.interrupt() == 0 and quadruped.interrupt() == 0
+
+
+def test_bringup_without_some_nodes_says_so_once_and_stops_cleanly(start_process, tmp_path):
+    """With --nodes simulator the monitor repeated 'no centroidal momentum /
+    no forward_dynamics' every second; Ctrl-C printed "publisher's context is
+    invalid"; TALOS printed its 12 mimic-on-fixed-joint warnings from every node."""
+    from oracles import robot_path
+
+    bringup = start_process([executable("mbs_dynamics_bringup"), "--robot-description-file", robot_path("talos"),
+                             "--nodes", "simulator", "--summary-period", "0.2"])
+    bringup.wait_for(r"\[run_monitor\]: t = ", count=6, timeout=60)
+    assert bringup.interrupt() == 0
+    output = bringup.output
+    assert output.count("no centroidal momentum on /inverse_dynamics/centroidal_momentum") == 1, output
+    assert output.count("no /dynamics_server/forward_dynamics") == 1, output
+    assert output.count("12 fixed joints carry a <mimic>, ignored") == 1, output  # two nodes built the model
+    closed = start_process([executable("mbs_dynamics_bringup"), "--robot", "arm7", "--closed-loop",
+                            "--summary-period", "0.3"])
+    closed.wait_for(r"\[run_monitor\]: t = ", count=3, timeout=60)
+    assert closed.interrupt() == 0
+    for text in (closed.output, output):
+        assert "context is invalid" not in text and "Traceback" not in text and "dropped" not in text, text
+
+
+NODE_PARAMETERS = {  # what once killed, stalled or flooded a node, per node
+    "inverse_dynamics": {"diagnostics_period": [1e10, float("inf"), float("nan"), 1e-6]},
+    "dynamics_server": {"diagnostics_period": [1e10, float("inf")], "quaternion_tolerance": [2.0, float("nan")]},
+    "simulator": {"diagnostics_period": [1e10, float("inf"), 1e-6], "publish_rate": [1e-10, float("inf")],
+                  "real_time_factor": [1e-300, -1.0, float("nan")], "command_timeout": [float("inf")]},
+}
+
+
+def test_parameters_outside_their_bounds_are_refused_and_every_node_keeps_going(start_process, test_node):
+    """diagnostics_period 1e10 or inf at run time once killed every node with a
+    traceback; 1e-6 was accepted (294 messages/s)."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from ros_processes import set_parameters
+
+    bringup = start_process([executable("mbs_dynamics_bringup"), "--robot", "arm7", "--ros-args",
+                             "-p", "diagnostics_period:=0.2"])
+    bringup.wait_for("robot 'mbs_arm7'", count=3)
+    for name, values in NODE_PARAMETERS.items():
+        wait_for_node(test_node, name)
+        for parameter, bad in values.items():
+            for value in bad:
+                successful, reason = set_parameters(test_node, f"/{name}", **{parameter: value})[parameter]
+                assert not successful and reason, (name, parameter, value)
+        assert set_parameters(test_node, f"/{name}", diagnostics_period=0.1)["diagnostics_period"][0]
+    statuses = []
+    test_node.create_subscription(DiagnosticArray, "/diagnostics", lambda m: statuses.extend(
+        s.name for s in m.status), 50)
+    import rclpy
+
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        rclpy.spin_once(test_node, timeout_sec=0.05)
+    for name in NODE_PARAMETERS:
+        assert statuses.count(f"/{name}: " + {"inverse_dynamics": "inverse dynamics", "dynamics_server":
+                                                "dynamics server", "simulator": "simulator"}[name]) >= 10, statuses
+    assert bringup.process.poll() is None
+    assert bringup.interrupt() == 0
+    assert "Traceback" not in bringup.output
+
+
+@pytest.mark.parametrize("case", ["/dev/zero", "huge mass", "root_joint floating"])
+def test_urdfs_that_cannot_be_used_stop_the_node_with_a_message(case, start_process, tmp_path):
+    """/dev/zero was read until memory ran out (a MemoryError traceback); a
+    mass of 1e308 loaded and gave NaN; a URDF joint named root_joint gave a
+    floating-base model two joints of that name."""
+    path, arguments, message = "/dev/zero", [], "cannot read URDF file /dev/zero: not a regular file"
+    if case == "huge mass":
+        path = tmp_path / "huge.urdf"
+        path.write_text("<robot name='r'><link name='a'><inertial><mass value='1e308'/>"
+                        "<inertia ixx='1' iyy='1' izz='1' ixy='0' ixz='0' iyz='0'/></inertial></link></robot>")
+        message = "link 'a' <inertial> mass is larger than 1e\\+12"
+    elif case == "root_joint floating":
+        path = tmp_path / "root_joint.urdf"
+        path.write_text(ROOT_JOINT_URDF)
+        arguments, message = ["-p", "floating_base:=true"], "the URDF has a joint named 'root_joint'"
+    node = start_process([executable("inverse_dynamics_node"), "--ros-args", "-p", f"robot_description_file:={path}",
+                          *arguments])
+    node.wait_for(f"FATAL.*{message}.*; stopping", timeout=30)
+    assert node.wait_exit() == 1
+    assert "Traceback" not in node.output
+
+
+ROOT_JOINT_URDF = (
+    "<robot name='r'><link name='a'/><link name='b'><inertial><mass value='1'/><origin xyz='0.5 0 0'/>"
+    "<inertia ixx='0.1' iyy='0.1' izz='0.1' ixy='0' ixz='0' iyz='0'/></inertial></link>"
+    "<joint name='root_joint' type='revolute'><parent link='a'/><child link='b'/><axis xyz='0 1 0'/>"
+    "<limit lower='-3' upper='3' effort='100' velocity='1'/></joint></robot>")
+
+
+def test_a_fixed_base_joint_named_root_joint_is_an_ordinary_joint(start_process, test_node, tmp_path):
+    """On a fixed base the node once published an empty effort vector for it."""
+    from test_inverse_dynamics_node import Exchange
+
+    path = tmp_path / "root_joint.urdf"
+    path.write_text(ROOT_JOINT_URDF)
+    node = start_process([executable("inverse_dynamics_node"), "--ros-args", "-r", "__node:=id_root",
+                          "-p", f"robot_description_file:={path}"])
+    node.wait_for(r"\[id_root\]: inverse dynamics of 1 coordinates")
+    exchange = Exchange(test_node, "id_root")
+    exchange.wait_connected()
+    reply = exchange.ask(exchange.joint_state(["root_joint"], [0.0], [0.0], 1.0))
+    assert list(reply.name) == ["root_joint"] and abs(reply.effort[0] + 0.5 * 9.81) < 1e-9  # holds m g x
+    assert node.interrupt() == 0

@@ -214,7 +214,7 @@ def test_closed_loop_with_the_inverse_dynamics_node_holds_the_panda(start_proces
     simulator.process.wait_for(r"first effort command: running from t = 0 s")
     simulated = []  # the simulated time its diagnostics report (every 0.2 s)
     test_node.create_subscription(DiagnosticArray, "/diagnostics", lambda message: simulated.extend(
-        float(kv.value) for status in message.status if status.name.startswith("sim_loop")
+        float(kv.value) for status in message.status if status.name.startswith("/sim_loop:")
         for kv in status.values if kv.key == "time"), 10)
     deadline = time.monotonic() + 60
     while not (simulated and simulated[-1] >= 10.0) and time.monotonic() < deadline:
@@ -235,3 +235,126 @@ def test_closed_loop_with_the_inverse_dynamics_node_holds_the_panda(start_proces
     simulator.process.wait_for("applying zero effort")
     state = simulator.latest_state(after=stamp(state) + 0.99)
     assert np.abs(positions(model, state) - q0).max() > 1e-2
+
+
+# --- hostile input: bounded, refused with a reason, and the node keeps serving ----------------------
+
+
+def test_step_is_bounded_and_pause_is_answered_while_it_runs(start_process, test_node):
+    """~/step of 4e9 steps once never returned, held every service and ignored
+    SIGINT; even 5000 steps held a ~/pause for 4.5 s."""
+    from ros_processes import set_parameters
+
+    simulator = Simulator(start_process, test_node, "ur5", "sim_step", "start_paused:=true")
+    started = time.monotonic()
+    response = simulator.call("step", steps=4_000_000_000)
+    assert not response.success and "at most 1000000 per request" in response.message
+    assert time.monotonic() - started < 5.0
+    # a long ~/step: ~/pause is answered while it runs, and pause false ends it early, saying so
+    future = simulator.clients["step"].call_async(simulator.kinds["step"].Request(steps=1_000_000))
+    simulator.spin(0.5)
+    assert not future.done()
+    busy = simulator.call("step", steps=10)
+    assert not busy.success and busy.message.startswith("busy: a ~/step is under way")
+    started = time.monotonic()
+    assert simulator.call("pause", data=True).success  # still paused: the steps go on
+    assert time.monotonic() - started < 1.0, "~/pause waited for ~/step"
+    assert not future.done()
+    started = time.monotonic()
+    assert simulator.call("pause", data=False).success
+    simulator.spin(0.5)
+    assert future.done() and time.monotonic() - started < 2.0
+    ended = future.result()
+    assert not ended.success and "ended after" in ended.message and "of 1000000 steps: ~/pause false" in ended.message
+    # rates that once overflowed or stalled the stepping thread are refused; the thread keeps publishing
+    results = set_parameters(test_node, "/sim_step", publish_rate=1e-10, real_time_factor=1e-300)
+    assert not results["publish_rate"][0] and "out of range" in results["publish_rate"][1]
+    assert not results["real_time_factor"][0] and "at least 0.001" in results["real_time_factor"][1]
+    assert set_parameters(test_node, "/sim_step", publish_rate=50.0)["publish_rate"][0]
+    assert simulator.call("pause", data=True).success
+    before = len(simulator.states)
+    simulator.spin(1.0)
+    assert len(simulator.states) > before + 20  # paused, at 50 Hz
+    # a long ~/step is ended by Ctrl-C: the process stops promptly
+    simulator.clients["step"].call_async(simulator.kinds["step"].Request(steps=1_000_000))
+    simulator.spin(0.5)
+    started = time.monotonic()
+    assert simulator.process.interrupt(timeout=10) == 0, simulator.process.output
+    assert time.monotonic() - started < 10
+    assert "Traceback" not in simulator.process.output
+
+
+def test_world_parameters_are_checked_and_take_effect(start_process, test_node):
+    """ground_friction -3, ground_height NaN, initial_joint_positions [NaN] and
+    contact_frames ['nowhere'] were accepted at run time, and a new
+    ground_height did not change where the robot rests after a reset."""
+    from ros_processes import set_parameters
+    from sensor_msgs.msg import JointState
+
+    model = mbs.Model.from_urdf_file(robot_path("solo12"), floating_base=True)
+    feet = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]
+    simulator = Simulator(start_process, test_node, "solo12", "sim_world", "floating_base:=true",
+                          f"contact_frames:={feet}", "initial_base_pose:=[0.0, 0.0, 0.45, 0.0, 0.0, 0.0, 1.0]",
+                          "start_paused:=true", watch_states=False)
+    odometry = []
+    from nav_msgs.msg import Odometry
+
+    test_node.create_subscription(Odometry, "/odom", odometry.append, 10)
+    refused = {"ground_friction": -3.0, "ground_height": float("nan"), "initial_joint_positions": [float("nan")],
+               "contact_frames": ["nowhere"], "contact_points": [0.0, 0.0], "ground_restitution": 2.0,
+               "initial_base_pose": [0.0, 0.0, 0.3, 0.0, 0.0, 0.0, 5.0]}
+    for name, value in refused.items():
+        successful, reason = set_parameters(test_node, "/sim_world", **{name: value})[name]
+        assert not successful and reason, (name, reason)
+
+    def height_after_a_second():
+        """The base height 1 s of simulated time after ~/reset (paused: stepped)."""
+        assert simulator.call("reset").success
+        assert simulator.call("step", steps=1000).success
+        odometry.clear()
+        simulator.spin(0.3)
+        last = odometry[-1]
+        assert stamp(last) == 1.0
+        return last.pose.pose.position.z
+
+    low = height_after_a_second()
+    assert set_parameters(test_node, "/sim_world", ground_height=0.3)["ground_height"][0]
+    simulator.process.wait_for("the world changed: ground at 0.3 m")
+    assert set_parameters(test_node, "/sim_world",
+                          initial_base_pose=[0.0, 0.0, 0.75, 0.0, 0.0, 0.0, 1.0])["initial_base_pose"][0]
+    simulator.process.wait_for("the initial state changed: it applies at the next ~/reset")
+    high = height_after_a_second()
+    assert low < 0.4 and abs((high - low) - 0.3) < 1e-6, (low, high)  # it fell onto the ground, 0.3 m higher
+    # a state too fast to compute with is refused; the simulation goes on
+    names = [n for n in model.joint_names if n != "root_joint"]
+    response = simulator.call("set_state", joint_state=JointState(
+        name=names, position=[0.0] * len(names), velocity=[1e200] * len(names)))
+    assert not response.success and "too large" in response.message
+    assert simulator.call("reset").success
+    assert "Traceback" not in simulator.process.output
+
+
+def test_efforts_beyond_the_limits_are_clamped_and_many_names_cost_little(start_process, test_node):
+    """An effort of 1e12 was reported as a singular mass matrix; 40,000 names on
+    ~/joint_efforts stalled joint_states for 20 s."""
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    model = mbs.Model.from_urdf_file(robot_path("ur5"))
+    simulator = Simulator(start_process, test_node, "ur5", "sim_limits", "publish_rate:=200.0",
+                          "command_timeout:=1000.0")
+    limits = model.effort_limit
+    simulator.command.publish(Float64MultiArray(data=[1e12] * model.nv))
+    simulator.process.wait_for(r"efforts beyond the URDF effort limits clamped to them: \['shoulder_pan_joint'")
+    state = simulator.latest_state()
+    assert np.allclose(np.abs(state.effort), limits), (list(state.effort), limits)  # applied: the limits
+    names = [f"joint_{k}" for k in range(39_999)] + ["joint_0"]
+    started = time.monotonic()
+    for _ in range(3):
+        simulator.named_command.publish(JointState(name=names, effort=[0.0] * len(names)))
+    first = stamp(simulator.latest_state())
+    simulator.spin(1.0)
+    assert stamp(simulator.latest_state()) > first + 0.5, "joint_states stalled"
+    assert time.monotonic() - started < 5.0
+    simulator.process.wait_for("dropped: 40000 joint names: at most 4096 are accepted")
+    assert "singular" not in simulator.process.output and "stopped" not in simulator.process.output

@@ -1,16 +1,20 @@
 """mbs_dynamics_bringup: the chosen nodes in one process (MultiThreadedExecutor),
 configured from a ROS 2 params file: what ``ros2 launch mbs_dynamics
-mbs_dynamics.launch.py`` starts, for where ROS 2 came from pip (no launch).
+mbs_dynamics.launch.py`` starts (the same launch_plan), for where ROS 2 came
+from pip (no launch).
 
     mbs_dynamics_bringup [--robot arm7 | --robot-description-file PATH]
                          [--config PARAMS.yaml] [--nodes inverse_dynamics,simulator]
-                         [--use-sim-time] [--closed-loop]
+                         [--namespace NS] [--use-sim-time] [--closed-loop]
                          [--duration S] [--summary-period S] [--plot FILE.svg]
                          [--ros-args ...]
 
-A bundled robot also reads config/<robot>.yaml (its initial pose, ...) after
+Without --robot or --robot-description-file the nodes read the
+robot_description topic of their namespace (robot_state_publisher's). A
+bundled robot also reads config/<robot>.yaml (its initial pose, ...) after
 the config. --closed-loop feeds the inverse dynamics node's efforts to the
-simulator, which starts from the first of them. --duration, --summary-period
+simulator, which starts from the first of them. --namespace (or
+--ros-args -r __ns:=NS) puts every node in NS. --duration, --summary-period
 and --plot add the run monitor (run_monitor.py): a periodic summary, the end
 after that much simulated time, a plot at the end.
 """
@@ -24,15 +28,18 @@ from mbs_dynamics.robots import BUNDLED_ROBOTS, bundled_robot
 from mbs_dynamics.ros.dynamics_node import spin_nodes
 from mbs_dynamics.ros.dynamics_server_node import DynamicsServerNode
 from mbs_dynamics.ros.inverse_dynamics_node import InverseDynamicsNode
+from mbs_dynamics.ros.launch_plan import NODES as EXECUTABLES
+from mbs_dynamics.ros.launch_plan import PlanError, node_names, normalized_namespace, plan
 from mbs_dynamics.ros.run_monitor import RunMonitor
 from mbs_dynamics.ros.simulator_node import SimulatorNode
 
-# Default node name -> node class.
+# Default node name -> node class (the launch plan's nodes).
 NODES = {
     "inverse_dynamics": InverseDynamicsNode,
     "dynamics_server": DynamicsServerNode,
     "simulator": SimulatorNode,
 }
+assert set(NODES) == set(EXECUTABLES)
 
 
 def share_directory() -> str:
@@ -49,6 +56,14 @@ def default_config() -> str:
     return os.path.join(share_directory(), "config", "mbs_dynamics.yaml")
 
 
+def ros_namespace(ros_args: list[str]) -> str | None:
+    """The namespace a `-r __ns:=NS` (or --remap) among ros_args gives, if any."""
+    for flag, value in zip(ros_args, ros_args[1:]):
+        if flag in ("-r", "--remap") and value.startswith("__ns:="):
+            return value.split(":=", 1)[1]
+    return None
+
+
 def parse_arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     """Our own arguments, and the --ros-args part for rclpy."""
     ros_args: list[str] = []
@@ -61,11 +76,14 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     )
     robot = parser.add_mutually_exclusive_group()
     robot.add_argument("--robot", choices=BUNDLED_ROBOTS, help="a bundled robot")
-    robot.add_argument("--robot-description-file", metavar="PATH", help="URDF file of the robot")
+    robot.add_argument("--robot-description-file", metavar="PATH",
+                       help="URDF file of the robot (neither: the robot_description topic of the namespace)")
     parser.add_argument("--config", metavar="YAML", default=None,
                         help=f"ROS 2 params file (default: {default_config()})")
     parser.add_argument("--nodes", default=",".join(NODES),
                         help=f"comma-separated nodes to start, from {', '.join(NODES)} (default: all)")
+    parser.add_argument("--namespace", default="/", metavar="NS",
+                        help="namespace of every node (default: /; --ros-args -r __ns:=NS does the same)")
     parser.add_argument("--use-sim-time", action="store_true", help="nodes follow /clock")
     parser.add_argument("--closed-loop", action="store_true",
                         help="the simulator applies the inverse dynamics node's efforts, from the first one on")
@@ -76,14 +94,18 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--plot", metavar="FILE.svg", default="",
                         help="at the end, plot joint positions, efforts, energy and centroidal momentum to FILE.svg")
     arguments = parser.parse_args(argv)
-    arguments.nodes = [name.strip() for name in arguments.nodes.split(",") if name.strip()]
-    unknown = [name for name in arguments.nodes if name not in NODES]
-    if unknown or not arguments.nodes:
-        parser.error(f"--nodes: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(NODES)}")
+    try:
+        arguments.nodes = node_names(arguments.nodes)
+    except PlanError as error:
+        parser.error(f"--{error}")
+    try:
+        arguments.namespace = normalized_namespace(ros_namespace(ros_args[1:]) or arguments.namespace)
+    except PlanError as error:
+        parser.error(f"--namespace: {error}")
     if arguments.closed_loop and not {"simulator", "inverse_dynamics"} <= set(arguments.nodes):
         parser.error("--closed-loop needs the simulator and inverse_dynamics nodes")
-    if arguments.duration < 0 or arguments.summary_period < 0:
-        parser.error("--duration and --summary-period must be >= 0")
+    if not (0 <= arguments.duration < float("inf") and 0 <= arguments.summary_period < float("inf")):
+        parser.error("--duration and --summary-period must be finite and >= 0")
     if arguments.duration > 0 and "simulator" not in arguments.nodes:
         parser.error("--duration counts simulated time: it needs the simulator node")
     arguments.config = arguments.config or default_config()
@@ -103,36 +125,29 @@ def main(argv: list[str] | None = None) -> None:
 
     argv = sys.argv[1:] if argv is None else argv
     arguments, ros_args = parse_arguments(argv)
-    overrides = [Parameter("use_sim_time", value=True)] if arguments.use_sim_time else []
-    robot_file = bundled_robot(arguments.robot) if arguments.robot else arguments.robot_description_file
-    if robot_file:
-        overrides.append(Parameter("robot_description_file", value=os.path.abspath(robot_file)))
-    # The params files go first so that --ros-args -p ... given by the user wins.
-    if ros_args:
-        ros_args = ros_args[1:]
-    params_files = [arguments.config]
-    if arguments.robot and robot_config(arguments.robot):
-        params_files.append(robot_config(arguments.robot))
-    rclpy_args = ["mbs_dynamics_bringup", "--ros-args",
-                  *[a for path in params_files for a in ("--params-file", path)], *ros_args]
-    own = {name: [] for name in (*NODES, "run_monitor")}  # parameters and arguments of one node only
-    remaps = {name: [] for name in own}
-    if arguments.closed_loop:
-        own["simulator"].append(Parameter("start_on_command", value=True))
-        remaps["simulator"] += ["-r", "~/joint_efforts:=/inverse_dynamics/joint_efforts"]
-    own["run_monitor"] += [Parameter("duration", value=arguments.duration),
-                           Parameter("summary_period", value=arguments.summary_period),
-                           Parameter("plot_file", value=os.path.abspath(arguments.plot) if arguments.plot else "")]
-    chosen = {name: NODES[name] for name in arguments.nodes}
+    plans = plan(arguments.nodes, arguments.config, robot_config(arguments.robot) if arguments.robot else None,
+                 bundled_robot(arguments.robot) if arguments.robot else arguments.robot_description_file or "",
+                 arguments.use_sim_time, arguments.closed_loop, arguments.namespace)
+    # The params files go first so that --ros-args -p ... given by the user wins; a plan's own parameters
+    # (the robot's file, use_sim_time, the closed loop's start_on_command) are overrides of their node.
+    files = plans[0].parameter_files
+    rclpy_args = ["mbs_dynamics_bringup", "--ros-args", *[a for path in files for a in ("--params-file", path)],
+                  *ros_args[1:]]
+    chosen = [(p.name, NODES[p.name], p.parameters, p.remappings) for p in plans]
     if arguments.duration or arguments.summary_period or arguments.plot:
-        chosen["run_monitor"] = RunMonitor
+        chosen.append(("run_monitor", RunMonitor, {
+            **{k: v for k, v in plans[0].parameters.items() if k != "start_on_command"},
+            "duration": arguments.duration, "summary_period": arguments.summary_period,
+            "plot_file": os.path.abspath(arguments.plot) if arguments.plot else ""},
+            tuple(r for r in plans[0].remappings if r[0] == "/clock")))
 
-    def factory(name, node_class):
-        return lambda stop: node_class(name, stop=stop, parameter_overrides=[*overrides, *own[name]],
-                                       cli_args=["--ros-args", *remaps[name]] if remaps[name] else None)
+    def factory(name, node_class, parameters, remappings):
+        overrides = [Parameter(key, value=value) for key, value in parameters.items()]
+        cli_args = ["--ros-args", *[a for source, target in remappings for a in ("-r", f"{source}:={target}")]]
+        return lambda stop: node_class(name, stop=stop, namespace=arguments.namespace, parameter_overrides=overrides,
+                                       cli_args=cli_args if remappings else None)
 
-    sys.exit(spin_nodes([factory(name, node_class) for name, node_class in chosen.items()], args=rclpy_args,
-                        multithreaded=True))
+    sys.exit(spin_nodes([factory(*node) for node in chosen], args=rclpy_args, multithreaded=True))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ twist in its child frame: exactly the base's body twist.
 """
 from __future__ import annotations
 
+import math
 from array import array
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +20,9 @@ from mbs_dynamics import Model
 from mbs_dynamics.inputs import QUATERNION_TOLERANCE
 from mbs_dynamics.model import ROOT_JOINT
 
+# The most joint names one message or request may carry: more is refused at
+# once (a robot has tens; a joint_states of several robots, hundreds).
+MAX_JOINT_NAMES = 4096
 
 class InvalidInput(ValueError):
     """A message the node cannot use; `reason` names the counter it goes to."""
@@ -45,7 +50,7 @@ class JointMap:
 
     def __init__(self, model: Model):
         self.model = model
-        self.names = tuple(name for name in model.joint_names if name != ROOT_JOINT)
+        self.names = tuple(name for name in model.joint_names if not (model.floating_base and name == ROOT_JOINT))
         self.q_index = np.array([model.q_index(name) for name in self.names], dtype=np.int64)
         self.v_index = np.array([model.v_index(name) for name in self.names], dtype=np.int64)
         self._by_name = {name: k for k, name in enumerate(self.names)}
@@ -56,19 +61,25 @@ class JointMap:
         self._matches: dict[tuple, NameMatch] = {}
 
     def match(self, names) -> NameMatch:
-        """The NameMatch of a message's joint names (cached: a stream repeats them)."""
+        """The NameMatch of a message's joint names (cached: a stream repeats
+        them); O(len(names)), at most MAX_JOINT_NAMES."""
+        if len(names) > MAX_JOINT_NAMES:
+            raise InvalidInput("too_many_names", f"{len(names)} joint names: at most {MAX_JOINT_NAMES} are accepted "
+                                                 f"(model '{self.model.name}' has {len(self.names)} joints)")
         key = tuple(names)
         found = self._matches.get(key)
         if found is None:
             if len(set(key)) != len(key):
-                raise InvalidInput("invalid", f"joint names repeat: {sorted({n for n in key if key.count(n) > 1})}")
+                repeated = sorted(name for name, count in Counter(key).items() if count > 1)
+                raise InvalidInput("invalid", f"joint names repeat: {repeated[:10]}"
+                                              + (f" and {len(repeated) - 10} more" if len(repeated) > 10 else ""))
             pairs = [(i, self._by_name[name]) for i, name in enumerate(key) if name in self._by_name]
             seen = {joint for _, joint in pairs}
             found = NameMatch(
                 np.array([i for i, _ in pairs], dtype=np.int64),
                 self.q_index[[joint for _, joint in pairs]],
                 self.v_index[[joint for _, joint in pairs]],
-                tuple(name for name in key if name not in self._by_name and name not in self._ignored),
+                tuple(name for name in key if name not in self._by_name and name not in self._ignored)[:20],
                 tuple(name for k, name in enumerate(self.names) if k not in seen),
                 len(key),
             )
@@ -270,6 +281,30 @@ def contact_wrenches(messages, forces) -> list:
         set_vector(wrench.wrench.torque, torque)
         wrenches.append(wrench)
     return wrenches
+
+
+def first_nonfinite_field(message, prefix: str = "") -> str | None:
+    """The name of the first field of a ROS message (nested messages and
+    sequences included) that holds a NaN or an infinity; None when all are finite."""
+    for name, kind in message.get_fields_and_field_types().items():
+        value = getattr(message, name)
+        where = f"{prefix}{name}"
+        if kind in ("double", "float"):
+            if not math.isfinite(value):
+                return where
+        elif kind.startswith(("sequence<double", "sequence<float", "double[", "float[")):
+            if len(value) and not np.all(np.isfinite(np.asarray(value, dtype=float))):
+                return where
+        elif hasattr(value, "get_fields_and_field_types"):
+            found = first_nonfinite_field(value, f"{where}.")
+            if found:
+                return found
+        elif isinstance(value, (list, tuple)) and value and hasattr(value[0], "get_fields_and_field_types"):
+            for k, item in enumerate(value):
+                found = first_nonfinite_field(item, f"{where}[{k}].")
+                if found:
+                    return found
+    return None
 
 
 def set_vector(vector, values) -> None:

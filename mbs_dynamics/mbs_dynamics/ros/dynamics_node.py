@@ -2,16 +2,24 @@
 parameters declared with descriptors, and a main() that inits, spins and
 shuts down.
 
-robot_description comes, in this order of precedence (DESIGN.md §7), from
-the parameter ``robot_description`` (the URDF XML), the parameter
+robot_description comes, in this order of precedence, from the parameter
+``robot_description`` (the URDF XML), the parameter
 ``robot_description_file`` (a path), or the latched ``robot_description``
 topic (std_msgs/String, transient local, as robot_state_publisher publishes
-it). The node waits for the topic and says so. An unusable URDF stops the
-node with a message that names the offending element.
+it), relative to the node's namespace. The node waits for the topic and says
+so. An unusable URDF stops the node with a message that names the offending
+element.
+
+Parameters are declared with their ranges (ParameterSpec.bounds), so that
+rclpy refuses a value outside them and `ros2 param describe` shows them; a
+change at run time is checked by the node (_settings) before it is taken and
+applied after (apply_settings).
 """
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -26,14 +34,20 @@ from rclpy.node import Node
 from rclpy.exceptions import ParameterException, ParameterUninitializedException
 from rclpy.parameter import Parameter as RclpyParameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from std_msgs.msg import String
 
 from mbs_dynamics import Model, RobotDescription, URDFError, parse_urdf_file, parse_urdf_string
 
 # How often a node that waits for robot_description says so again (s).
 WAITING_REMINDER_PERIOD = 10.0
+# Seconds between repeats of the same warning.
+WARNING_PERIOD = 5.0
+# The bounds of every node's diagnostics_period (s): at most 100 messages a
+# second, at least one an hour.
+DIAGNOSTICS_PERIOD_BOUNDS = (0.01, 3600.0)
 
 ROBOT_DESCRIPTION_QOS = QoSProfile(
     depth=1,
@@ -50,12 +64,30 @@ EMPTY_DOUBLE_ARRAY = RclpyParameter.Type.DOUBLE_ARRAY
 
 @dataclass(frozen=True)
 class ParameterSpec:
-    """A node parameter: its name, default (which fixes its type) and meaning."""
+    """A node parameter: its name, default (which fixes its type), meaning and,
+    for a number, the closed interval `bounds` it must lie in."""
 
     name: str
     default: Any  # a value, or EMPTY_STRING_ARRAY / EMPTY_DOUBLE_ARRAY
     description: str
     read_only: bool = False
+    bounds: tuple[float, float] | None = None
+
+    def descriptor(self) -> ParameterDescriptor:
+        descriptor = ParameterDescriptor(description=self.description, read_only=self.read_only)
+        if self.bounds is not None:
+            low, high = self.bounds
+            if isinstance(self.default, int) and not isinstance(self.default, bool):
+                descriptor.integer_range = [IntegerRange(from_value=int(low), to_value=int(high))]
+            else:
+                descriptor.floating_point_range = [FloatingPointRange(from_value=float(low), to_value=float(high))]
+            descriptor.additional_constraints = f"in [{low:g}, {high:g}]"
+        return descriptor
+
+    def check(self, value) -> None:
+        """ValueError unless the number `value` lies in bounds (NaN never does)."""
+        if self.bounds is not None and not self.bounds[0] <= value <= self.bounds[1]:
+            raise ValueError(f"{self.name} must be in [{self.bounds[0]:g}, {self.bounds[1]:g}], got {value}")
 
 
 # Parameters every node has.
@@ -67,7 +99,7 @@ COMMON_PARAMETERS = (
                   "Path of a URDF file, used when robot_description is empty.", read_only=True),
     ParameterSpec("robot_description_timeout", 0.0,
                   "Seconds to wait for the robot_description topic before giving up; 0 waits for ever.",
-                  read_only=True),
+                  read_only=True, bounds=(0.0, 1e6)),
     ParameterSpec("floating_base", False,
                   "Add a floating root_joint (6 DoF) above the URDF root link: for legged and humanoid "
                   "robots.", read_only=True),
@@ -107,9 +139,8 @@ class DynamicsNode(Node):
                                 for p in parameters])
         for spec in self._specs.values():
             try:
-                self.declare_parameter(spec.name, spec.default,
-                                       ParameterDescriptor(description=spec.description, read_only=spec.read_only))
-            except ParameterException as error:
+                self.declare_parameter(spec.name, spec.default, spec.descriptor())
+            except (ParameterException, ValueError) as error:  # ValueError: a value outside its declared range
                 raise ParameterError(f"parameter {spec.name}: {error}") from None
         self._obtain_robot_description()
 
@@ -171,11 +202,16 @@ class DynamicsNode(Node):
         except URDFError as error:
             self._fail(f"unusable robot description from {source}: {error}")
             return
-        for warning in robot.warnings:
-            self.get_logger().warning(f"robot description: {warning}")
+        except Exception as error:  # noqa: BLE001  MemoryError, RecursionError, ...: still a message, not a traceback
+            self._fail(f"unusable robot description from {source}: {type(error).__name__}: {error}")
+            return
         self.robot = robot
         self.get_logger().info(f"robot '{robot.name}' from {source}: {describe_joints(robot)}")
         self.on_robot(robot)
+
+    def stopping(self) -> None:
+        """The process is about to stop: end what a callback may be waiting for
+        (the executor waits for running callbacks before the nodes are destroyed)."""
 
     def finish(self) -> None:
         """End the process normally (exit code 0): the node's work is done."""
@@ -192,9 +228,14 @@ class DynamicsNode(Node):
         """Called once the robot description is loaded."""
 
     def build_model(self, robot: RobotDescription) -> Model:
-        """The model of `robot` as the common parameters ask (ValueError if unusable)."""
-        return Model(robot, floating_base=self.parameter("floating_base"), mimic=self.parameter("mimic"),
-                     gravity=self.parameter("gravity"))
+        """The model of `robot` as the common parameters ask (ValueError if
+        unusable); its warnings are logged, once per process (the bringup's
+        nodes share one robot)."""
+        model = Model(robot, floating_base=self.parameter("floating_base"), mimic=self.parameter("mimic"),
+                      gravity=self.parameter("gravity"))
+        for warning in new_warnings(model):
+            self.get_logger().warning(f"robot description: {warning}")
+        return model
 
     # --- parameters changed at run time ------------------------------------
 
@@ -205,21 +246,49 @@ class DynamicsNode(Node):
 
     def check_parameters_at_run_time(self) -> None:
         """Refuse a parameter change that _settings refuses, with its reason;
-        apply an accepted one (self.settings, replaced whole so that a callback
-        reads a consistent set; the diagnostics period)."""
+        apply an accepted one once it is set (apply_settings)."""
         self.add_on_set_parameters_callback(self._check_parameters)
+        self.add_post_set_parameters_callback(self._apply_parameters)
 
     def _check_parameters(self, parameters) -> SetParametersResult:
         changes = {p.name: p.value for p in parameters}
         try:
-            settings = self._settings(changes)
+            for name, value in changes.items():
+                if name in self._specs:
+                    self._specs[name].check(value)
+            self._settings(changes)
         except ValueError as error:
             return SetParametersResult(successful=False, reason=str(error))
+        return SetParametersResult(successful=True)
+
+    def _apply_parameters(self, parameters) -> None:
+        self.apply_settings(self._settings({}), {p.name for p in parameters})
+
+    def apply_settings(self, settings: dict, changed: set) -> None:
+        """Take settings (replaced whole, so that a callback reads a
+        consistent set) after the parameters `changed` were set."""
         self.settings = settings
         timer = getattr(self, "_diagnostics_timer", None)
-        if "diagnostics_period" in changes and timer is not None:
+        if "diagnostics_period" in changed and timer is not None:
             timer.timer_period_ns = int(settings["diagnostics_period"] * 1e9)
-        return SetParametersResult(successful=True)
+
+    def drop(self, reason: str, message: str) -> None:
+        """Count a message that cannot be used under `reason` and say why, throttled."""
+        self.counts[f"dropped_{reason}"] += 1
+        self.get_logger().warning(f"dropped: {message} ({self.counts[f'dropped_{reason}']} so far)",
+                                  throttle_duration_sec=WARNING_PERIOD)
+
+
+_reported_warnings: set[tuple[str, str]] = set()
+_reported_lock = threading.Lock()
+
+
+def new_warnings(model: Model) -> list[str]:
+    """The model's warnings that no node of this process has reported yet."""
+    with _reported_lock:
+        new = [warning for warning in model.warnings if (model.name, warning) not in _reported_warnings]
+        _reported_warnings.update((model.name, warning) for warning in new)
+    return new
 
 
 def as_declared_type(spec: ParameterSpec, parameter: RclpyParameter) -> RclpyParameter:
@@ -319,8 +388,10 @@ def timing_values(prefix: str, seconds) -> dict:
 
 def diagnostic_array(node: Node, title: str, hardware_id: str, message: str, values: dict,
                      warn: bool) -> DiagnosticArray:
-    """A /diagnostics message of one status '<node name>: <title>'."""
-    status = DiagnosticStatus(name=f"{node.get_name()}: {title}", hardware_id=hardware_id, message=message,
+    """A /diagnostics message of one status '<fully qualified node name>: <title>'
+    (several robots share /diagnostics: their namespaces tell them apart)."""
+    status = DiagnosticStatus(name=f"{node.get_fully_qualified_name()}: {title}", hardware_id=hardware_id,
+                              message=message,
                               level=DiagnosticStatus.WARN if warn else DiagnosticStatus.OK)
     status.values = [KeyValue(key=key, value=str(value)) for key, value in values.items()]
     array = DiagnosticArray(status=[status])
@@ -330,18 +401,30 @@ def diagnostic_array(node: Node, title: str, hardware_id: str, message: str, val
 
 def spin_nodes(node_factories: Sequence[Callable[[Future], DynamicsNode]], args=None,
                multithreaded: bool = False) -> int:
-    """Init rclpy, create the nodes, spin until Ctrl-C or a fatal error, shut down.
+    """Init rclpy, create the nodes, spin until Ctrl-C (or SIGTERM) or a node's
+    finish() or fatal error, and stop in order: the executor, then the nodes
+    (their threads), then the context. rclpy's own signal handler would shut
+    the context down at once, under callbacks still running (a log line then
+    fails: "publisher's context is invalid"). A second Ctrl-C stops at once.
 
-    Returns the process exit code: 0 after Ctrl-C, an external shutdown or a
-    node's finish(), 1 when a node stopped on a fatal error.
+    Returns the process exit code: 0 after Ctrl-C or a node's finish(), 1
+    when a node stopped on a fatal error.
     """
-    rclpy.init(args=args)
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = Future()
+    interrupted = threading.Event()
+
+    def interrupt(signum, frame) -> None:
+        interrupted.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C: KeyboardInterrupt
+
+    previous = {number: signal.signal(number, interrupt) for number in (signal.SIGINT, signal.SIGTERM)}
     nodes: list[DynamicsNode] = []
     # a thread per node and two spare: with three nodes on two threads, rclpy's pool lost the callback of a
     # robot_description that arrived while the other two loaded theirs (2 start-ups in 10; none in 15 like this)
     executor = (MultiThreadedExecutor(num_threads=2 + len(node_factories)) if multithreaded
                 else SingleThreadedExecutor())
+    spinner = threading.Thread(target=_spin, args=(executor, stop), name="executor", daemon=True)
     try:
         for factory in node_factories:
             try:
@@ -354,15 +437,31 @@ def spin_nodes(node_factories: Sequence[Callable[[Future], DynamicsNode]], args=
         for node in nodes:
             executor.add_node(node)
         if not stop.done():
-            executor.spin_until_future_complete(stop)
-    except (KeyboardInterrupt, ExternalShutdownException):
+            spinner.start()
+            while not (stop.done() or interrupted.is_set() or not spinner.is_alive()):
+                interrupted.wait(0.1)
+    except KeyboardInterrupt:
         pass
     finally:
-        executor.shutdown()
+        for node in nodes:
+            node.stopping()
+        executor.shutdown(timeout_sec=5.0)
+        if spinner.is_alive():
+            spinner.join(5.0)
         for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown()
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     return 1 if stop.done() and stop.result() is not None else 0
+
+
+def _spin(executor, stop: Future) -> None:
+    """The executor's thread: spin until stop is done or the executor shuts down."""
+    try:
+        executor.spin_until_future_complete(stop)
+    except ExternalShutdownException:
+        pass
 
 
 def node_main(node_class: type[DynamicsNode], default_name: str, multithreaded: bool = False) -> Callable[[], None]:

@@ -15,8 +15,16 @@ may be named and are ignored); velocities, efforts and accelerations may be
 left empty for zero. A floating base comes as pose and body twist. A request
 that cannot be answered (an unknown or missing joint, wrong lengths, NaN, an
 unknown contact frame, rank-deficient contacts, a base quaternion far from
-unit length, a singular mass matrix, infeasible contact forces) gets
-``success: false`` and a message saying what is wrong; the node goes on.
+unit length, a singular mass matrix, infeasible contact forces, a state too
+large to compute with) gets ``success: false`` and a message saying what is
+wrong; the node goes on. No answer carries a NaN or an infinity: one that
+would is refused.
+
+What one request may cost is bounded: at most MAX_JOINT_NAMES names,
+max_contacts contacts, MAX_FRAMES frames, max_trajectory_points points. A
+large request (LARGE: more than 8 contacts, 100 frames or 1000 points) is
+answered one at a time; another one meanwhile is refused as busy, so that
+cheap requests keep flowing on the other threads.
 
 The services run in a reentrant callback group, so a multi-threaded executor
 serves several clients at once. The model is shared read-only; the core's
@@ -37,27 +45,34 @@ import mbs_dynamics as mbs
 from mbs_dynamics.kinematics import REPRESENTATIONS
 from mbs_dynamics.model import ROOT_JOINT
 from mbs_dynamics.ros.conversions import (InvalidInput, JointMap, contact_wrenches, contacts_from_messages,
-                                         named_values, point_values, request_state, set_vector, strict_match,
-                                         vector_values)
-from mbs_dynamics.ros.dynamics_node import (DynamicsNode, ParameterSpec, diagnostic_array, node_main,
-                                           timing_values)
+                                         first_nonfinite_field, named_values, point_values, request_state,
+                                         set_vector, strict_match, vector_values)
+from mbs_dynamics.ros.dynamics_node import (DIAGNOSTICS_PERIOD_BOUNDS, WARNING_PERIOD, DynamicsNode, ParameterSpec,
+                                           diagnostic_array, node_main, timing_values)
 from mbs_dynamics_interfaces.srv import (DynamicsTerms, ForwardDynamics, Impact, InverseDynamics,
                                          InverseDynamicsTrajectory)
 
 CONTACT_METHODS = ("kkt", "schur", "nullspace")
 # Answer times kept per service for the diagnostics' percentiles.
 TIMING_WINDOW = 2000
-# Seconds between repeats of the same warning.
-WARNING_PERIOD = 5.0
+# The most frames one ~/dynamics_terms request may ask Jacobians of.
+MAX_FRAMES = 1000
+# Beyond these sizes a request is large: one at a time (measured on TALOS:
+# 8 contacts 2 ms with friction cones, 16 84 ms, 24 1.4 s; 100 Jacobians 1 ms;
+# 1000 points 6 ms, 100000 0.3 s with the answer's lists).
+LARGE = {"contacts": 8, "frames": 100, "points": 1000}
 
 
 class DynamicsServerNode(DynamicsNode):
     PARAMETERS = (
         ParameterSpec("quaternion_tolerance", 1e-3,
                       "A base orientation whose quaternion norm differs from 1 by more than this is "
-                      "refused; closer ones are normalised."),
+                      "refused; closer ones are normalised.", bounds=(1e-12, 0.1)),
         ParameterSpec("max_trajectory_points", 100000,
-                      "Longest trajectory ~/inverse_dynamics_trajectory accepts."),
+                      "Longest trajectory ~/inverse_dynamics_trajectory accepts.", bounds=(1, 1_000_000)),
+        ParameterSpec("max_contacts", 16,
+                      "Most contacts one request may carry (friction cones cost: 16 take 0.1 s, 24 over 1 s).",
+                      bounds=(1, 256)),
         ParameterSpec("contact_method", "kkt",
                       "How ~/forward_dynamics solves contacts: 'kkt' (saddle-point system), 'schur' "
                       "(operational space) or 'nullspace'."),
@@ -65,7 +80,7 @@ class DynamicsServerNode(DynamicsNode):
                       "Answer rank-deficient contact sets (redundant contacts) of ~/forward_dynamics and "
                       "~/impact with the minimum-norm forces (noted in the message) instead of refusing them."),
         ParameterSpec("diagnostics_period", 1.0,
-                      "Period (s) of the /diagnostics status."),
+                      "Period (s) of the /diagnostics status.", bounds=DIAGNOSTICS_PERIOD_BOUNDS),
     )
 
     def on_robot(self, robot) -> None:
@@ -81,6 +96,7 @@ class DynamicsServerNode(DynamicsNode):
         self.limit = self.joints.effort_limit[self.joints.v_index]
         self._load_kernels()
         self._lock = threading.Lock()
+        self._large = threading.Lock()  # held while a large request is answered
         self.counts: Counter = Counter()
         self.answer_times: dict[str, deque] = defaultdict(lambda: deque(maxlen=TIMING_WINDOW))
         self.check_parameters_at_run_time()
@@ -123,13 +139,10 @@ class DynamicsServerNode(DynamicsNode):
         """The parameters the services use, checked; `changes` overrides the
         current values. Raises ValueError saying what is wrong."""
         value = {name: changes.get(name, self.parameter(name)) for name in (
-            "quaternion_tolerance", "max_trajectory_points", "contact_method", "allow_rank_deficient_contacts",
-            "diagnostics_period")}
+            "quaternion_tolerance", "max_trajectory_points", "max_contacts", "contact_method",
+            "allow_rank_deficient_contacts", "diagnostics_period")}
         if value["contact_method"] not in CONTACT_METHODS:
             raise ValueError(f"contact_method must be one of {CONTACT_METHODS}, got '{value['contact_method']}'")
-        for name in ("quaternion_tolerance", "max_trajectory_points", "diagnostics_period"):
-            if not value[name] > 0:
-                raise ValueError(f"{name} must be positive, got {value[name]}")
         return value
 
     # --- answering ----------------------------------------------------------
@@ -141,14 +154,23 @@ class DynamicsServerNode(DynamicsNode):
         def callback(request, response):
             start = time.perf_counter()
             settings = self.settings
+            large = False
             try:
+                large = self._admit(request, settings)
                 compute(request, response, settings)
+                nonfinite = first_nonfinite_field(response)
+                if nonfinite is not None:  # the core raises first; this is the last line of defence
+                    raise InvalidInput("invalid", f"the answer's {nonfinite} is not finite: the request's values are "
+                                                  "too large to compute with")
                 response.success = True
             except (InvalidInput, ValueError) as error:  # the request's fault: the core says what is wrong
                 response = kind.Response(success=False, message=str(error))
             except Exception as error:  # noqa: BLE001  a request never takes the node down
                 response = kind.Response(success=False, message=f"internal error: {type(error).__name__}: {error}")
                 self.get_logger().error(f"{name}: {response.message}", throttle_duration_sec=WARNING_PERIOD)
+            finally:
+                if large:
+                    self._large.release()
             elapsed = time.perf_counter() - start
             with self._lock:
                 self.counts[f"{name}_calls"] += 1
@@ -160,6 +182,27 @@ class DynamicsServerNode(DynamicsNode):
             return response
 
         return callback
+
+    def _admit(self, request, settings) -> bool:
+        """Refuse a request beyond the limits (InvalidInput); True when it is
+        large and took the large-request lock (released by the caller), refused
+        as busy while another large one is answered."""
+        sizes = {"contacts": len(getattr(request, "contacts", ())), "frames": len(getattr(request, "frames", ())),
+                 "points": len(request.trajectory.points) if hasattr(request, "trajectory") else 0}
+        limits = {"contacts": settings["max_contacts"], "frames": MAX_FRAMES,
+                  "points": settings["max_trajectory_points"]}
+        for what, size in sizes.items():
+            if size > limits[what]:
+                raise InvalidInput("too_large", f"the request has {size} {what}: at most {limits[what]}"
+                                   + (" (max_contacts)" if what == "contacts" else
+                                      " (max_trajectory_points)" if what == "points" else ""))
+        large = [f"{size} {what}" for what, size in sizes.items() if size > LARGE[what]]
+        if not large:
+            return False
+        if not self._large.acquire(blocking=False):
+            raise InvalidInput("busy", f"busy: another large request is being answered; this one ({', '.join(large)}) "
+                                       "is refused, retry when it is done")
+        return True
 
     def _state(self, request, settings) -> tuple[np.ndarray, np.ndarray, object]:
         return request_state(self.joints, request.joint_state, request.base_state, settings["quaternion_tolerance"])
@@ -279,9 +322,6 @@ class DynamicsServerNode(DynamicsNode):
         points = trajectory.points
         if not points:
             raise InvalidInput("invalid", "the trajectory has no points")
-        if len(points) > settings["max_trajectory_points"]:
-            raise InvalidInput("invalid", f"the trajectory has {len(points)} points; max_trajectory_points is "
-                                          f"{settings['max_trajectory_points']}")
         match = strict_match(self.joints, trajectory.joint_names, "trajectory.joint_names")
         count = len(points)
         q = np.tile(model.neutral_configuration(), (count, 1))

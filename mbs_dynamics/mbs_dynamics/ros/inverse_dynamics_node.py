@@ -23,11 +23,15 @@ fall); 'differentiate' (a first-order low-pass derivative of the measured
 velocities over the message stamps, cut-off differentiation_cutoff).
 
 Bad input never stops the node: a message with a missing joint, wrong array
-lengths, non-finite values, a stamp older than the last one, or (floating
-base) no odometry yet is dropped and counted, with a throttled warning; joint
-names the model does not know are ignored, warned once. A new
-robot_description at run time is refused with a warning: the node keeps the
-model it started with (restart it to load another robot).
+lengths, non-finite values, more than MAX_JOINT_NAMES names, a state too large
+to compute with, a stamp older than the last one, or (floating base) no
+odometry yet is dropped and counted, with a throttled warning; joint names the
+model does not know are ignored, warned once. Stamps that go back for good (a
+simulator's ~/reset, a bag replayed, or one bad stamp far in the future) are
+followed after a jump back of more than STAMP_JUMP_BACK or LATE_IN_A_ROW late
+messages in a row, said each time. A new robot_description at run time is
+refused with a warning: the node keeps the model it started with (restart it
+to load another robot).
 """
 from __future__ import annotations
 
@@ -49,8 +53,9 @@ from trajectory_msgs.msg import JointTrajectory
 import mbs_dynamics as mbs
 from mbs_dynamics.ros.conversions import (InvalidInput, JointMap, base_state, measured_state, set_vector,
                                          stamp_seconds)
-from mbs_dynamics.ros.dynamics_node import (EMPTY_STRING_ARRAY, DirectSubscriptions, DynamicsNode, ParameterSpec,
-                                           diagnostic_array, node_main, timing_values)
+from mbs_dynamics.ros.dynamics_node import (DIAGNOSTICS_PERIOD_BOUNDS, EMPTY_STRING_ARRAY, WARNING_PERIOD,
+                                           DirectSubscriptions, DynamicsNode, ParameterSpec, diagnostic_array,
+                                           node_main, timing_values)
 from mbs_dynamics_interfaces.msg import CentroidalMomentum
 
 # A 1 kHz stream: never block the publisher; a queue that outlasts a 100 ms stall.
@@ -58,8 +63,12 @@ STREAM_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=
 COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=50, reliability=ReliabilityPolicy.RELIABLE)
 ACCELERATION_SOURCES = ("zero", "reference", "differentiate")
 CONTACT_TYPES = ("point", "frame")
-# Seconds between repeats of the same warning.
-WARNING_PERIOD = 5.0
+# A joint_states stamp this much (s) before the last one means time went back;
+# so do this many late messages in a row: the node then follows the new stamps.
+STAMP_JUMP_BACK = 1.0
+LATE_IN_A_ROW = 3
+# Unknown joint names warned about, at most (each once).
+MAX_WARNED_NAMES = 1000
 # The stream thread's longest wait (ns) before it looks whether to stop.
 STREAM_WAIT_NS = 200_000_000
 # Compute times kept for the diagnostics' percentiles.
@@ -73,9 +82,9 @@ class InverseDynamicsNode(DynamicsNode):
                       "'reference' (from ~/reference) or 'differentiate' (filtered derivative of the "
                       "measured velocities)."),
         ParameterSpec("reference_timeout", 0.1,
-                      "A reference older than this (s) is stale: fall back to 'zero'."),
+                      "A reference older than this (s) is stale: fall back to 'zero'.", bounds=(1e-4, 3600.0)),
         ParameterSpec("differentiation_cutoff", 50.0,
-                      "Cut-off frequency (Hz) of the velocity-derivative filter."),
+                      "Cut-off frequency (Hz) of the velocity-derivative filter.", bounds=(0.01, 1e4)),
         ParameterSpec("command_joints", EMPTY_STRING_ARRAY,
                       "Joint order of ~/effort_command; empty = the model's joint order."),
         ParameterSpec("clamp_to_effort_limits", False,
@@ -87,7 +96,7 @@ class InverseDynamicsNode(DynamicsNode):
                       "Contacts at contact_frames: 'point' (a force at each frame origin: feet) or 'frame' "
                       "(a wrench: soles)."),
         ParameterSpec("diagnostics_period", 1.0,
-                      "Period (s) of the /diagnostics status."),
+                      "Period (s) of the /diagnostics status.", bounds=DIAGNOSTICS_PERIOD_BOUNDS),
     )
 
     def on_robot(self, robot) -> None:
@@ -103,6 +112,7 @@ class InverseDynamicsNode(DynamicsNode):
         self.compute_times = deque(maxlen=TIMING_WINDOW)
         self._warned_unknown: set[str] = set()
         self._last_stamp = -np.inf
+        self._late = 0  # late messages in a row
         self._odometry = None
         self._reference = None
         self._reference_stale = False
@@ -151,9 +161,6 @@ class InverseDynamicsNode(DynamicsNode):
                              f"got '{value['acceleration_source']}'")
         if value["contact_type"] not in CONTACT_TYPES:
             raise ValueError(f"contact_type must be one of {CONTACT_TYPES}, got '{value['contact_type']}'")
-        for name in ("reference_timeout", "differentiation_cutoff", "diagnostics_period"):
-            if not value[name] > 0:
-                raise ValueError(f"{name} must be positive, got {value[name]}")
         value["command_order"] = self.joints.command_order(value["command_joints"])
         frames = list(value["contact_frames"])
         if frames and not self.model.floating_base:
@@ -171,7 +178,7 @@ class InverseDynamicsNode(DynamicsNode):
         try:
             self._odometry = (*base_state(message.pose.pose, message.twist.twist), message.header.frame_id)
         except InvalidInput as error:
-            self._drop(error.reason, f"odom: {error}")
+            self.drop(error.reason, f"odom: {error}")
 
     def _on_reference(self, message: JointTrajectory) -> None:
         try:
@@ -191,7 +198,7 @@ class InverseDynamicsNode(DynamicsNode):
                 arrays[field] = values[match.message_index] if values.size else None
             self._reference = (self.get_clock().now(), match, arrays)
         except InvalidInput as error:
-            self._drop(error.reason, str(error))
+            self.drop(error.reason, str(error))
 
     def _process(self, message: JointState) -> None:
         start = time.perf_counter()
@@ -200,11 +207,13 @@ class InverseDynamicsNode(DynamicsNode):
             self._compute_and_publish(message)
             self.counts["published"] += 1
         except InvalidInput as error:
-            self._drop(error.reason, str(error))
+            self.drop(error.reason, str(error))
         except ValueError as error:  # the core refused the state: says why
-            self._drop("invalid", f"joint_states: {error}")
+            self.drop("invalid", f"joint_states: {error}")
         except Exception as error:  # noqa: BLE001  a message never takes the node down
-            self._drop("error", f"joint_states: {type(error).__name__}: {error}")
+            if not self.context.ok():
+                return  # shutting down (Ctrl-C): the publishers are gone
+            self.drop("error", f"joint_states: {type(error).__name__}: {error}")
         self.compute_times.append(time.perf_counter() - start)
 
     def destroy_node(self):
@@ -227,8 +236,17 @@ class InverseDynamicsNode(DynamicsNode):
         q, v = measured_state(self.joints, match, message, base)
         stamp = stamp_seconds(message.header.stamp)
         if stamp < self._last_stamp:
-            raise InvalidInput("stamp_backwards", f"joint_states stamp {stamp:.6f} s is before the last one "
-                                                  f"({self._last_stamp:.6f} s)")
+            self._late += 1
+            if self._last_stamp - stamp <= STAMP_JUMP_BACK and self._late < LATE_IN_A_ROW:
+                raise InvalidInput("stamp_backwards", f"joint_states stamp {stamp:.6f} s is before the last one "
+                                                      f"({self._last_stamp:.6f} s)")
+            self.counts["stamp_jumps_back"] += 1
+            self.get_logger().warning(
+                f"joint_states stamps went back from {self._last_stamp:.6f} s to {stamp:.6f} s (a simulator reset, "
+                "a bag replayed, or one bad stamp before): following the new stamps",
+                throttle_duration_sec=WARNING_PERIOD)
+            self._derivative = None
+        self._late = 0
         self._last_stamp = stamp
         return q, v, stamp
 
@@ -269,6 +287,8 @@ class InverseDynamicsNode(DynamicsNode):
         return a
 
     def _compute_and_publish(self, message: JointState) -> None:
+        """Everything computed first (the core raises rather than return a NaN),
+        then published."""
         q, v, stamp = self._state(message)
         a = self._accelerations(q, v, stamp)
         settings, model = self.settings, self.model
@@ -289,7 +309,8 @@ class InverseDynamicsNode(DynamicsNode):
                 self.get_logger().warning(f"efforts clamped to the URDF limits: {names}",
                                           throttle_duration_sec=WARNING_PERIOD)
                 tau = np.clip(tau, -self.joints.effort_limit, self.joints.effort_limit)
-        self._publish(message.header.stamp, q, v, tau)
+        h, c = mbs.centroidal_state(model, q, v)
+        self._publish(message.header.stamp, tau, h, c)
 
     def _messages(self) -> None:
         """The outgoing messages, built once and refilled for each input (a
@@ -303,14 +324,13 @@ class InverseDynamicsNode(DynamicsNode):
         self._wrench = WrenchStamped()
         self._wrench.header.frame_id = model.description.root
 
-    def _publish(self, stamp, q, v, tau) -> None:
+    def _publish(self, stamp, tau, h, c) -> None:
         model = self.model
         self._efforts.header.stamp = stamp
         self._efforts.effort = array("d", tau[self.joints.v_index].tobytes())
         self.efforts_publisher.publish(self._efforts)
         self._command.data = array("d", tau[self.settings["command_order"]].tobytes())
         self.command_publisher.publish(self._command)
-        h, c = mbs.centroidal_state(model, q, v)
         momentum = self._momentum
         momentum.header.stamp = stamp
         if model.floating_base:
@@ -330,14 +350,9 @@ class InverseDynamicsNode(DynamicsNode):
 
     # --- reporting ----------------------------------------------------------
 
-    def _drop(self, reason: str, message: str) -> None:
-        self.counts[f"dropped_{reason}"] += 1
-        self.get_logger().warning(f"dropped: {message} ({self.counts[f'dropped_{reason}']} so far)",
-                                  throttle_duration_sec=WARNING_PERIOD)
-
     def _warn_unknown(self, names) -> None:
         new = [name for name in names if name not in self._warned_unknown]
-        if new:
+        if new and len(self._warned_unknown) < MAX_WARNED_NAMES:
             self._warned_unknown.update(new)
             self.get_logger().warning(f"ignoring joints the model does not have: {new}")
 

@@ -13,8 +13,11 @@ time. With push_time > 0 it sets push_joint_velocities on
 push_joint_names through the simulator's ~/set_state at that simulated time.
 
     in   joint_states, odom (floating base)
-         /inverse_dynamics/centroidal_momentum   (remap to follow another node)
-    srv  /dynamics_server/forward_dynamics (client), /simulator/set_state (client)
+         inverse_dynamics/centroidal_momentum   (remap to follow another node)
+    srv  dynamics_server/forward_dynamics (client), simulator/set_state (client)
+
+All relative to its namespace: it watches the nodes of its own namespace.
+What is missing (no inverse dynamics node, no dynamics server) is said once.
 """
 from __future__ import annotations
 
@@ -28,14 +31,14 @@ import mbs_dynamics as mbs
 from mbs_dynamics import svg_plot
 from mbs_dynamics.ros.conversions import (InvalidInput, JointMap, base_state, measured_state, named_values,
                                          stamp_seconds)
-from mbs_dynamics.ros.dynamics_node import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, DynamicsNode, ParameterSpec
+from mbs_dynamics.ros.dynamics_node import (EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, WARNING_PERIOD, DynamicsNode,
+                                           ParameterSpec)
 from mbs_dynamics_interfaces.msg import BaseState, CentroidalMomentum
 from mbs_dynamics_interfaces.srv import ForwardDynamics, SetState
 
 # Samples kept for the plot; past this, every other one is dropped and the
 # recording stride doubles.
 MAX_SAMPLES = 20_000
-WARNING_PERIOD = 5.0
 
 
 class RunMonitor(DynamicsNode):
@@ -72,13 +75,14 @@ class RunMonitor(DynamicsNode):
         self._accelerations = None  # the server's last answer: (t, max |a|) or a message
         self._wall_anchor = None
         self._finished = False
+        self._said: set[str] = set()  # what is missing, said once
         self.create_subscription(JointState, "joint_states", self._on_joint_states, 100)
         if self.model.floating_base:
             self.create_subscription(Odometry, "odom", self._on_odometry, 100)
-        self.create_subscription(CentroidalMomentum, "/inverse_dynamics/centroidal_momentum", self._on_momentum,
-                                 100)
-        self.forward_dynamics = self.create_client(ForwardDynamics, "/dynamics_server/forward_dynamics")
-        self.set_state = self.create_client(SetState, "/simulator/set_state")
+        self.momentum = self.create_subscription(CentroidalMomentum, "inverse_dynamics/centroidal_momentum",
+                                                 self._on_momentum, 100)
+        self.forward_dynamics = self.create_client(ForwardDynamics, "dynamics_server/forward_dynamics")
+        self.set_state = self.create_client(SetState, "simulator/set_state")
         if self.parameter("summary_period") > 0:
             self.create_timer(self.parameter("summary_period"), self._summarise)
         duration = self.parameter("duration")
@@ -142,16 +146,22 @@ class RunMonitor(DynamicsNode):
         velocities = dict(zip(message.name, message.velocity, strict=True)) if len(message.velocity) else {}
         request.joint_state.velocity = [float(push.get(name, velocities.get(name, 0.0))) for name in message.name]
         if not self.set_state.service_is_ready():
-            self.get_logger().warning("the push finds no /simulator/set_state: not pushed")
+            self.get_logger().warning(f"the push finds no {self.resolve_service_name(self.set_state.srv_name)}: "
+                                      "not pushed")
             return
         self.get_logger().info(f"t = {stamp_seconds(message.header.stamp):.3f} s: push, {push}")
         self.set_state.call_async(request)
 
     # --- what is shown -------------------------------------------------------------
 
+    def _say_once(self, what: str, message: str) -> None:
+        if what not in self._said:
+            self._said.add(what)
+            self.get_logger().info(message)
+
     def _summarise(self) -> None:
         if self._latest is None:
-            self.get_logger().info("no joint_states yet")
+            self._say_once("joint_states", "no joint_states yet")
             return
         t, q, v, effort, (kinetic, potential) = self._latest
         factor = ""
@@ -166,7 +176,8 @@ class RunMonitor(DynamicsNode):
                          f"({h[3]:.3f}, {h[4]:.3f}, {h[5]:.3f}) kg m/s, angular ({h[0]:.3f}, {h[1]:.3f}, "
                          f"{h[2]:.3f}) kg m^2/s")
         else:
-            lines.append("  no centroidal momentum from /inverse_dynamics yet")
+            self._say_once("momentum", f"no centroidal momentum on {self.momentum.topic_name} (no inverse dynamics "
+                                       "node in this namespace?): the summaries go without it")
         if isinstance(self._accelerations, tuple):
             at, largest = self._accelerations
             lines.append(f"  dynamics server: forward dynamics at t = {at:.3f} s under these efforts, "
@@ -178,7 +189,8 @@ class RunMonitor(DynamicsNode):
 
     def _ask_server(self, t, q, v, effort) -> None:
         if not self.forward_dynamics.service_is_ready():
-            self._accelerations = "no /dynamics_server/forward_dynamics"
+            self._say_once("server", f"no {self.resolve_service_name(self.forward_dynamics.srv_name)} (no dynamics "
+                                     "server in this namespace?): the summaries go without its accelerations")
             return
         request = ForwardDynamics.Request()
         request.joint_state.name = list(self.joints.names)

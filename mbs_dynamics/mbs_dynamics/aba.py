@@ -347,12 +347,14 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
         qdd = np.empty_like(v)
         status = np.empty(q.shape[0], dtype=np.int64)
         aba_batch_kernel(model.packed, q, v, tau, qdd, status)
+        failed = status.any()
     else:
         f_bodies = (external_wrenches_in_bodies(model, inputs.configuration(model, q), f_ext) if f_ext
                     else _NO_FORCE)
         qdd = np.empty(model.nv)
         status = aba_kernel(model.packed, q, v, tau, f_bodies, qdd, scratch(model))
-    if np.any(status):
+        failed = status != 0
+    if failed:
         _refuse(model, status, q, v, tau)
     return qdd
 

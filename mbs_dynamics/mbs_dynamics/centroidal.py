@@ -136,10 +136,12 @@ def _momentum(model: Model, q, v) -> np.ndarray:
         out = np.empty((q.shape[0], 10))
         status = np.empty(q.shape[0], dtype=np.int64)
         momentum_batch_kernel(model.packed, q, v, out, status)
+        failed = status.any()
     else:
         out = np.empty(10)
         status = momentum_kernel(model.packed, q, v, out, scratch(model))
-    if np.any(status):
+        failed = status != 0
+    if failed:
         inputs.refuse(model, status, "the centroidal momentum", q, (v, "v"))
     return out
 

@@ -177,10 +177,12 @@ def mass_matrix(model: Model, q) -> np.ndarray:
         M = np.empty((q.shape[0], model.nv, model.nv))
         status = np.empty(q.shape[0], dtype=np.int64)
         crba_batch_kernel(model.packed, q, M, status)
+        failed = status.any()
     else:
         M = np.empty((model.nv, model.nv))
         status = crba_kernel(model.packed, q, M, scratch(model))
-    if np.any(status):
+        failed = status != 0
+    if failed:
         inputs.refuse(model, status, "the mass matrix", q)
     return M
 

@@ -63,7 +63,10 @@ def refuse(model: Model, status, what: str, q, *named) -> None:
     """Raise what a kernel's status (or a batch's statuses) reports, if
     anything: INVALID_INPUT (explain) or NONFINITE_RESULT (overflow); `what`
     names the result, named the inputs besides q as (value, name) pairs."""
-    status = np.asarray(status)
+    if not isinstance(status, np.ndarray):
+        if status == 0:  # the common case, at no cost: a kernel's int
+            return
+        status = np.asarray(status)
     if np.any(status == INVALID_INPUT):
         explain(model, q, *named)
     if np.any(status == NONFINITE_RESULT):

@@ -361,10 +361,12 @@ def _rnea(model: Model, q, v, a, form: int, f_ext_bodies=_NO_FORCE, names=("v", 
         tau = np.empty((q.shape[0], model.nv))
         status = np.empty(q.shape[0], dtype=np.int64)
         rnea_batch_kernel(model.packed, form, q, v, a, tau, status)
+        failed = status.any()
     else:
         tau = np.empty(model.nv)
         status = _KERNELS[form](model.packed, q, v, a, f_ext_bodies, tau, scratch(model))
-    if np.any(status):
+        failed = status != 0
+    if failed:
         inputs.refuse(model, status, "the inverse dynamics", q,
                       *((x, name) for x, name in zip((v, a), names, strict=True) if name))
     return tau

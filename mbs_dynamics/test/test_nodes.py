@@ -286,7 +286,7 @@ def test_two_closed_loops_run_side_by_side_in_namespaces(start_process, test_nod
     for topic, received in clocks.items():
         test_node.create_subscription(Clock, topic, received.append, 10)
     runs = {namespace: start_process([
-        executable("mbs_dynamics_bringup"), "--robot", "arm7", "--closed-loop", "--duration", "3",
+        executable("mbs_dynamics_bringup"), "--robot", "arm7", "--closed-loop", "--duration", "8",
         "--summary-period", "0.5", "--ros-args", "-r", f"__ns:=/{namespace}", "-p", "simulator:real_time_factor:=2.0",
         "-p", "diagnostics_period:=0.2"]) for namespace in ("robot1", "robot2")}
     import rclpy
@@ -298,7 +298,9 @@ def test_two_closed_loops_run_side_by_side_in_namespaces(start_process, test_nod
         assert run.wait_exit(5) == 0, run.output
         output = run.output
         assert f"[{namespace}.simulator]: first effort command: running from t = 0 s" in output, output
-        assert f"[{namespace}.run_monitor]: run over after 3 s of simulated time" in output
+        # -p simulator:...:= reached the simulator in its namespace (rcl matches it only against /simulator)
+        assert "(semi_implicit_euler), real-time factor 2, waiting for the first effort command" in output
+        assert f"[{namespace}.run_monitor]: run over after 8 s of simulated time" in output
         summaries = [line for line in output.splitlines() if f"[{namespace}.run_monitor]: t = " in line]
         assert len(summaries) >= 3, output
         assert "dynamics server: forward dynamics at t" in output and "CoM (" in output

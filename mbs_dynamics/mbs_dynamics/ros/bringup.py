@@ -64,6 +64,28 @@ def ros_namespace(ros_args: list[str]) -> str | None:
     return None
 
 
+def node_parameters(ros_args: list[str], names) -> tuple[list[str], dict[str, dict]]:
+    """ros_args without the `-p NODE:NAME:=VALUE` of the nodes `names`, and
+    those as {node: {name: value}} (values read as YAML, as rcl reads them).
+    rcl matches NODE only against /NODE: in a namespace such an argument would
+    reach no node, so the bringup gives it to its node itself."""
+    import yaml
+
+    rest, parameters = [], {name: {} for name in names}
+    k = 0
+    while k < len(ros_args):
+        flag, value = ros_args[k], ros_args[k + 1] if k + 1 < len(ros_args) else ""
+        node, _, assignment = value.partition(":")
+        if flag in ("-p", "--param") and node in parameters and ":=" in assignment:
+            name, text = assignment.split(":=", 1)
+            parameters[node][name] = yaml.safe_load(text)
+            k += 2
+            continue
+        rest.append(flag)
+        k += 1
+    return rest, parameters
+
+
 def parse_arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     """Our own arguments, and the --ros-args part for rclpy."""
     ros_args: list[str] = []
@@ -129,10 +151,12 @@ def main(argv: list[str] | None = None) -> None:
                  bundled_robot(arguments.robot) if arguments.robot else arguments.robot_description_file or "",
                  arguments.use_sim_time, arguments.closed_loop, arguments.namespace)
     # The params files go first so that --ros-args -p ... given by the user wins; a plan's own parameters
-    # (the robot's file, use_sim_time, the closed loop's start_on_command) are overrides of their node.
+    # (the robot's file, use_sim_time, the closed loop's start_on_command) are overrides of their node, and
+    # then the user's -p NODE:NAME:=VALUE.
     files = plans[0].parameter_files
+    ros_args, targeted = node_parameters(ros_args[1:], [*NODES, "run_monitor"])
     rclpy_args = ["mbs_dynamics_bringup", "--ros-args", *[a for path in files for a in ("--params-file", path)],
-                  *ros_args[1:]]
+                  *ros_args]
     chosen = [(p.name, NODES[p.name], p.parameters, p.remappings) for p in plans]
     if arguments.duration or arguments.summary_period or arguments.plot:
         chosen.append(("run_monitor", RunMonitor, {
@@ -142,7 +166,7 @@ def main(argv: list[str] | None = None) -> None:
             tuple(r for r in plans[0].remappings if r[0] == "/clock")))
 
     def factory(name, node_class, parameters, remappings):
-        overrides = [Parameter(key, value=value) for key, value in parameters.items()]
+        overrides = [Parameter(key, value=value) for key, value in {**parameters, **targeted[name]}.items()]
         cli_args = ["--ros-args", *[a for source, target in remappings for a in ("-r", f"{source}:={target}")]]
         return lambda stop: node_class(name, stop=stop, namespace=arguments.namespace, parameter_overrides=overrides,
                                        cli_args=cli_args if remappings else None)

@@ -5,8 +5,9 @@
 #   2. mbs_dynamics_interfaces, compiled by its own CMake + rosidl build,
 #      driven from pip (scikit-build-core), installed into the venv prefix;
 #   3. the mbs_dynamics Python package with its console scripts, its launch/
-#      and config/ files under .venv/share/mbs_dynamics, and its compiled
-#      kernels in numba's cache (so that no node stalls on first use).
+#      and config/ files under .venv/share/mbs_dynamics, and the compiled
+#      kernels the nodes use in numba's cache (so that no node stalls on first
+#      use); with --test, all the other kernels too.
 # Each step runs again only when its inputs changed (stamps in .venv/.stamps).
 #
 # Usage: scripts/setup_venv.sh [--test]   (--test adds the test oracles)
@@ -98,8 +99,19 @@ install_package() {
   cp -r "$root/mbs_dynamics" "$tmp/"
   pip_install --no-build-isolation --no-deps --force-reinstall "$tmp/mbs_dynamics"
   rm -rf "$tmp"
-  say "compiling the dynamics kernels (numba cache; about a minute)"
+  # where ROS looks for a package's executables (launch_ros's Node, `ros2 run`): <prefix>/lib/<package>/
+  mkdir -p "$venv/lib/mbs_dynamics"
+  for executable in inverse_dynamics_node dynamics_server_node simulator_node; do
+    ln -sf "../../bin/$executable" "$venv/lib/mbs_dynamics/$executable"
+  done
+  rm -f "$stamps/kernels"  # the cache is gone: --test compiles the rest again
+  say "compiling the kernels the nodes use (numba cache, one process per core; about 40 s on two)"
   "$py" -m mbs_dynamics.warmup
+}
+
+compile_all_kernels() {
+  say "compiling the other kernels, for the tests (numba cache; about a minute)"
+  "$py" -m mbs_dynamics.warmup --all
 }
 
 step dependencies "constraints.txt requirements/runtime.txt requirements/build.txt" install_dependencies
@@ -107,4 +119,8 @@ if [ $with_test = 1 ]; then
   step test-dependencies "constraints.txt requirements/test.txt" install_test_dependencies
 fi
 step interfaces "scripts/setup_venv.sh constraints.txt mbs_dynamics_interfaces" install_interfaces
-step package "scripts/setup_venv.sh constraints.txt mbs_dynamics/setup.py mbs_dynamics/setup.cfg mbs_dynamics/package.xml mbs_dynamics/mbs_dynamics mbs_dynamics/launch mbs_dynamics/config mbs_dynamics/resource" install_package
+package_inputs="scripts/setup_venv.sh constraints.txt mbs_dynamics/setup.py mbs_dynamics/setup.cfg mbs_dynamics/package.xml mbs_dynamics/mbs_dynamics mbs_dynamics/launch mbs_dynamics/config mbs_dynamics/resource"
+step package "$package_inputs" install_package
+if [ $with_test = 1 ]; then
+  step kernels "$package_inputs" compile_all_kernels
+fi

@@ -580,8 +580,8 @@ def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground =
     joint_warm_start = (np.zeros(model.nv) if joint_warm_start is None
                         else inputs.shaped(model, joint_warm_start, model.nv, "joint_warm_start", batch=False))
     limits = position_limits(model) if joint_limits else _NO_LIMITS
-    damping = model.damping if joint_damping else np.zeros(model.nv)
-    friction = model.friction if joint_friction else np.zeros(model.nv)
+    damping = model.damping if joint_damping else _read_only_zeros(model.nv)
+    friction = model.friction if joint_friction else _read_only_zeros(model.nv)
     v_out, impulses, gaps, info = np.empty(model.nv), np.empty((npoints, 3)), np.empty(npoints), np.empty(4)
     touching, joint_impulses = np.empty(npoints, dtype=np.int64), np.empty(model.nv)
     axes = ground.contact_axes
@@ -600,6 +600,16 @@ def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground =
     residual = float(info[1])
     return ContactStep(q_out, v_out, forces, impulses, touching.astype(bool), gaps, int(info[0]), residual,
                        residual <= tolerance, joint_impulses, int(info[3]))
+
+
+@lru_cache(maxsize=32)
+def _read_only_zeros(n: int) -> np.ndarray:
+    """Zeros (n,), read-only as model.damping and model.friction are, so that
+    contact_step_kernel has one signature with the joint terms on or off
+    (numba compiles read-only and writable arrays separately)."""
+    zeros = np.zeros(n)
+    zeros.setflags(write=False)
+    return zeros
 
 
 _NO_LIMITS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0))

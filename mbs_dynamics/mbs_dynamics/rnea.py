@@ -35,7 +35,7 @@ from mbs_dynamics.spatial import cross, force_cross, force_to_parent_add, inerti
     rotate_back
 from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
 
-# The forms, in the order of their numbers in the compiled dispatch (rnea_form_kernel).
+# The forms, in the order of their numbers (_KERNELS, _BATCH_KERNELS).
 RNEA_REPRESENTATIONS = ("body", "spatial", "hybrid")
 BODY, SPATIAL, HYBRID = range(3)
 # The fastest form on TALOS in benchmarks/core.py (rows "inverse_dynamics body/spatial/hybrid"; it says which).
@@ -320,28 +320,38 @@ def rnea_hybrid_kernel(packed, q, v, a, f_ext, tau, buffer):
     return 0 if all_finite(tau) else NONFINITE_RESULT
 
 
-@njit(cache=True)
-def rnea_form_kernel(form, packed, q, v, a, f_ext, tau, buffer):
-    """The kernel of form BODY, SPATIAL or HYBRID (RNEA_REPRESENTATIONS), for the
-    batch kernel (single states call theirs directly: _KERNELS)."""
-    if form == SPATIAL:
-        return rnea_spatial_kernel(packed, q, v, a, f_ext, tau, buffer)
-    if form == HYBRID:
-        return rnea_hybrid_kernel(packed, q, v, a, f_ext, tau, buffer)
-    return rnea_kernel(packed, q, v, a, f_ext, tau, buffer)
+# One batch kernel per form, not one that takes the form as an argument: that
+# one compiled all three forms wherever one was used (the dynamics server's
+# trajectories: some 20 s more of set-up).
+@njit(cache=True, parallel=True)
+def rnea_batch_kernel(packed, q, v, a, tau, status):
+    """The body form (rnea_kernel) of each state of a batch, in parallel."""
+    no_force = np.empty((0, 6))
+    for b in prange(q.shape[0]):
+        status[b] = rnea_kernel(packed, q[b], v[b], a[b], no_force, tau[b], new_scratch(packed[1][0]))
 
 
 @njit(cache=True, parallel=True)
-def rnea_batch_kernel(packed, form, q, v, a, tau, status):
+def rnea_spatial_batch_kernel(packed, q, v, a, tau, status):
+    """The spatial form (rnea_spatial_kernel) of each state of a batch, in parallel."""
     no_force = np.empty((0, 6))
     for b in prange(q.shape[0]):
-        status[b] = rnea_form_kernel(form, packed, q[b], v[b], a[b], no_force, tau[b], new_scratch(packed[1][0]))
+        status[b] = rnea_spatial_kernel(packed, q[b], v[b], a[b], no_force, tau[b], new_scratch(packed[1][0]))
+
+
+@njit(cache=True, parallel=True)
+def rnea_hybrid_batch_kernel(packed, q, v, a, tau, status):
+    """The hybrid form (rnea_hybrid_kernel) of each state of a batch, in parallel."""
+    no_force = np.empty((0, 6))
+    for b in prange(q.shape[0]):
+        status[b] = rnea_hybrid_kernel(packed, q[b], v[b], a[b], no_force, tau[b], new_scratch(packed[1][0]))
 
 
 # --- the functions -----------------------------------------------------------
 
 _NO_FORCE = np.empty((0, 6))
 _KERNELS = (rnea_kernel, rnea_spatial_kernel, rnea_hybrid_kernel)  # by form number
+_BATCH_KERNELS = (rnea_batch_kernel, rnea_spatial_batch_kernel, rnea_hybrid_batch_kernel)
 _FORMS = {name: form for form, name in enumerate(RNEA_REPRESENTATIONS)}
 
 
@@ -360,7 +370,7 @@ def _rnea(model: Model, q, v, a, form: int, f_ext_bodies=_NO_FORCE, names=("v", 
     if q.ndim == 2:
         tau = np.empty((q.shape[0], model.nv))
         status = np.empty(q.shape[0], dtype=np.int64)
-        rnea_batch_kernel(model.packed, form, q, v, a, tau, status)
+        _BATCH_KERNELS[form](model.packed, q, v, a, tau, status)
         failed = status.any()
     else:
         tau = np.empty(model.nv)

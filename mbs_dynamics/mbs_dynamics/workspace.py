@@ -42,7 +42,10 @@ def _element_pointer(typingctx, array, index):
     return types.CPointer(array.dtype)(array, index), codegen
 
 
-@njit(cache=True, inline="always")
+# Not inline="always": LLVM inlines this small function all the same (the
+# kernels run as fast), while numba's own inlining copied and typed it anew
+# at each of its ~90 call sites, a third of the nodes' compile time.
+@njit(cache=True)
 def take(buffer, offset, shape):
     """The next block of the 1-D `buffer` as an untracked array of `shape`, and
     the offset after it. A layout that outgrows the buffer raises."""

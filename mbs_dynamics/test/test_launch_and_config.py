@@ -185,7 +185,8 @@ def test_ros2_launch_starts_the_nodes(start_process, test_node):
     launch = start_process(["ros2", "launch", "mbs_dynamics", "mbs_dynamics.launch.py", "robot:=arm7",
                             "nodes:=inverse_dynamics,dynamics_server", "namespace:=robot1"])
     launch.wait_for("robot 'mbs_arm7' from file", count=2, timeout=60)
-    assert "robot1" in test_node.get_node_names_and_namespaces().__repr__()
+    wait_for_node(test_node, "inverse_dynamics")
+    assert ("dynamics_server", "/robot1") in test_node.get_node_names_and_namespaces()
     assert launch.interrupt() == 0
 
 

@@ -140,7 +140,7 @@ def server_diagnostics(node) -> dict:
 
     def take(message):
         for status in message.status:
-            if status.name == f"{NODE}: dynamics server":
+            if status.name == f"/{NODE}: dynamics server":  # the fully qualified node name
                 values.update({kv.key: kv.value for kv in status.values})
 
     subscription = node.create_subscription(DiagnosticArray, "/diagnostics", take, 10)

@@ -61,7 +61,7 @@ def receive(seconds: float, ready, results) -> None:
 
     def on_diagnostics(message):
         for status in message.status:
-            if status.name.startswith(f"{NODE}:"):
+            if status.name.startswith(f"/{NODE}:"):  # the fully qualified node name
                 diagnostics.update({kv.key: kv.value for kv in status.values})
 
     monitor = rclpy.create_node("latency_monitor")

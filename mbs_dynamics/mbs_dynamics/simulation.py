@@ -25,6 +25,9 @@ from mbs_dynamics.model import Model
 from mbs_dynamics.rnea import nonlinear_effects
 
 
+_NO_GROUND = Ground()  # what contact_step takes without a ground (no points): built once, not each step
+
+
 @dataclass(frozen=True)
 class World:
     """What the robot meets: `ground` (None: no ground) touched at
@@ -137,7 +140,7 @@ class Simulation:
         world, model = self.world, self.model
         tau = inputs.vector(model, tau, model.nv, "tau", batch=False)
         result = contact_step(model, self.q, self.v, tau, self.dt, world.contact_points,
-                              world.ground if world.ground is not None else Ground(),
+                              world.ground if world.ground is not None else _NO_GROUND,
                               warm_start=self._warm_start, joint_warm_start=self._joint_warm_start,
                               joint_limits=world.joint_limits,
                               joint_damping=world.joint_damping, joint_friction=world.joint_friction)

@@ -13,6 +13,7 @@ import math
 from array import array
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -283,27 +284,43 @@ def contact_wrenches(messages, forces) -> list:
     return wrenches
 
 
+@lru_cache(maxsize=256)
+def _float_fields(message_type) -> tuple:
+    """The fields of a ROS message type that can hold a float: (name, kind)
+    with kind 'scalar', 'array', 'message' or 'messages' (a sequence of them)."""
+    fields = []
+    for name, kind in message_type.get_fields_and_field_types().items():
+        if kind in ("double", "float"):
+            fields.append((name, "scalar"))
+        elif kind.startswith(("sequence<double", "sequence<float", "double[", "float[")):
+            fields.append((name, "array"))
+        elif "/" in kind:  # another message, or a sequence of them
+            fields.append((name, "messages" if kind.startswith("sequence<") or "[" in kind else "message"))
+    return tuple(fields)
+
+
 def first_nonfinite_field(message, prefix: str = "") -> str | None:
     """The name of the first field of a ROS message (nested messages and
     sequences included) that holds a NaN or an infinity; None when all are finite."""
-    for name, kind in message.get_fields_and_field_types().items():
+    for name, kind in _float_fields(type(message)):
         value = getattr(message, name)
-        where = f"{prefix}{name}"
-        if kind in ("double", "float"):
-            if not math.isfinite(value):
-                return where
-        elif kind.startswith(("sequence<double", "sequence<float", "double[", "float[")):
-            if len(value) and not np.all(np.isfinite(np.asarray(value, dtype=float))):
-                return where
-        elif hasattr(value, "get_fields_and_field_types"):
-            found = first_nonfinite_field(value, f"{where}.")
+        if kind == "scalar":
+            bad = not math.isfinite(value)
+        elif kind == "array":
+            bad = len(value) > 0 and not np.isfinite(np.asarray(value, dtype=float)).all()
+        elif kind == "message":
+            found = first_nonfinite_field(value, f"{prefix}{name}.")
             if found:
                 return found
-        elif isinstance(value, (list, tuple)) and value and hasattr(value[0], "get_fields_and_field_types"):
+            continue
+        else:
             for k, item in enumerate(value):
-                found = first_nonfinite_field(item, f"{where}[{k}].")
+                found = first_nonfinite_field(item, f"{prefix}{name}[{k}].")
                 if found:
                     return found
+            continue
+        if bad:
+            return f"{prefix}{name}"
     return None
 
 

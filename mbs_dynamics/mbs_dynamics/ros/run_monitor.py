@@ -60,6 +60,9 @@ class RunMonitor(DynamicsNode):
             self._fail(str(error))
             return
         self.joints = JointMap(self.model)
+        q, zero = self.model.neutral_configuration(), np.zeros(self.model.nv)
+        mbs.kinetic_energy(self.model, q, zero)  # the kernels loaded now, not in the first joint_states (0.2 s)
+        mbs.potential_energy(self.model, q)
         names, velocities = list(self.parameter("push_joint_names")), list(self.parameter("push_joint_velocities"))
         unknown = [name for name in names if name not in self.joints.names]
         if len(names) != len(velocities) or unknown:

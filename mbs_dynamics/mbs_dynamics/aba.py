@@ -337,12 +337,13 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
         try:
             qdd = np.linalg.solve(M, (tau - bias)[..., None])[..., 0]  # a stack of vectors, not a matrix
         except np.linalg.LinAlgError:
-            qdd = None
-        if qdd is None or not inputs.all_finite(qdd):
+            raise singular_mass_matrix(model, coupled_singular_joint(model, M)) from None
+        if not inputs.all_finite(qdd):  # a vanishing pivot, or inputs too large
             joint = coupled_singular_joint(model, M)
-            if joint is not None or qdd is None:
+            if joint is not None:
                 raise singular_mass_matrix(model, joint)
-        return inputs.finite(model, qdd, "the forward dynamics", (q, "q"), (v, "v"), (tau, "tau"))
+            raise inputs.overflow(model, "the forward dynamics", (q, "q"), (v, "v"), (tau, "tau"))
+        return qdd
     if batch:
         qdd = np.empty_like(v)
         status = np.empty(q.shape[0], dtype=np.int64)

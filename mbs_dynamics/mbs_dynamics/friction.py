@@ -59,7 +59,6 @@ from mbs_dynamics.workspace import scratch
 
 # Slower impacts (m/s) do not bounce: a resting contact stays at rest.
 BOUNCE_SPEED = 1e-2
-# Kernel status codes
 
 
 @dataclass(frozen=True)
@@ -91,6 +90,10 @@ class Ground:
     def contact_axes(self) -> np.ndarray:
         """Rows (n, t1, t2): the unit normal and two tangents, t1 x t2 = n."""
         return self._axes
+
+
+# The ground of contact_step when none is given (and of a Simulation without one): built once.
+DEFAULT_GROUND = Ground()
 
 
 class ContactStep(tuple):
@@ -544,7 +547,7 @@ def position_limits(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
     return limit_q, limit_v, np.array([r[2] for r in rows], dtype=float), np.array([r[3] for r in rows], dtype=float)
 
 
-def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground = Ground(), *, warm_start=None,
+def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground = DEFAULT_GROUND, *, warm_start=None,
                  joint_warm_start=None, tolerance: float = 1e-10, max_iterations: int = 200, stabilization: float = 0.2,
                  margin: float = 1e-4, joint_limits: bool = False, joint_damping: bool = False,
                  joint_friction: bool = False) -> ContactStep:

@@ -19,13 +19,10 @@ import numpy as np
 from mbs_dynamics import inputs
 from mbs_dynamics.aba import forward_dynamics
 from mbs_dynamics.contact import PointContact
-from mbs_dynamics.friction import ContactStep, Ground, contact_step, position_limits
+from mbs_dynamics.friction import DEFAULT_GROUND, ContactStep, Ground, contact_step, position_limits
 from mbs_dynamics.integrators import INTEGRATORS, step
 from mbs_dynamics.model import Model
 from mbs_dynamics.rnea import nonlinear_effects
-
-
-_NO_GROUND = Ground()  # what contact_step takes without a ground (no points): built once, not each step
 
 
 @dataclass(frozen=True)
@@ -100,6 +97,7 @@ class Simulation:
         self._smooth_possible = self.integrator != "semi_implicit_euler" and not (
             world.joint_friction and np.any(self.model.friction > 0))
         self._warm_start = np.zeros((len(world.contact_points), 3))
+        self.last = None  # its forces are of the old contact points
 
     def set_initial_state(self, q, v) -> None:
         """The state reset() goes back to (checked as set_state checks)."""
@@ -140,7 +138,7 @@ class Simulation:
         world, model = self.world, self.model
         tau = inputs.vector(model, tau, model.nv, "tau", batch=False)
         result = contact_step(model, self.q, self.v, tau, self.dt, world.contact_points,
-                              world.ground if world.ground is not None else _NO_GROUND,
+                              world.ground if world.ground is not None else DEFAULT_GROUND,
                               warm_start=self._warm_start, joint_warm_start=self._joint_warm_start,
                               joint_limits=world.joint_limits,
                               joint_damping=world.joint_damping, joint_friction=world.joint_friction)

@@ -137,3 +137,20 @@ def test_a_limit_and_damping_act_in_the_simulation():
         simulation.step(np.zeros(1))
         assert abs(simulation.q[0]) <= 0.3 + 1e-9
     assert abs(abs(simulation.q[0]) - 0.3) < 1e-9 and abs(simulation.v[0]) < 1e-9
+
+
+def test_a_new_world_takes_effect_and_its_contact_forces_are_its_own():
+    """The simulator changes ground and contact points at run time: the forces
+    reported until the next step are those of the new points (none yet), not
+    the last step's of the old ones."""
+    model, stance = solo12_standing()
+    feet = tuple(mbs.PointContact(foot) for foot in FEET)
+    simulation = mbs.Simulation(model, mbs.World(mbs.Ground(), feet), q=stance)
+    simulation.step(np.zeros(model.nv))
+    assert simulation.contact_forces.shape == (4, 3) and simulation.contact_forces[:, 2].sum() > 0
+    simulation.set_world(mbs.World(mbs.Ground(height=-0.5), feet[:2]))
+    assert simulation.contact_forces.shape == (2, 3) and not simulation.contact_forces.any()
+    q_before = simulation.q.copy()
+    simulation.step(np.zeros(model.nv))
+    assert simulation.contact_forces.shape == (2, 3) and not simulation.contact_forces.any()  # the ground fell away
+    assert simulation.q[2] < q_before[2]  # and the robot falls

@@ -211,8 +211,6 @@ class InverseDynamicsNode(DynamicsNode):
         except ValueError as error:  # the core refused the state: says why
             self.drop("invalid", f"joint_states: {error}")
         except Exception as error:  # noqa: BLE001  a message never takes the node down
-            if not self.context.ok():
-                return  # shutting down (Ctrl-C): the publishers are gone
             self.drop("error", f"joint_states: {type(error).__name__}: {error}")
         self.compute_times.append(time.perf_counter() - start)
 

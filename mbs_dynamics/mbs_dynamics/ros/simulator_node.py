@@ -270,7 +270,7 @@ class SimulatorNode(DynamicsNode):
                                          if world.ground is not None else "no ground (a fixed base)"))
         if changed & set(INITIAL_STATE_PARAMETERS):
             with self._lock:
-                self.simulation.set_initial_state(settings["initial_q"], self._zero_effort)
+                self.simulation.set_initial_state(settings["initial_q"], self.simulation.initial_v)
             self.get_logger().info("the initial state changed: it applies at the next ~/reset")
 
     # --- commands ------------------------------------------------------------

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import importlib.metadata
 
+import mbs_dynamics as mbs
 import numpy as np
 import pytest
-
-import mbs_dynamics as mbs
 
 ROBOTS_DIR = importlib.metadata.distribution("example-robot-data").locate_file(
     "cmeel.prefix/share/example-robot-data/robots"

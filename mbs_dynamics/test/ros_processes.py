@@ -117,3 +117,112 @@ def set_parameters(test_node, node_name: str, **values) -> dict:
         return results
     finally:
         test_node.destroy_client(client)
+
+
+class Exchange:
+    """Publishes joint_states (and odom, ~/reference) to one inverse dynamics
+    node and collects what it publishes, by stamp."""
+
+    def __init__(self, test_node, name: str):
+        from diagnostic_msgs.msg import DiagnosticArray
+        from geometry_msgs.msg import WrenchStamped
+        from mbs_dynamics.ros.inverse_dynamics_node import COMMAND_QOS, STREAM_QOS
+        from mbs_dynamics_interfaces.msg import CentroidalMomentum
+        from nav_msgs.msg import Odometry
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Float64MultiArray
+        from trajectory_msgs.msg import JointTrajectory
+
+        self.node, self.name = test_node, name
+        # joint_states and odom are the node's relative topics: /joint_states, /odom
+        self.joint_states = test_node.create_publisher(JointState, "/joint_states", STREAM_QOS)
+        self.odometry = test_node.create_publisher(Odometry, "/odom", STREAM_QOS)
+        self.reference = test_node.create_publisher(JointTrajectory, f"/{name}/reference", COMMAND_QOS)
+        self.received = {"efforts": {}, "command": [], "momentum": {}, "wrench": {}, "diagnostics": []}
+        received = self.received
+        test_node.create_subscription(JointState, f"/{name}/joint_efforts",
+                                      lambda m: received["efforts"].__setitem__(stamp_key(m), m), COMMAND_QOS)
+        test_node.create_subscription(Float64MultiArray, f"/{name}/effort_command",
+                                      lambda m: received["command"].append(m), COMMAND_QOS)
+        test_node.create_subscription(CentroidalMomentum, f"/{name}/centroidal_momentum",
+                                      lambda m: received["momentum"].__setitem__(stamp_key(m), m), COMMAND_QOS)
+        test_node.create_subscription(WrenchStamped, f"/{name}/base_wrench",
+                                      lambda m: received["wrench"].__setitem__(stamp_key(m), m), COMMAND_QOS)
+        test_node.create_subscription(DiagnosticArray, "/diagnostics",
+                                      lambda m: received["diagnostics"].append(m), 10)
+        self.messages = {"JointState": JointState, "Odometry": Odometry, "JointTrajectory": JointTrajectory}
+
+    def wait_connected(self, timeout=15.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.joint_states.get_subscription_count() and all(
+                    self.node.count_publishers(f"/{self.name}/{topic}")
+                    for topic in ("joint_efforts", "effort_command", "centroidal_momentum")):
+                self.spin(0.5)  # let the node's publishers match our subscriptions, too
+                return
+            self.spin(0.05)
+        raise AssertionError(f"{self.name} did not connect")
+
+    def spin(self, seconds: float):
+        import rclpy
+
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            rclpy.spin_once(self.node, timeout_sec=0.01)
+
+    def joint_state(self, names, positions, velocities, stamp: float):
+        message = self.messages["JointState"]()
+        message.header.stamp.sec, message.header.stamp.nanosec = int(stamp), int(round((stamp % 1) * 1e9))
+        message.name, message.position, message.velocity = list(names), list(positions), list(velocities)
+        return message
+
+    def send_odometry(self, q, v):
+        message = self.messages["Odometry"]()
+        message.header.frame_id, message.child_frame_id = "odom", "base_link"
+        pose, twist = message.pose.pose, message.twist.twist
+        pose.position.x, pose.position.y, pose.position.z = q[:3]
+        pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w = q[3:7]
+        twist.angular.x, twist.angular.y, twist.angular.z = v[:3]
+        twist.linear.x, twist.linear.y, twist.linear.z = v[3:6]
+        self.odometry.publish(message)
+
+    def ask(self, message, timeout: float = 5.0):
+        """Publish joint_states and wait for the efforts with its stamp."""
+        key = stamp_key(message)
+        self.joint_states.publish(message)
+        deadline = time.monotonic() + timeout
+        while key not in self.received["efforts"] and time.monotonic() < deadline:
+            self.spin(0.005)
+        return self.received["efforts"].get(key)
+
+    def wait_for(self, channel: str, key, timeout: float = 5.0):
+        deadline = time.monotonic() + timeout
+        while key not in self.received[channel] and time.monotonic() < deadline:
+            self.spin(0.005)
+        return self.received[channel][key]
+
+    def counts(self, timeout: float = 5.0) -> dict:
+        """The node's latest diagnostics values."""
+        self.received["diagnostics"].clear()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.spin(0.05)
+            for array in self.received["diagnostics"]:
+                for status in array.status:
+                    if status.name.startswith(f"/{self.name}:"):  # the fully qualified node name
+                        return {kv.key: kv.value for kv in status.values}
+        raise AssertionError("no diagnostics")
+
+
+def stamp_key(message):
+    return (message.header.stamp.sec, message.header.stamp.nanosec)
+
+
+def publish_robot_description(node, xml: str):
+    """A latched robot_description, as robot_state_publisher offers it."""
+    from mbs_dynamics.ros.dynamics_node import ROBOT_DESCRIPTION_QOS
+    from std_msgs.msg import String
+
+    publisher = node.create_publisher(String, "/robot_description", ROBOT_DESCRIPTION_QOS)
+    publisher.publish(String(data=xml))
+    return publisher

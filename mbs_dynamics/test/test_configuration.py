@@ -1,11 +1,11 @@
 """integrate / difference on the configuration space: against Pinocchio's
 (SE(3) exponential for the floating base), round trips, unit quaternions."""
+import mbs_dynamics as mbs
 import numpy as np
 import pytest
-from oracles import Pair, robot_path
-from test_model_and_rnea import chain, close
 
-import mbs_dynamics as mbs
+from helpers import chain, close
+from oracles import Pair, robot_path
 
 
 @pytest.mark.parametrize("dt", [1e-3, 0.3, 1.0])

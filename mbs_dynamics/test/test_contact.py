@@ -4,12 +4,12 @@ inverse dynamics with the forces as external wrenches, a four-bar linkage
 against its one-DoF Lagrangian, rank-deficient sets, impacts."""
 from __future__ import annotations
 
+import mbs_dynamics as mbs
 import numpy as np
 import pytest
-from oracles import random_state, robot_path
-from test_model_and_rnea import close
 
-import mbs_dynamics as mbs
+from helpers import close
+from oracles import random_state, robot_path
 
 FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
 SOLES = ("left_sole_link", "right_sole_link")

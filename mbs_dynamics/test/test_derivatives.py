@@ -6,16 +6,15 @@ Each against central differences of the lower order taken through
 function."""
 from __future__ import annotations
 
+import mbs_dynamics as mbs
 import numpy as np
 import pytest
-from oracles import Pair, random_state, robot_path
-from test_dynamics import massless_chain_end
-from test_model_and_rnea import chain, close
-
-import mbs_dynamics as mbs
 from mbs_dynamics.kinematics import REPRESENTATIONS
 from mbs_dynamics.lie import ad
 from mbs_dynamics.model import FLOATING
+
+from helpers import chain, close, massless_chain_end
+from oracles import Pair, random_state, robot_path
 
 
 def models():

@@ -4,12 +4,12 @@ against Pinocchio on real robots, and against the invariants of DESIGN.md §5
 finite-difference twist, A_G v = h_G, l = m dc/dt)."""
 from __future__ import annotations
 
+import mbs_dynamics as mbs
 import numpy as np
 import pytest
-from oracles import REAL_ROBOTS, Pair, robot_path
-from test_model_and_rnea import FLOATING, chain, close, mass_matrix_by_rnea
 
-import mbs_dynamics as mbs
+from helpers import FLOATING, chain, close, mass_matrix_by_rnea, massless_chain_end
+from oracles import REAL_ROBOTS, Pair, robot_path
 
 ROBOTS = sorted(set(REAL_ROBOTS) - {"talos_full"})
 
@@ -196,16 +196,6 @@ def test_batched_forward_dynamics_with_coupled_mimic_joints(states):
     for k in range(states):
         close(a[k], mbs.forward_dynamics(model, q[k], v[k], tau[k]), 1e-12)
         close(mbs.inverse_dynamics(model, q[k], v[k], a[k]), tau[k], 1e-10)
-
-
-def massless_chain_end():
-    """Two joints, the second moving a link without mass: M is singular at 'j2'."""
-    return mbs.Model.from_urdf_string(
-        '<robot name="r"><link name="a"/><link name="b"><inertial><mass value="1"/>'
-        '<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link><link name="c"/>'
-        '<joint name="j1" type="continuous"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/></joint>'
-        '<joint name="j2" type="continuous"><parent link="b"/><child link="c"/><axis xyz="0 0 1"/></joint>'
-        '</robot>')
 
 
 def test_massless_chain_end_is_reported_not_nan():

@@ -8,13 +8,13 @@ from __future__ import annotations
 import threading
 import time
 
+import mbs_dynamics as mbs
 import numpy as np
 import pytest
+
+from helpers import close
 from oracles import random_state, robot_path
 from ros_processes import NodeProcess, executable, wait_for_node
-from test_model_and_rnea import close
-
-import mbs_dynamics as mbs
 
 SOLES = ("left_sole_link", "right_sole_link")
 SERVICES = ("forward_dynamics", "inverse_dynamics", "impact", "dynamics_terms", "inverse_dynamics_trajectory")

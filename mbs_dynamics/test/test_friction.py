@@ -5,27 +5,17 @@ and its reported accuracy against the Coulomb law checked here independently;
 sticking contacts against the bilateral (KKT) impact solution."""
 from __future__ import annotations
 
+import mbs_dynamics as mbs
 import numpy as np
 import pytest
-from oracles import robot_path
-from test_model_and_rnea import close
-
-import mbs_dynamics as mbs
 from mbs_dynamics.friction import _disk_minimizer, solve_coulomb
 
-G = 9.81
+from helpers import FEET, HALF, G, box, close, rod, solo12_standing
+from oracles import robot_path
+
 DT = 1e-3
-HALF = 0.1  # the box's half side
-BOX = f"""<robot name="box"><link name="box"><inertial><origin xyz="0 0 0"/><mass value="2.0"/>
-<inertia ixx="{2 * 2 * HALF**2 / 3}" iyy="{2 * 2 * HALF**2 / 3}" izz="{2 * 2 * HALF**2 / 3}" ixy="0" ixz="0" iyz="0"/>
-</inertial></link></robot>"""
 CORNERS = [mbs.PointContact("box", (sx * HALF, sy * HALF, sz * HALF))
            for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]
-FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
-
-
-def box():
-    return mbs.Model.from_urdf_string(BOX, floating_base=True)
 
 
 def simulate(model, q, v, tau, points, ground, seconds, record=None, **options):
@@ -163,16 +153,6 @@ def test_dropped_ball_lands_without_penetrating_and_bounces_with_its_restitution
         assert abs(heights[landing:].max() - restitution**2) <= 0.01
 
 
-def solo12_standing():
-    """Solo-12 in its SRDF 'straight_standing' posture with the feet on the ground."""
-    model = mbs.Model.from_urdf_file(robot_path("solo12"), floating_base=True)
-    q = model.neutral_configuration()
-    for leg, hfe in (("FL", 0.8), ("FR", 0.8), ("HL", -0.8), ("HR", -0.8)):
-        q[model.q_index(f"{leg}_HFE")], q[model.q_index(f"{leg}_KFE")] = hfe, -2 * hfe
-    q[2] -= min(mbs.frame_pose(model, q, foot)[2, 3] for foot in FEET)
-    return model, q
-
-
 def test_solo12_standing_on_four_feet_holds_still():
     """The joint torques of contact-consistent inverse dynamics at rest, with a
     light PD on the joints: the robot stands still, and the ground's forces are
@@ -290,9 +270,14 @@ def test_contact_step_rejects_bad_input():
 def test_sparse_mass_matrix_factorisation(robot):
     """M = L^T L with the tree's sparsity (RBDA §6.5) solves as the dense M does,
     also with mimic couplings (where it falls back to a dense chain)."""
-    from oracles import random_state
+    from mbs_dynamics.crba import (
+        ltl_factor,
+        ltl_solve,
+        ltl_solve_transposed,
+        ltl_solve_transposed_chain,
+    )
 
-    from mbs_dynamics.crba import ltl_factor, ltl_solve, ltl_solve_transposed, ltl_solve_transposed_chain
+    from oracles import random_state
 
     model = mbs.Model.from_urdf_file(robot_path(robot), floating_base=True)
     rng = np.random.default_rng(5)
@@ -320,10 +305,10 @@ def test_sparse_mass_matrix_factorisation(robot):
 
 def test_frames_motion_against_frame_kinematics():
     """The one-pass kernel of the contact rows against the single-frame functions."""
-    from oracles import random_state
-
     from mbs_dynamics.kinematics import frames_motion_kernel
     from mbs_dynamics.workspace import scratch
+
+    from oracles import random_state
 
     model = mbs.Model.from_urdf_file(robot_path("talos"), floating_base=True)
     rng = np.random.default_rng(9)
@@ -344,17 +329,6 @@ def test_frames_motion_against_frame_kinematics():
         close(jacobians[i], mbs.frame_jacobian(model, q, name, "hybrid"), 1e-12)
         close(motion[i, 0], mbs.frame_velocity(model, q, v, name, "hybrid"), 1e-12)
         close(motion[i, 1], mbs.frame_bias_acceleration(model, q, v, name, "hybrid"), 1e-12)
-
-
-def rod(axis="0 0 1", damping=0.0, friction=0.0, lower=-10.0, upper=10.0):
-    """A 1 kg point-like mass 0.5 m from a revolute joint: I = 0.25 kg m² about
-    the axis (z: a turntable, gravity does not act on it; y: a pendulum)."""
-    return mbs.Model.from_urdf_string(f"""<robot name="rod"><link name="base"/>
-<link name="rod"><inertial><origin xyz="0.5 0 0"/><mass value="1.0"/>
-<inertia ixx="1e-6" iyy="1e-6" izz="1e-6" ixy="0" ixz="0" iyz="0"/></inertial></link>
-<joint name="hinge" type="revolute"><parent link="base"/><child link="rod"/><axis xyz="{axis}"/>
-<limit lower="{lower}" upper="{upper}" effort="100" velocity="10"/>
-<dynamics damping="{damping}" friction="{friction}"/></joint></robot>""")
 
 
 def test_joint_damping_is_implicit_and_exact_per_step():

@@ -3,11 +3,11 @@ returns a NaN or an inf; each raises a ValueError that says the inputs are too
 large, which the nodes turn into a dropped message or a refused request."""
 from __future__ import annotations
 
+import mbs_dynamics as mbs
 import numpy as np
 import pytest
-from oracles import robot_path
 
-import mbs_dynamics as mbs
+from oracles import robot_path
 
 HUGE = 1e200
 

@@ -4,11 +4,11 @@ passive chain, conservation of spatial momentum in free flight, unit
 quaternions."""
 from __future__ import annotations
 
+import mbs_dynamics as mbs
 import numpy as np
 import pytest
-from oracles import robot_path
 
-import mbs_dynamics as mbs
+from oracles import robot_path
 
 BOX = """<robot name="box"><link name="box"><inertial><origin xyz="0.01 -0.02 0.03"/><mass value="2"/>
   <inertia ixx="0.05" iyy="0.2" izz="0.3" ixy="0.01" ixz="0" iyz="0.02"/></inertial></link></robot>"""

@@ -3,14 +3,14 @@ and the SE(3) algebra of mbs.lie: against Pinocchio, against finite
 differences along a trajectory, and against the group's own identities."""
 from __future__ import annotations
 
+import mbs_dynamics as mbs
 import numpy as np
 import pytest
-from oracles import Pair, robot_path
-from scipy.linalg import expm
-from test_model_and_rnea import FLOATING, chain, close
-
-import mbs_dynamics as mbs
 from mbs_dynamics import lie
+from scipy.linalg import expm
+
+from helpers import FLOATING, chain, close
+from oracles import Pair, robot_path
 
 REPRESENTATIONS = ("body", "spatial", "hybrid", "mixed")
 

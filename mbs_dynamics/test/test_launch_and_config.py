@@ -16,19 +16,27 @@ import shutil
 import sys
 from pathlib import Path
 
+import mbs_dynamics as mbs
 import pytest
 import yaml
-from ros_processes import wait_for_node
-
-import mbs_dynamics as mbs
-
+from mbs_dynamics.robots import BUNDLED_ROBOTS
 from mbs_dynamics.ros.bringup import NODES as BRINGUP_NODES
 from mbs_dynamics.ros.bringup import share_directory
-from mbs_dynamics.ros.dynamics_node import COMMON_PARAMETERS, EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY
+from mbs_dynamics.ros.dynamics_node import (
+    COMMON_PARAMETERS,
+    EMPTY_DOUBLE_ARRAY,
+    EMPTY_STRING_ARRAY,
+)
 from mbs_dynamics.ros.launch_plan import NODES as PLAN_NODES
-from mbs_dynamics.ros.launch_plan import PlanError, node_names, normalized_namespace, plan
+from mbs_dynamics.ros.launch_plan import (
+    PlanError,
+    node_names,
+    normalized_namespace,
+    plan,
+)
 from mbs_dynamics.ros.run_monitor import RunMonitor
-from mbs_dynamics.robots import BUNDLED_ROBOTS
+
+from ros_processes import wait_for_node
 
 SHARE = Path(share_directory())
 LAUNCH_FILE = SHARE / "launch" / "mbs_dynamics.launch.py"

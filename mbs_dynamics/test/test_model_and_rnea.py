@@ -3,20 +3,13 @@
 planar and mimic joints against the Lagrangian by finite differences."""
 from __future__ import annotations
 
+import mbs_dynamics as mbs
 import numpy as np
 import pytest
-from oracles import REAL_ROBOTS, Pair, robot_path
-
-import mbs_dynamics as mbs
 from mbs_dynamics import spatial
 
-RTOL = 1e-9  # relative, against the largest magnitude of the reference
-
-
-def close(actual, expected, rtol=RTOL):
-    scale = max(1.0, float(np.max(np.abs(expected))))
-    error = float(np.max(np.abs(np.asarray(actual) - expected)))
-    assert error <= rtol * scale, f"error {error:.3g} > {rtol:g} x {scale:.3g}"
+from helpers import FLOATING, chain, close, mass_matrix_by_rnea
+from oracles import REAL_ROBOTS, Pair, robot_path
 
 
 def skew(x):
@@ -108,7 +101,6 @@ def test_floating_base_and_mimic_options():
 
 # --- forward kinematics and RNEA against Pinocchio -----------------------
 
-FLOATING = {"solo12", "anymal", "talos", "icub", "romeo"}
 PINOCCHIO_ROBOTS = sorted(set(REAL_ROBOTS) - {"talos_full"})
 
 
@@ -162,44 +154,6 @@ def test_external_wrenches_match_pinocchio():
 
 
 # --- synthetic chains: the Lagrangian, by finite differences --------------
-
-CHAIN = """<robot name="chain">
-  <link name="base"/>
-  {links}
-  <joint name="slide" type="prismatic"><parent link="base"/><child link="l1"/>
-    <origin xyz="0.1 0 0.2" rpy="0.3 0 0"/><axis xyz="1 1 0"/>
-    <limit lower="-1" upper="1" effort="10" velocity="1"/></joint>
-  <joint name="plane" type="planar"><parent link="l1"/><child link="l2"/>
-    <origin xyz="0 0.2 0" rpy="0 0.4 0.2"/><axis xyz="0 1 1"/></joint>
-  <joint name="hinge" type="revolute"><parent link="l2"/><child link="l3"/>
-    <origin xyz="0.3 0 0" rpy="0 0 0.5"/><axis xyz="0 0 1"/>
-    <limit lower="-3" upper="3" effort="10" velocity="1"/></joint>
-  <joint name="spin" type="continuous"><parent link="l3"/><child link="l4"/>
-    <origin xyz="0 0 0.25"/><axis xyz="1 0 0"/></joint>
-  <joint name="follower" type="revolute"><parent link="l3"/><child link="l5"/>
-    <origin xyz="0 0.1 0.1"/><axis xyz="0 1 0"/><mimic joint="hinge" multiplier="-1.5" offset="0.2"/>
-    <limit lower="-3" upper="3" effort="10" velocity="1"/></joint>
-  <joint name="tip" type="fixed"><parent link="l4"/><child link="l6"/><origin xyz="0.1 0 0"/></joint>
-</robot>"""
-
-
-def chain(mimic="coupled"):
-    rng = np.random.default_rng(5)
-    links = []
-    for i in range(1, 7):
-        a, b, c = rng.uniform(0.02, 0.1, 3)
-        x, y, z = rng.uniform(-0.1, 0.1, 3)
-        links.append(f'<link name="l{i}"><inertial><origin xyz="{x} {y} {z}" rpy="{a} {b} {c}"/>'
-                     f'<mass value="{1 + i * 0.3}"/><inertia ixx="{b + c}" iyy="{a + c}" izz="{a + b}" '
-                     f'ixy="0.001" ixz="0" iyz="0.002"/></inertial></link>')
-    return mbs.Model.from_urdf_string(CHAIN.format(links="".join(links)), mimic=mimic, gravity=(0.3, -0.2, -9.81))
-
-
-def mass_matrix_by_rnea(model, q):
-    """Columns of RNEA with unit accelerations and no gravity or velocity."""
-    zero = np.zeros(model.nv)
-    base = mbs.inverse_dynamics(model, q, zero, zero)
-    return np.column_stack([mbs.inverse_dynamics(model, q, zero, e) - base for e in np.eye(model.nv)])
 
 
 def potential_energy(model, q):

@@ -10,12 +10,12 @@ tau = T^T (M_mj (T a + dT/dt v) + b_mj).
 """
 from __future__ import annotations
 
+import mbs_dynamics as mbs
 import numpy as np
 import pytest
-from oracles import mujoco_spec, random_state, robot_path
-from test_model_and_rnea import close
 
-import mbs_dynamics as mbs
+from helpers import close
+from oracles import mujoco_spec, random_state, robot_path
 
 mujoco = pytest.importorskip("mujoco")
 

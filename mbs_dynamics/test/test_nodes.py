@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import time
 
+import mbs_dynamics as mbs
 import pytest
 import yaml
-from ros_processes import executable, wait_for_node
 
-import mbs_dynamics as mbs
+from ros_processes import executable, publish_robot_description, wait_for_node
 
 NODES = {  # default node name -> executable
     "inverse_dynamics": "inverse_dynamics_node",
@@ -34,17 +34,6 @@ def params_file(tmp_path, node_names, **parameters) -> str:
     # A copy per node: YAML aliases (what safe_dump makes of a shared dict) are refused by rcl.
     path.write_text(yaml.safe_dump({name: {"ros__parameters": dict(parameters)} for name in node_names}))
     return str(path)
-
-
-def publish_robot_description(node, xml: str):
-    """A latched robot_description, as robot_state_publisher offers it."""
-    from std_msgs.msg import String
-
-    from mbs_dynamics.ros.dynamics_node import ROBOT_DESCRIPTION_QOS
-
-    publisher = node.create_publisher(String, "/robot_description", ROBOT_DESCRIPTION_QOS)
-    publisher.publish(String(data=xml))
-    return publisher
 
 
 def route_arguments(route: str, node_names, xml_path: str, tmp_path, test_node) -> list[str]:
@@ -313,9 +302,8 @@ def test_two_closed_loops_run_side_by_side_in_namespaces(start_process, test_nod
 def test_nodes_in_a_namespace_take_the_robot_description_of_their_namespace(start_process, test_node):
     """robot_state_publisher publishes robot_description in the robot's
     namespace: the nodes there read it, each robot its own."""
-    from std_msgs.msg import String
-
     from mbs_dynamics.ros.dynamics_node import ROBOT_DESCRIPTION_QOS
+    from std_msgs.msg import String
 
     publishers = []
     for namespace, path in (("arm_ns", ARM), ("quad_ns", QUADRUPED)):
@@ -363,6 +351,7 @@ def test_parameters_outside_their_bounds_are_refused_and_every_node_keeps_going(
     """diagnostics_period 1e10 or inf at run time once killed every node with a
     traceback; 1e-6 was accepted (294 messages/s)."""
     from diagnostic_msgs.msg import DiagnosticArray
+
     from ros_processes import set_parameters
 
     bringup = start_process([executable("mbs_dynamics_bringup"), "--robot", "arm7", "--ros-args",
@@ -422,7 +411,7 @@ ROOT_JOINT_URDF = (
 
 def test_a_fixed_base_joint_named_root_joint_is_an_ordinary_joint(start_process, test_node, tmp_path):
     """On a fixed base the node once published an empty effort vector for it."""
-    from test_inverse_dynamics_node import Exchange
+    from ros_processes import Exchange
 
     path = tmp_path / "root_joint.urdf"
     path.write_text(ROOT_JOINT_URDF)

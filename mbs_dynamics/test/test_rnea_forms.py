@@ -5,13 +5,13 @@ robots with a fixed and a floating base, on a chain with prismatic, planar
 and mimic joints, with external wrenches and with batches."""
 from __future__ import annotations
 
+import mbs_dynamics as mbs
 import numpy as np
 import pytest
-from oracles import Pair, robot_path
-from test_model_and_rnea import chain, close
-
-import mbs_dynamics as mbs
 from mbs_dynamics.rnea import DEFAULT_RNEA_REPRESENTATION, RNEA_REPRESENTATIONS
+
+from helpers import chain, close
+from oracles import Pair, robot_path
 
 FORMS = RNEA_REPRESENTATIONS
 AGREE = 1e-12  # relative to the largest torque, between forms and against Pinocchio

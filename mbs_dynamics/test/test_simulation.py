@@ -3,13 +3,12 @@ passive pendulum's energy under each integrator, Solo-12 dropped onto the
 ground settling and standing, the initial state inside the joint limits."""
 from __future__ import annotations
 
+import mbs_dynamics as mbs
 import numpy as np
 import pytest
-from oracles import robot_path
-from test_friction import BOX, FEET, G, rod, solo12_standing
-from test_model_and_rnea import close
 
-import mbs_dynamics as mbs
+from helpers import BOX, FEET, G, close, rod, solo12_standing
+from oracles import robot_path
 
 DT = 1e-3
 

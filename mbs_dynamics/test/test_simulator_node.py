@@ -5,23 +5,22 @@ from __future__ import annotations
 
 import time
 
+import mbs_dynamics as mbs
 import numpy as np
+
+from helpers import close
 from oracles import robot_path
 from ros_processes import executable, wait_for_node
-from test_model_and_rnea import close
-
-import mbs_dynamics as mbs
 
 
 class Simulator:
     """A simulator process and what its test needs from it."""
 
     def __init__(self, start_process, test_node, robot, name, *parameters, remaps=(), watch_states=True):
+        from mbs_dynamics_interfaces.srv import SetState, Step
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64MultiArray
         from std_srvs.srv import SetBool, Trigger
-
-        from mbs_dynamics_interfaces.srv import SetState, Step
 
         self.node, self.name = test_node, name
         self.process = start_process([
@@ -151,7 +150,8 @@ def test_solo12_stands_on_its_feet_and_the_contact_outputs_are_the_cores(start_p
     from mbs_dynamics_interfaces.msg import ContactWrenches
     from nav_msgs.msg import Odometry
     from std_msgs.msg import Float64MultiArray
-    from test_friction import FEET, G, solo12_standing
+
+    from helpers import FEET, G, solo12_standing
 
     model, stance = solo12_standing()
     joints = list(model.joint_names[1:])
@@ -288,8 +288,9 @@ def test_world_parameters_are_checked_and_take_effect(start_process, test_node):
     """ground_friction -3, ground_height NaN, initial_joint_positions [NaN] and
     contact_frames ['nowhere'] were accepted at run time, and a new
     ground_height did not change where the robot rests after a reset."""
-    from ros_processes import set_parameters
     from sensor_msgs.msg import JointState
+
+    from ros_processes import set_parameters
 
     model = mbs.Model.from_urdf_file(robot_path("solo12"), floating_base=True)
     feet = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]

@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 import sys
 
+import mbs_dynamics as mbs
 import numpy as np
 import pytest
+
 from oracles import REAL_ROBOTS, ROBOTS_DIR, robot_path
 
-import mbs_dynamics as mbs
 
 def urdf(body: str, name: str = "r") -> str:
     return f'<?xml version="1.0"?><robot name="{name}">{body}</robot>'

@@ -1,8 +1,7 @@
 """The set-up's warm-up (mbs_dynamics.warmup), which fills numba's cache so
 that no node compiles on first use."""
-import numpy as np
-
 import mbs_dynamics as mbs
+import numpy as np
 from mbs_dynamics import warmup
 from mbs_dynamics.friction import contact_step_kernel
 

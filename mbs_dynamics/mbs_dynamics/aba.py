@@ -6,16 +6,20 @@ q only (RBDL §5.3, §8.2).
 A model with coupled (mimic) joints is not a tree in its coordinates: its
 forward dynamics solves M a = tau - h with M from the CRBA instead.
 """
+from collections import namedtuple
+
 import numpy as np
 from numba import njit, prange
 
 from mbs_dynamics import inputs
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
 from mbs_dynamics.crba import mass_matrix
-from mbs_dynamics.joints import body_inertias, body_velocity, forward_pass, joint_bias_add
+from mbs_dynamics.joints import REST, body_inertias, body_velocity, forward_pass, gravity_acceleration, joint_bias, \
+    parent_row, subspace_times
 from mbs_dynamics.model import Model, unpack_model
 from mbs_dynamics.rnea import external_wrenches_in_bodies, inverse_dynamics
-from mbs_dynamics.spatial import congruence_add, inertia_apply
+from mbs_dynamics.spatial import add, congruence_add, force_cross, force_to_parent, inertia_times, motion_cross, \
+    motion_to_child, row, store, store_add
 from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
 
 # A joint whose articulated inertia D = S^T I^A S has a pivot below this
@@ -61,10 +65,18 @@ def invert_small(D, n, out, scale, A):
     return True
 
 
+# The ABA's layout of the scratch buffer (aba_views): the kinematics, then per
+# body the articulated inertia I^A (I^a after pass 2), U = I^A S by columns,
+# D^-1, the velocity v, bias acceleration c, bias force p^A, u = tau - S^T p^A
+# and the acceleration a; 6x6 and 6x12 scratch.
+AbaViews = namedtuple("AbaViews", ("R", "p", "S", "IA", "U", "Dinv", "vel", "c", "pA", "u", "acc", "work",
+                                   "augmented"))
+
+
 @njit(cache=True, inline="always")
 def aba_views(buffer, n):
-    """The ABA's layout of the scratch buffer."""
-    R, p, S, RJ, _, _, o = kinematic_views(buffer, n)
+    """The AbaViews of the scratch buffer."""
+    kinematics, o = kinematic_views(buffer, n)
     IA, o = take(buffer, o, (n, 6, 6))
     U, o = take(buffer, o, (n, 6, 6))
     Dinv, o = take(buffer, o, (n, 6, 6))
@@ -75,25 +87,26 @@ def aba_views(buffer, n):
     acc, o = take(buffer, o, (n, 6))
     work, o = take(buffer, o, (6, 6))
     augmented, o = take(buffer, o, (6, 12))
-    pa, o = take(buffer, o, (6,))
-    return R, p, S, RJ, IA, U, Dinv, vel, c, pA, u, acc, work, augmented, pa
+    return AbaViews(kinematics.R, kinematics.p, kinematics.S, IA, U, Dinv, vel, c, pA, u, acc, work, augmented)
 
 
 @njit(cache=True)
-def articulated_inertias(arrays, R, p, S, IA, U, Dinv, work, augmented):
-    """Pass 2 of the ABA for the inertias (q only). Returns the first body whose
-    D is singular, or -1. U[i, k] is column k of U_i = I^A_i S_i; IA[i] ends as
-    I^a_i = I^A_i - U_i D_i^-1 U_i^T (pass 3 needs only U and D^-1)."""
-    parent, nv_joint, scale = arrays[0], arrays[13], arrays[15]
-    body_inertias(arrays, IA)
-    for i in range(parent.shape[0] - 1, -1, -1):
-        ni = nv_joint[i]
+def articulated_inertias(model, views):
+    """Pass 2 of the ABA for the inertias (q only; F&O eq. 12, RBDL Alg. 3):
+    U_i = I^A_i S_i, D_i = S_i^T U_i, I^a_i = I^A_i - U_i D_i^-1 U_i^T, and
+    I^A_λ += ^iX_λ^T I^a_i ^iX_λ. Returns the first body whose D is singular,
+    or -1. U[i, k] is column k of U_i; pass 3 needs only U and D^-1."""
+    R, p, S, IA, U, Dinv, work = views.R, views.p, views.S, views.IA, views.U, views.Dinv, views.work
+    scale = model.inertia_scale
+    body_inertias(model, IA)
+    for i in range(model.parent.shape[0] - 1, -1, -1):
+        ni = model.nv_joint[i]
         for k in range(ni):
             for r in range(6):
-                acc = 0.0
+                total = 0.0
                 for c in range(6):
-                    acc += IA[i, r, c] * S[i, c, k]
-                U[i, k, r] = acc
+                    total += IA[i, r, c] * S[i, c, k]
+                U[i, k, r] = total
         if ni == 1:
             D = 0.0
             for r in range(6):
@@ -104,90 +117,75 @@ def articulated_inertias(arrays, R, p, S, IA, U, Dinv, work, augmented):
         else:
             for k in range(ni):
                 for m in range(ni):
-                    acc = 0.0
+                    total = 0.0
                     for r in range(6):
-                        acc += S[i, r, k] * U[i, m, r]
-                    work[k, m] = acc
-            if not invert_small(work, ni, Dinv[i], scale, augmented):
+                        total += S[i, r, k] * U[i, m, r]
+                    work[k, m] = total
+            if not invert_small(work, ni, Dinv[i], scale, views.augmented):
                 return i
-        lam = parent[i]
+        lam = model.parent[i]
         if lam < 0:
             continue
         for r in range(6):  # I^a = I^A - U D^-1 U^T, symmetric
             for c in range(r, 6):
-                acc = 0.0
+                total = 0.0
                 for k in range(ni):
                     for m in range(ni):
-                        acc += U[i, k, r] * Dinv[i, k, m] * U[i, m, c]
-                IA[i, r, c] -= acc
+                        total += U[i, k, r] * Dinv[i, k, m] * U[i, m, c]
+                IA[i, r, c] -= total
                 if c != r:
                     IA[i, c, r] = IA[i, r, c]
         congruence_add(R[i], p[i], IA[i], work, IA[lam])
     return -1
 
 
+@njit(cache=True, inline="always")
+def articulated_bias_force(views, i, ni):
+    """p^a_i = p^A_i + I^a_i c_i + U_i D_i^-1 u_i (F&O eq. 12), a 6-tuple; ni:
+    the joint's number of velocity coordinates."""
+    IA, U, Dinv, c, u = views.IA, views.U, views.Dinv, views.c, views.u
+    Dinv_u0 = Dinv[i, 0, 0] * u[i, 0] if ni == 1 else 0.0
+    pa = row(views.pA, i)
+    for r in range(6):
+        total = pa[r]
+        for col in range(6):
+            total += IA[i, r, col] * c[i, col]
+        if ni == 1:
+            total += U[i, 0, r] * Dinv_u0
+        else:
+            for k in range(ni):
+                for m in range(ni):
+                    total += U[i, k, r] * Dinv[i, k, m] * u[i, m]
+        views.work[0, r] = total
+    return row(views.work, 0)
+
+
 @njit(cache=True)
-def bias_and_accelerations(arrays, gravity, S, R, p, IA, U, Dinv, c, pA, u, acc, pa, tau, qdd):
-    """Passes 2 (bias forces, given pA and c from pass 1) and 3 of the ABA
-    (F&O eqs. 12-14). IA holds I^a (from articulated_inertias); pa: 6 scratch."""
-    parent, v_start, nv_joint = arrays[0], arrays[3], arrays[13]
-    n = parent.shape[0]
+def bias_and_accelerations(model, gravity, views, tau, qdd):
+    """Passes 2 (bias forces, given p^A and c from pass 1) and 3 of the ABA
+    (F&O eqs. 12-14); views.IA holds I^a (articulated_inertias). `gravity`:
+    the acceleration the world has, [0; -g] (joints.gravity_acceleration)."""
+    R, p, S, U, Dinv, c, pA, u, acc = (views.R, views.p, views.S, views.U, views.Dinv, views.c, views.pA, views.u,
+                                       views.acc)
+    n = model.parent.shape[0]
     for i in range(n - 1, -1, -1):
-        ni, vi = nv_joint[i], v_start[i]
+        ni, vi = model.nv_joint[i], model.v_start[i]
         for k in range(ni):
             t = tau[vi + k]
             for r in range(6):
                 t -= S[i, r, k] * pA[i, r]
             u[i, k] = t
-        lam = parent[i]
-        if lam < 0:
-            continue
-        # p^a = p^A + I^a c + U D^-1 u, moved to the parent: [R n + p x (R f); R f]
-        Dinv_u0 = 0.0
-        if ni == 1:
-            Dinv_u0 = Dinv[i, 0, 0] * u[i, 0]
-        for r in range(6):
-            total = pA[i, r]
-            for col in range(6):
-                total += IA[i, r, col] * c[i, col]
-            if ni == 1:
-                total += U[i, 0, r] * Dinv_u0
-            else:
-                for k in range(ni):
-                    for m in range(ni):
-                        total += U[i, k, r] * Dinv[i, k, m] * u[i, m]
-            pa[r] = total
-        pa0, pa1, pa2, pa3, pa4, pa5 = pa[0], pa[1], pa[2], pa[3], pa[4], pa[5]
-        Ri, x, y, z = R[i], p[i, 0], p[i, 1], p[i, 2]
-        f0 = Ri[0, 0] * pa3 + Ri[0, 1] * pa4 + Ri[0, 2] * pa5
-        f1 = Ri[1, 0] * pa3 + Ri[1, 1] * pa4 + Ri[1, 2] * pa5
-        f2 = Ri[2, 0] * pa3 + Ri[2, 1] * pa4 + Ri[2, 2] * pa5
-        pA[lam, 0] += Ri[0, 0] * pa0 + Ri[0, 1] * pa1 + Ri[0, 2] * pa2 + y * f2 - z * f1
-        pA[lam, 1] += Ri[1, 0] * pa0 + Ri[1, 1] * pa1 + Ri[1, 2] * pa2 + z * f0 - x * f2
-        pA[lam, 2] += Ri[2, 0] * pa0 + Ri[2, 1] * pa1 + Ri[2, 2] * pa2 + x * f1 - y * f0
-        pA[lam, 3] += f0
-        pA[lam, 4] += f1
-        pA[lam, 5] += f2
+        lam = model.parent[i]
+        if lam >= 0:
+            store_add(pA, lam, force_to_parent(R, p, i, articulated_bias_force(views, i, ni)))
     for i in range(n):
-        lam = parent[i]
-        ni, vi = nv_joint[i], v_start[i]
-        # a = ^iX_λ a_λ + c: [R^T w; R^T (v - p x w)], the world accelerating at -g
-        if lam < 0:
-            aw0 = aw1 = aw2 = 0.0
-            av0, av1, av2 = -gravity[0], -gravity[1], -gravity[2]
-        else:
-            aw0, aw1, aw2, av0, av1, av2 = acc[lam, 0], acc[lam, 1], acc[lam, 2], acc[lam, 3], acc[lam, 4], \
-                acc[lam, 5]
-        x, y, z = p[i, 0], p[i, 1], p[i, 2]
-        t0, t1, t2 = av0 - (y * aw2 - z * aw1), av1 - (z * aw0 - x * aw2), av2 - (x * aw1 - y * aw0)
-        for k in range(3):
-            r0, r1, r2 = R[i, 0, k], R[i, 1, k], R[i, 2, k]
-            acc[i, k] = r0 * aw0 + r1 * aw1 + r2 * aw2 + c[i, k]
-            acc[i, 3 + k] = r0 * t0 + r1 * t1 + r2 * t2 + c[i, 3 + k]
+        ni, vi = model.nv_joint[i], model.v_start[i]
+        a_i = add(motion_to_child(R, p, i, parent_row(acc, model.parent[i], gravity)), row(c, i))
+        store(acc, i, a_i)
         if ni == 1:
             ua = u[i, 0]
             for r in range(6):
-                ua -= U[i, 0, r] * acc[i, r]
+                ua -= U[i, 0, r] * a_i[r]
             qdd[vi] = Dinv[i, 0, 0] * ua
             for r in range(6):
                 acc[i, r] += S[i, r, 0] * qdd[vi]
@@ -197,50 +195,26 @@ def bias_and_accelerations(arrays, gravity, S, R, p, IA, U, Dinv, c, pA, u, acc,
             for m in range(ni):
                 ua = u[i, m]
                 for r in range(6):
-                    ua -= U[i, m, r] * acc[i, r]
+                    ua -= U[i, m, r] * a_i[r]
                 t += Dinv[i, k, m] * ua
             qdd[vi + k] = t
-        for r in range(6):
-            total = 0.0
-            for k in range(ni):
-                total += S[i, r, k] * qdd[vi + k]
-            acc[i, r] += total
+        store_add(acc, i, subspace_times(S, i, ni, qdd, vi))
 
 
 @njit(cache=True)
-def velocity_pass(arrays, q, v, f_ext, S, R, p, vel, c, pA):
+def velocity_pass(model, v, f_ext, views):
     """Pass 1 of the ABA (F&O eq. 11): body velocities v_i, bias accelerations
     c_i = c_J + v_i x S_i qd_i and bias forces p^A_i = v_i x* I_i v_i - f_ext_i."""
-    parent, kind, v_start, nv_joint = arrays[0], arrays[1], arrays[3], arrays[13]
-    mass, first_moment, rotational_inertia = arrays[9], arrays[10], arrays[11]
+    R, p, S = views.R, views.p, views.S
     has_external = f_ext.shape[0] > 0
-    for i in range(parent.shape[0]):
-        j0, j1, j2, j3, j4, j5 = body_velocity(arrays, i, R, p, S, v, vel)
-        for r in range(6):
-            c[i, r] = 0.0
-        if nv_joint[i] > 1:
-            joint_bias_add(kind[i], arrays[7][i], S[i], v, v_start[i], c[i])
-        w0, w1, w2, l0, l1, l2 = vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5]
-        # c += v x vJ = [w x jw; w x jv + l x jw]
-        c[i, 0] += w1 * j2 - w2 * j1
-        c[i, 1] += w2 * j0 - w0 * j2
-        c[i, 2] += w0 * j1 - w1 * j0
-        c[i, 3] += w1 * j5 - w2 * j4 + l1 * j2 - l2 * j1
-        c[i, 4] += w2 * j3 - w0 * j5 + l2 * j0 - l0 * j2
-        c[i, 5] += w0 * j4 - w1 * j3 + l0 * j1 - l1 * j0
-        h = first_moment[i]
-        k0, k1, k2, g0, g1, g2 = inertia_apply(mass[i], h[0], h[1], h[2], rotational_inertia[i],
-                                               w0, w1, w2, l0, l1, l2)
-        # p^A = v x* [k; g] = [w x k + l x g; w x g]
-        pA[i, 0] = w1 * k2 - w2 * k1 + l1 * g2 - l2 * g1
-        pA[i, 1] = w2 * k0 - w0 * k2 + l2 * g0 - l0 * g2
-        pA[i, 2] = w0 * k1 - w1 * k0 + l0 * g1 - l1 * g0
-        pA[i, 3] = w1 * g2 - w2 * g1
-        pA[i, 4] = w2 * g0 - w0 * g2
-        pA[i, 5] = w0 * g1 - w1 * g0
+    for i in range(model.parent.shape[0]):
+        v_i, vJ = body_velocity(model, i, R, p, S, v, views.vel)
+        store(views.c, i, add(joint_bias(model, i, S, v), motion_cross(v_i, vJ)))
+        store(views.pA, i, force_cross(v_i, inertia_times(model.mass, model.first_moment, model.rotational_inertia,
+                                                          i, v_i)))
         if has_external:
             for r in range(6):
-                pA[i, r] -= f_ext[i, r]
+                views.pA[i, r] -= f_ext[i, r]
 
 
 @njit(cache=True)
@@ -248,16 +222,16 @@ def aba_kernel(packed, q, v, tau, f_ext, qdd, buffer):
     """qdd = FD(q, v, tau); returns 0, INVALID_INPUT without computing
     (inputs.invalid), NONFINITE_RESULT when qdd overflows, or -1 - i when the
     D of body i is singular (singular_body)."""
-    arrays = unpack_model(packed)
-    if invalid(arrays, q, v, tau):
+    model = unpack_model(packed)
+    if invalid(model, q, v, tau):
         return INVALID_INPUT
-    R, p, S, RJ, IA, U, Dinv, vel, c, pA, u, acc, work, augmented, pa = aba_views(buffer, arrays[0].shape[0])
-    forward_pass(arrays, q, R, p, S, RJ)
-    singular = articulated_inertias(arrays, R, p, S, IA, U, Dinv, work, augmented)
+    views = aba_views(buffer, model.parent.shape[0])
+    forward_pass(model, q, views.R, views.p, views.S)
+    singular = articulated_inertias(model, views)
     if singular >= 0:
         return -1 - singular
-    velocity_pass(arrays, q, v, f_ext, S, R, p, vel, c, pA)
-    bias_and_accelerations(arrays, arrays[14], S, R, p, IA, U, Dinv, c, pA, u, acc, pa, tau, qdd)
+    velocity_pass(model, v, f_ext, views)
+    bias_and_accelerations(model, gravity_acceleration(model.gravity), views, tau, qdd)
     return 0 if all_finite(qdd) else NONFINITE_RESULT
 
 
@@ -272,25 +246,20 @@ def aba_batch_kernel(packed, q, v, tau, qdd, status):
 def inverse_mass_setup(packed, q, buffer):
     """The articulated inertias at q, kept in `buffer` for inverse_mass_apply;
     returns the first singular body or -1."""
-    arrays = unpack_model(packed)
-    R, p, S, RJ, IA, U, Dinv, vel, c, pA, u, acc, work, augmented, pa = aba_views(buffer, arrays[0].shape[0])
-    forward_pass(arrays, q, R, p, S, RJ)
-    return articulated_inertias(arrays, R, p, S, IA, U, Dinv, work, augmented)
+    model = unpack_model(packed)
+    views = aba_views(buffer, model.parent.shape[0])
+    forward_pass(model, q, views.R, views.p, views.S)
+    return articulated_inertias(model, views)
 
 
 @njit(cache=True)
 def inverse_mass_apply(packed, buffer, x, y):
     """y = M^-1 x: passes 2 and 3 of the ABA without velocity or gravity."""
-    arrays = unpack_model(packed)
-    R, p, S, RJ, IA, U, Dinv, vel, c, pA, u, acc, work, augmented, pa = aba_views(buffer, arrays[0].shape[0])
-    for i in range(c.shape[0]):
-        for r in range(6):
-            c[i, r] = 0.0
-            pA[i, r] = 0.0
-    no_gravity = work[0, :3]
-    for r in range(3):
-        no_gravity[r] = 0.0
-    bias_and_accelerations(arrays, no_gravity, S, R, p, IA, U, Dinv, c, pA, u, acc, pa, x, y)
+    model = unpack_model(packed)
+    views = aba_views(buffer, model.parent.shape[0])
+    views.c[:] = 0.0
+    views.pA[:] = 0.0
+    bias_and_accelerations(model, REST, views, x, y)
 
 
 @njit(cache=True)

@@ -17,7 +17,7 @@ from mbs_dynamics.crba import composite_momenta, composite_momentum
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
 from mbs_dynamics.joints import body_velocity, forward_pass
 from mbs_dynamics.model import Model, unpack_model
-from mbs_dynamics.spatial import inertia_apply
+from mbs_dynamics.spatial import force_to_parent, inertia_times, rotate, row, store
 from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
 
 
@@ -41,51 +41,44 @@ def momentum_kernel(packed, q, v, out, buffer):
     out[9] = the kinetic energy 1/2 sum_i v_i^T I_i v_i (body frames).
     Returns INVALID_INPUT without computing when q or v is invalid
     (inputs.invalid), NONFINITE_RESULT when out overflows, else 0."""
-    arrays = unpack_model(packed)
-    if invalid(arrays, q, v, v[:0]):
+    model = unpack_model(packed)
+    if invalid(model, q, v, v[:0]):
         return INVALID_INPUT
-    parent, mass, first_moment, rotational_inertia = arrays[0], arrays[9], arrays[10], arrays[11]
-    n = parent.shape[0]
-    R, p, S, RJ, _, _, o = kinematic_views(buffer, n)
+    n = model.parent.shape[0]
+    kinematics, o = kinematic_views(buffer, n)
+    R, p, S = kinematics.R, kinematics.p, kinematics.S
     vel, o = take(buffer, o, (n, 6))
     momentum, o = take(buffer, o, (n, 6))  # of body i and its subtree, body frame
     moment, o = take(buffer, o, (n, 4))  # their mass and first moment, body frame
     total, o = take(buffer, o, (10,))  # h_O, m c and m of the whole robot, world
-    forward_pass(arrays, q, R, p, S, RJ)
+    forward_pass(model, q, R, p, S)
     kinetic = 0.0
     for i in range(n):
-        body_velocity(arrays, i, R, p, S, v, vel)
-        h = first_moment[i]
-        momentum[i, 0], momentum[i, 1], momentum[i, 2], momentum[i, 3], momentum[i, 4], momentum[i, 5] = \
-            inertia_apply(mass[i], h[0], h[1], h[2], rotational_inertia[i],
-                          vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5])
-        moment[i, 0], moment[i, 1], moment[i, 2], moment[i, 3] = mass[i], h[0], h[1], h[2]
+        v_i, _ = body_velocity(model, i, R, p, S, v, vel)
+        h_i = inertia_times(model.mass, model.first_moment, model.rotational_inertia, i, v_i)
+        store(momentum, i, h_i)
+        moment[i, 0] = model.mass[i]
+        moment[i, 1], moment[i, 2], moment[i, 3] = model.first_moment[i, 0], model.first_moment[i, 1], \
+            model.first_moment[i, 2]
         for k in range(6):
-            kinetic += 0.5 * vel[i, k] * momentum[i, k]
-    for k in range(10):
-        total[k] = 0.0
+            kinetic += 0.5 * v_i[k] * h_i[k]
+    total[:] = 0.0
     for i in range(n - 1, -1, -1):
-        lam = parent[i]
-        # to the parent (the world for a root): [R n + p x (R f); R f], and m c -> R (m c) + m p
-        target, target_moment = (total, total[6:]) if lam < 0 else (momentum[lam], moment[lam, 1:])
-        x, y, z = p[i, 0], p[i, 1], p[i, 2]
-        f0 = R[i, 0, 0] * momentum[i, 3] + R[i, 0, 1] * momentum[i, 4] + R[i, 0, 2] * momentum[i, 5]
-        f1 = R[i, 1, 0] * momentum[i, 3] + R[i, 1, 1] * momentum[i, 4] + R[i, 1, 2] * momentum[i, 5]
-        f2 = R[i, 2, 0] * momentum[i, 3] + R[i, 2, 1] * momentum[i, 4] + R[i, 2, 2] * momentum[i, 5]
-        for r in range(3):
-            target[r] += R[i, r, 0] * momentum[i, 0] + R[i, r, 1] * momentum[i, 1] + R[i, r, 2] * momentum[i, 2]
-            target_moment[r] += (R[i, r, 0] * moment[i, 1] + R[i, r, 1] * moment[i, 2] + R[i, r, 2] * moment[i, 3]
-                                 + moment[i, 0] * p[i, r])
-        target[0] += y * f2 - z * f1
-        target[1] += z * f0 - x * f2
-        target[2] += x * f1 - y * f0
-        target[3] += f0
-        target[4] += f1
-        target[5] += f2
+        lam = model.parent[i]
+        # to the parent (the world for a root): the momentum as a force vector, m c -> R (m c) + m p
+        h = force_to_parent(R, p, i, row(momentum, i))
+        m = moment[i, 0]
+        mc = rotate(R, i, (moment[i, 1], moment[i, 2], moment[i, 3]))
         if lam < 0:
-            total[9] += moment[i, 0]
+            target, target_moment = total, total[6:]
+            total[9] += m
         else:
-            moment[lam, 0] += moment[i, 0]
+            target, target_moment = momentum[lam], moment[lam, 1:]
+            moment[lam, 0] += m
+        for r in range(6):
+            target[r] += h[r]
+        for r in range(3):
+            target_moment[r] += mc[r] + m * p[i, r]
     c0, c1, c2 = center_of_mass_from(total[9], total[6:9])
     out[0], out[1], out[2] = moment_about(c0, c1, c2, total[0], total[1], total[2], total[3], total[4], total[5])
     out[3], out[4], out[5] = total[3], total[4], total[5]
@@ -106,12 +99,13 @@ def momentum_matrix_kernel(packed, q, A, com, buffer):
     world origin, of the bodies moved by coordinate j at unit speed: I^C_i S_i
     in world axes; then k_G = k_O - c x l column by column. Returns the status
     of momentum_kernel."""
-    arrays = unpack_model(packed)
-    if invalid(arrays, q, q[:0], q[:0]):
+    model = unpack_model(packed)
+    if invalid(model, q, q[:0], q[:0]):
         return INVALID_INPUT
-    parent, v_start, nv_joint = arrays[0], arrays[3], arrays[13]
+    parent, v_start, nv_joint = model.parent, model.v_start, model.nv_joint
     n = parent.shape[0]
-    mass_c, first_moment_c, inertia_c, S_world, F = composite_momenta(arrays, q, buffer)
+    composite = composite_momenta(model, q, buffer)
+    mass_c, first_moment_c, F = composite.mass_c, composite.first_moment_c, composite.F
     total_mass = 0.0
     com[0] = com[1] = com[2] = 0.0
     for i in range(n):
@@ -123,7 +117,7 @@ def momentum_matrix_kernel(packed, q, A, com, buffer):
     com[0], com[1], com[2] = c0, c1, c2
     for i in range(n):
         for k in range(nv_joint[i]):
-            composite_momentum(mass_c, first_moment_c, inertia_c, S_world, i, k, F)
+            composite_momentum(composite, i, k)
             j = v_start[i] + k
             A[0, j], A[1, j], A[2, j] = moment_about(c0, c1, c2, F[k, 0], F[k, 1], F[k, 2], F[k, 3], F[k, 4], F[k, 5])
             A[3, j], A[4, j], A[5, j] = F[k, 3], F[k, 4], F[k, 5]

@@ -18,8 +18,8 @@ def integrate_kernel(packed, q, v, dt, out):
     z ← z ⊗ (sin(θ/2) w/θ, cos(θ/2)) for (w, u) = v dt (Müller kinematics App. A),
     renormalised with its scalar part >= 0; other joints add. A coupled mimic
     shares its master's coordinates and writes the same values."""
-    arrays = unpack_model(packed)
-    joint_type, q_start, v_start, nv_joint = arrays[1], arrays[2], arrays[3], arrays[13]
+    model = unpack_model(packed)
+    joint_type, q_start, v_start, nv_joint = model.joint_type, model.q_start, model.v_start, model.nv_joint
     out[:] = q
     for body in range(joint_type.shape[0]):
         q0, v0 = q_start[body], v_start[body]

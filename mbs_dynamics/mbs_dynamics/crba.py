@@ -8,6 +8,8 @@ blocks of bodies on different branches stay zero.
 A compact spatial inertia (m, h = m c, I_O) about a point is additive, so the
 composite inertias are sums of ten numbers, not 6x6 congruences.
 """
+from collections import namedtuple
+
 import numpy as np
 from numba import njit, prange
 
@@ -15,18 +17,19 @@ from mbs_dynamics import inputs
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
 from mbs_dynamics.kinematics import body_poses_kernel
 from mbs_dynamics.model import Model, unpack_model
-from mbs_dynamics.spatial import inertia_apply
+from mbs_dynamics.spatial import inertia_times, motion_to_parent, row
 from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
 
 
 @njit(cache=True)
-def world_body_inertias(arrays, world_R, world_p, mass_w, first_moment_w, inertia_w):
+def world_body_inertias(model, world_R, world_p, mass_w, first_moment_w, inertia_w):
     """(mass_w[i], first_moment_w[i], inertia_w[i]): body i's spatial inertia about
     the world origin in world axes. A body's inertia about its origin o, moved to
     the world origin (rotated, then shifted by p = o):
     h_W = h' + m p,  I_W = I' + m(|p|^2 1 - p p^T) - (h' p^T + p h'^T) + 2 (h'.p) 1,
     with h' = R h and I' = R I_O R^T (the parallel-axis theorem about o, not the CoM)."""
-    parent, mass, first_moment, rotational_inertia = arrays[0], arrays[9], arrays[10], arrays[11]
+    parent, mass, first_moment, rotational_inertia = (model.parent, model.mass, model.first_moment,
+                                                      model.rotational_inertia)
     for i in range(parent.shape[0]):
         R, p, m = world_R[i], world_p[i], mass[i]
         h0 = R[0, 0] * first_moment[i, 0] + R[0, 1] * first_moment[i, 1] + R[0, 2] * first_moment[i, 2]
@@ -51,10 +54,10 @@ def world_body_inertias(arrays, world_R, world_p, mass_w, first_moment_w, inerti
 
 
 @njit(cache=True)
-def composite_sums(arrays, mass_c, first_moment_c, inertia_c):
+def composite_sums(model, mass_c, first_moment_c, inertia_c):
     """World inertias of bodies (world_body_inertias) -> composites: each body's plus
     those of every body it carries, summed leaves to root (about one point, additive)."""
-    parent = arrays[0]
+    parent = model.parent
     for i in range(parent.shape[0] - 1, -1, -1):
         lam = parent[i]
         if lam >= 0:
@@ -66,82 +69,72 @@ def composite_sums(arrays, mass_c, first_moment_c, inertia_c):
 
 
 @njit(cache=True)
-def world_composite_inertias(arrays, world_R, world_p, mass_c, first_moment_c, inertia_c):
+def world_composite_inertias(model, world_R, world_p, mass_c, first_moment_c, inertia_c):
     """(mass_c[i], first_moment_c[i], inertia_c[i]): body i and every body it carries,
     as one spatial inertia about the world origin in world axes."""
-    world_body_inertias(arrays, world_R, world_p, mass_c, first_moment_c, inertia_c)
-    composite_sums(arrays, mass_c, first_moment_c, inertia_c)
+    world_body_inertias(model, world_R, world_p, mass_c, first_moment_c, inertia_c)
+    composite_sums(model, mass_c, first_moment_c, inertia_c)
 
 
 @njit(cache=True)
-def world_motion_subspaces(arrays, S, world_R, world_p, out):
+def world_motion_subspaces(model, S, world_R, world_p, out):
     """out[i, k] = ^0X_i S_i[:, k]: column k of body i's motion subspace in world
-    axes, about the world origin: [R w; R v + p x (R w)]."""
-    nv_joint = arrays[13]
-    for i in range(nv_joint.shape[0]):
-        R, p = world_R[i], world_p[i]
-        for k in range(nv_joint[i]):
-            s0, s1, s2, s3, s4, s5 = S[i, 0, k], S[i, 1, k], S[i, 2, k], S[i, 3, k], S[i, 4, k], S[i, 5, k]
-            w0 = R[0, 0] * s0 + R[0, 1] * s1 + R[0, 2] * s2
-            w1 = R[1, 0] * s0 + R[1, 1] * s1 + R[1, 2] * s2
-            w2 = R[2, 0] * s0 + R[2, 1] * s1 + R[2, 2] * s2
-            out[i, k, 0], out[i, k, 1], out[i, k, 2] = w0, w1, w2
-            out[i, k, 3] = R[0, 0] * s3 + R[0, 1] * s4 + R[0, 2] * s5 + p[1] * w2 - p[2] * w1
-            out[i, k, 4] = R[1, 0] * s3 + R[1, 1] * s4 + R[1, 2] * s5 + p[2] * w0 - p[0] * w2
-            out[i, k, 5] = R[2, 0] * s3 + R[2, 1] * s4 + R[2, 2] * s5 + p[0] * w1 - p[1] * w0
+    axes, about the world origin (spatial.motion_to_parent with the world placement)."""
+    for i in range(model.parent.shape[0]):
+        for k in range(model.nv_joint[i]):
+            out[i, k, 0], out[i, k, 1], out[i, k, 2], out[i, k, 3], out[i, k, 4], out[i, k, 5] = motion_to_parent(
+                world_R, world_p, i, (S[i, 0, k], S[i, 1, k], S[i, 2, k], S[i, 3, k], S[i, 4, k], S[i, 5, k]))
 
 
-@njit(cache=True, inline="always")
-def crba_views(buffer, n):
-    """The CRBA's layout of the scratch buffer (also the momentum matrix's)."""
-    R, p, S, RJ, world_R, world_p, o = kinematic_views(buffer, n)
+# What the CRBA needs from q (composite_momenta): each body's composite inertia
+# (mass_c, first_moment_c, inertia_c) and motion subspace S_world about the world
+# origin in world axes, and 6x6 scratch F for the momenta of one body's columns.
+CompositeViews = namedtuple("CompositeViews", ("mass_c", "first_moment_c", "inertia_c", "S_world", "F"))
+
+
+@njit(cache=True)
+def composite_momenta(model, q, buffer):
+    """The CompositeViews of `buffer` at q, after its KinematicViews (world placements)."""
+    n = model.parent.shape[0]
+    kinematics, o = kinematic_views(buffer, n)
     mass_c, o = take(buffer, o, (n,))
     first_moment_c, o = take(buffer, o, (n, 3))
     inertia_c, o = take(buffer, o, (n, 3, 3))
     S_world, o = take(buffer, o, (n, 6, 6))
     F, o = take(buffer, o, (6, 6))
-    return R, p, S, RJ, world_R, world_p, mass_c, first_moment_c, inertia_c, S_world, F
-
-
-@njit(cache=True)
-def composite_momenta(arrays, q, buffer):
-    """Everything the CRBA needs from q, laid out in `buffer` (crba_views): world
-    placements, composite inertias and world motion subspaces. Returns the views
-    (mass_c, first_moment_c, inertia_c, S_world) and a 6x6 scratch F."""
-    R, p, S, RJ, world_R, world_p, mass_c, first_moment_c, inertia_c, S_world, F = crba_views(
-        buffer, arrays[0].shape[0])
-    body_poses_kernel(arrays, q, R, p, S, RJ, world_R, world_p)
-    world_composite_inertias(arrays, world_R, world_p, mass_c, first_moment_c, inertia_c)
-    world_motion_subspaces(arrays, S, world_R, world_p, S_world)
-    return mass_c, first_moment_c, inertia_c, S_world, F
+    world_R, world_p = kinematics.world_R, kinematics.world_p
+    body_poses_kernel(model, q, kinematics.R, kinematics.p, kinematics.S, world_R, world_p)
+    world_composite_inertias(model, world_R, world_p, mass_c, first_moment_c, inertia_c)
+    world_motion_subspaces(model, kinematics.S, world_R, world_p, S_world)
+    return CompositeViews(mass_c, first_moment_c, inertia_c, S_world, F)
 
 
 @njit(cache=True, inline="always")
-def composite_momentum(mass_c, first_moment_c, inertia_c, S_world, i, k, F):
+def composite_momentum(composite, i, k):
     """F[k] = I^C_i (^0X_i S_i)[:, k]: the momentum of body i's subtree moved by
     column k at unit speed, world axes, about the world origin."""
-    h = first_moment_c[i]
-    s = S_world[i, k]
-    F[k, 0], F[k, 1], F[k, 2], F[k, 3], F[k, 4], F[k, 5] = inertia_apply(
-        mass_c[i], h[0], h[1], h[2], inertia_c[i], s[0], s[1], s[2], s[3], s[4], s[5])
+    F = composite.F
+    F[k, 0], F[k, 1], F[k, 2], F[k, 3], F[k, 4], F[k, 5] = inertia_times(
+        composite.mass_c, composite.first_moment_c, composite.inertia_c, i, row(composite.S_world[i], k))
 
 
 @njit(cache=True)
 def crba_kernel(packed, q, M, buffer):
     """M(q); returns INVALID_INPUT without computing when q is invalid
     (inputs.invalid), NONFINITE_RESULT when M overflows, else 0."""
-    arrays = unpack_model(packed)
-    if invalid(arrays, q, q[:0], q[:0]):
+    model = unpack_model(packed)
+    if invalid(model, q, q[:0], q[:0]):
         return INVALID_INPUT
-    parent, v_start, nv_joint = arrays[0], arrays[3], arrays[13]
-    mass_c, first_moment_c, inertia_c, S_world, F = composite_momenta(arrays, q, buffer)
+    parent, v_start, nv_joint = model.parent, model.v_start, model.nv_joint
+    composite = composite_momenta(model, q, buffer)
+    S_world, F = composite.S_world, composite.F
     for r in range(M.shape[0]):
         for c in range(M.shape[1]):
             M[r, c] = 0.0
     for i in range(parent.shape[0] - 1, -1, -1):
         ni, vi = nv_joint[i], v_start[i]
         for k in range(ni):
-            composite_momentum(mass_c, first_moment_c, inertia_c, S_world, i, k, F)
+            composite_momentum(composite, i, k)
         for k in range(ni):  # H_ii = S_i^T F, its lower triangle mirrored: M exactly symmetric
             for m in range(k, ni):
                 s = S_world[i, m]

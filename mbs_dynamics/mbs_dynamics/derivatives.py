@@ -24,13 +24,15 @@ and, for joint j on the path from body k to the root (j ⪯ k):
 That is Carpentier and Mansard's result (RSS 2018) in bracket form; the cost
 is O(n·depth), like the CRBA. The Coriolis matrix is the same sum with half
 of B (the Christoffel-consistent factorisation: Ṁ - 2C is skew), not Müller
-dynamics eq. 84 (SEED_NOTES misprint 13).
+dynamics eq. 84 (a misprint of the paper: DESIGN.md §7).
 
 Coordinates with v = body twist (the floating base) are perturbed on the
 right, q ⊕ δ = integrate(q, δ): the derivatives are in the tangent space.
 A planar joint is a chain of its three columns x, y, theta: its linear
 columns turn with its parent, not with its body.
 """
+from collections import namedtuple
+
 import numpy as np
 from numba import njit, prange
 
@@ -42,7 +44,8 @@ from mbs_dynamics.joints import body_acceleration, body_jerk, body_velocity, for
 from mbs_dynamics.kinematics import body_poses_kernel
 from mbs_dynamics.lie import ad
 from mbs_dynamics.model import FLOATING, PLANAR, Model, unpack_model
-from mbs_dynamics.spatial import force_cross, force_to_parent_add, inertia_apply, motion_cross, motion_to_parent
+from mbs_dynamics.spatial import add, force_cross, force_to_parent, inertia_times, motion_cross, motion_to_parent, \
+    newton_euler, row, store, store_add
 from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
 
 # The derivative kernels lay out per-column vectors besides the per-body arrays.
@@ -61,8 +64,7 @@ def _dot(x, y):
 @njit(cache=True, inline="always")
 def _composite_apply(mass_c, first_moment_c, inertia_c, i, x, out, scale):
     """out += scale * I^C_i x."""
-    h = first_moment_c[i]
-    y = inertia_apply(mass_c[i], h[0], h[1], h[2], inertia_c[i], x[0], x[1], x[2], x[3], x[4], x[5])
+    y = inertia_times(mass_c, first_moment_c, inertia_c, i, x)
     for r in range(6):
         out[r] += scale * y[r]
 
@@ -93,25 +95,24 @@ def _b_transpose_apply(T, G, i, y, out):
     out[3] = out[4] = out[5] = 0.0
 
 
-@njit(cache=True, inline="always")
-def _set(out, x):
-    for r in range(6):
-        out[r] = x[r]
-
-
-@njit(cache=True, inline="always")
-def _cross_into(a, b, out):
-    """out = a x b (motion)."""
-    _set(out, motion_cross(a[0], a[1], a[2], a[3], a[4], a[5], b[0], b[1], b[2], b[3], b[4], b[5]))
+# The derivative kernels' layout of their scratch buffer (derivative_views): the
+# kinematics; body twists and accelerations in body axes (vel, acc), then in
+# world axes about the world origin (velocity, acceleration); the subtrees'
+# composite inertias, B^C as (T, G) (_b_apply) and wrenches F; the world joint
+# screws; the per-column vectors columns[i, k, row] (rows _S ... _SDOT); 4 x 6
+# and 6 n floats of scratch.
+DerivativeViews = namedtuple("DerivativeViews", (
+    "R", "p", "S", "world_R", "world_p", "vel", "acc", "velocity", "acceleration", "mass_c", "first_moment_c",
+    "inertia_c", "T", "G", "F", "S_world", "columns", "work", "spare"))
 
 
 @njit(cache=True, inline="always")
 def derivative_views(buffer, n):
-    """The derivative kernels' layout of their scratch buffer."""
-    R, p, S, RJ, world_R, world_p, o = kinematic_views(buffer, n)
-    vel, o = take(buffer, o, (n, 6))  # body axes, then world
+    """The DerivativeViews of the scratch buffer."""
+    kinematics, o = kinematic_views(buffer, n)
+    vel, o = take(buffer, o, (n, 6))
     acc, o = take(buffer, o, (n, 6))
-    velocity, o = take(buffer, o, (n, 6))  # world axes, about the world origin
+    velocity, o = take(buffer, o, (n, 6))
     acceleration, o = take(buffer, o, (n, 6))
     mass_c, o = take(buffer, o, (n,))
     first_moment_c, o = take(buffer, o, (n, 3))
@@ -123,37 +124,38 @@ def derivative_views(buffer, n):
     columns, o = take(buffer, o, (n, 6, 9, 6))
     work, o = take(buffer, o, (4, 6))
     spare, o = take(buffer, o, (6 * n,))
-    return (R, p, S, RJ, world_R, world_p, vel, acc, velocity, acceleration, mass_c, first_moment_c, inertia_c,
-            T, G, F, S_world, columns, work, spare)
+    return DerivativeViews(kinematics.R, kinematics.p, kinematics.S, kinematics.world_R, kinematics.world_p, vel, acc,
+                           velocity, acceleration, mass_c, first_moment_c, inertia_c, T, G, F, S_world, columns, work,
+                           spare)
 
 
 @njit(cache=True)
-def subtree_quantities(arrays, q, v, a, gravity, views):
+def subtree_quantities(model, q, v, a, gravity, views):
     """World velocities and accelerations (with -gravity at the root) of every
     body; and of every subtree: its inertia I^C, B^C (as T, G; _b_apply) and the
     wrench F = sum of I a + v x* I v (F&O eq. 5, in world axes)."""
-    (R, p, S, RJ, world_R, world_p, vel, acc, velocity, acceleration, mass_c, first_moment_c, inertia_c,
-     T, G, F, S_world, columns, work, spare) = views
-    parent = arrays[0]
+    R, p, S, world_R = views.R, views.p, views.S, views.world_R
+    world_p, vel, acc, velocity = views.world_p, views.vel, views.acc, views.velocity
+    acceleration, mass_c = views.acceleration, views.mass_c
+    first_moment_c, inertia_c = views.first_moment_c, views.inertia_c
+    T, G, F, S_world = views.T, views.G, views.F, views.S_world
+    parent = model.parent
     n = parent.shape[0]
-    body_poses_kernel(arrays, q, R, p, S, RJ, world_R, world_p)
-    world_motion_subspaces(arrays, S, world_R, world_p, S_world)
-    world_body_inertias(arrays, world_R, world_p, mass_c, first_moment_c, inertia_c)
+    body_poses_kernel(model, q, R, p, S, world_R, world_p)
+    world_motion_subspaces(model, S, world_R, world_p, S_world)
+    world_body_inertias(model, world_R, world_p, mass_c, first_moment_c, inertia_c)
     for i in range(n):
-        j0, j1, j2, j3, j4, j5 = body_velocity(arrays, i, R, p, S, v, vel)
-        body_acceleration(arrays, i, R, p, S, v, a, vel, acc, j0, j1, j2, j3, j4, j5, gravity)
+        v_i, vJ = body_velocity(model, i, R, p, S, v, vel)
+        body_acceleration(model, i, R, p, S, v, a, acc, v_i, vJ, gravity)
     for i in range(n):
-        motion_to_parent(world_R[i], world_p[i], vel[i], velocity[i])
-        motion_to_parent(world_R[i], world_p[i], acc[i], acceleration[i])
-        m, h, I = mass_c[i], first_moment_c[i], inertia_c[i]  # noqa: E741
-        w0, w1, w2, u0, u1, u2 = velocity[i, 0], velocity[i, 1], velocity[i, 2], velocity[i, 3], \
-            velocity[i, 4], velocity[i, 5]
-        k0, k1, k2, g0, g1, g2 = inertia_apply(m, h[0], h[1], h[2], I, w0, w1, w2, u0, u1, u2)
-        x = acceleration[i]
-        f = inertia_apply(m, h[0], h[1], h[2], I, x[0], x[1], x[2], x[3], x[4], x[5])
-        c = force_cross(w0, w1, w2, u0, u1, u2, k0, k1, k2, g0, g1, g2)
-        for r in range(6):
-            F[i, r] = f[r] + c[r]
+        V = motion_to_parent(world_R, world_p, i, row(vel, i))
+        dV = motion_to_parent(world_R, world_p, i, row(acc, i))
+        store(velocity, i, V)
+        store(acceleration, i, dV)
+        h, I = first_moment_c[i], inertia_c[i]  # noqa: E741
+        w0, w1, w2, u0, u1, u2 = V
+        k0, k1, k2, g0, g1, g2 = inertia_times(mass_c, first_moment_c, inertia_c, i, V)
+        store(F, i, newton_euler(mass_c, first_moment_c, inertia_c, i, dV, V))
         G[i, 0], G[i, 1], G[i, 2] = g0, g1, g2
         # T = [w~, I_O] - (h u^T + u h^T) + 2 (u.h) 1 - k~
         w, u, k = (w0, w1, w2), (u0, u1, u2), (k0, k1, k2)
@@ -172,7 +174,7 @@ def subtree_quantities(arrays, q, v, a, gravity, views):
                 else:
                     value -= k[r1]
                 T[i, r, col] = value
-    composite_sums(arrays, mass_c, first_moment_c, inertia_c)
+    composite_sums(model, mass_c, first_moment_c, inertia_c)
     for i in range(n - 1, -1, -1):
         lam = parent[i]
         if lam >= 0:
@@ -185,18 +187,18 @@ def subtree_quantities(arrays, q, v, a, gravity, views):
 
 
 @njit(cache=True, inline="always")
-def column_parent_motion(arrays, i, k, v, a, velocity, acceleration, gravity, S_world, vp, ap, vj):
+def column_parent_motion(model, i, k, v, a, velocity, acceleration, gravity, S_world, vp, ap, vj):
     """For column k of body i: vp, ap = the velocity and acceleration of the frame
     the column moves (its joint's parent; for a planar joint, after the columns
     before k), and vj = the velocity of the frame the column is fixed in."""
-    lam, kind, v0 = arrays[0][i], arrays[1][i], arrays[3][i]
+    lam, kind, v0 = model.parent[i], model.joint_type[i], model.v_start[i]
     for r in range(6):
         vp[r] = velocity[lam, r] if lam >= 0 else 0.0
         ap[r] = acceleration[lam, r] if lam >= 0 else 0.0
     if lam < 0:
         ap[3], ap[4], ap[5] = -gravity[0], -gravity[1], -gravity[2]
     if kind != PLANAR:
-        _set(vj, velocity[i])
+        vj[:] = velocity[i]
         return
     for c in range(k + 1):  # the planar chain x, y, theta
         s, rate = S_world[i, c], v[v0 + c]
@@ -204,12 +206,12 @@ def column_parent_motion(arrays, i, k, v, a, velocity, acceleration, gravity, S_
             vj[r] = vp[r] + s[r] * rate
         if c == k:
             break
-        e = motion_cross(vj[0], vj[1], vj[2], vj[3], vj[4], vj[5], s[0], s[1], s[2], s[3], s[4], s[5])
+        e = motion_cross(vj, s)
         for r in range(6):
             ap[r] += s[r] * a[v0 + c] + e[r] * rate
             vp[r] = vj[r]
     if k == 2:
-        _set(vj, velocity[i])
+        vj[:] = velocity[i]
 
 
 @njit(cache=True, inline="always")
@@ -225,36 +227,38 @@ def id_derivatives_kernel(packed, q, v, a, tau, dtau_dq, dtau_dv, M, buffer):
     """tau = ID(q, v, a) and its partial derivatives dtau/dq (tangent space),
     dtau/dv, dtau/da = M, O(n·depth) (module docstring). Returns INVALID_INPUT
     without computing (inputs.invalid), NONFINITE_RESULT on overflow, else 0."""
-    arrays = unpack_model(packed)
-    if invalid(arrays, q, v, a):
+    model = unpack_model(packed)
+    if invalid(model, q, v, a):
         return INVALID_INPUT
-    parent, kind, v_start, nv_joint, gravity = arrays[0], arrays[1], arrays[3], arrays[13], arrays[14]
+    parent, kind, v_start, nv_joint = model.parent, model.joint_type, model.v_start, model.nv_joint
+    gravity = model.gravity
     n = parent.shape[0]
     views = derivative_views(buffer, n)
-    (R, p, S, RJ, world_R, world_p, vel, acc, velocity, acceleration, mass_c, first_moment_c, inertia_c,
-     T, G, F, S_world, columns, work, spare) = views
-    subtree_quantities(arrays, q, v, a, gravity, views)
+    velocity, acceleration = views.velocity, views.acceleration
+    mass_c, first_moment_c = views.mass_c, views.first_moment_c
+    inertia_c = views.inertia_c
+    T, G, F, S_world = views.T, views.G, views.F, views.S_world
+    columns, work = views.columns, views.work
+    subtree_quantities(model, q, v, a, gravity, views)
     vp, ap, vj, sum_v = work[0], work[1], work[2], work[3]
     for i in range(n):
         for k in range(nv_joint[i]):
             col, s = columns[i, k], S_world[i, k]
-            column_parent_motion(arrays, i, k, v, a, velocity, acceleration, gravity, S_world, vp, ap, vj)
-            _set(col[_S], s)
-            _cross_into(s, vp, col[_PSI])
-            _cross_into(s, ap, col[_PHI])
+            column_parent_motion(model, i, k, v, a, velocity, acceleration, gravity, S_world, vp, ap, vj)
+            store(col, _S, s)
+            store(col, _PSI, motion_cross(s, vp))
+            store(col, _PHI, motion_cross(s, ap))
             psi = col[_PSI]
-            e = motion_cross(psi[0], psi[1], psi[2], psi[3], psi[4], psi[5], vp[0], vp[1], vp[2], vp[3], vp[4],
-                             vp[5])
+            e = motion_cross(psi, vp)
             for r in range(6):
                 col[_PHI, r] -= e[r]
                 sum_v[r] = vj[r] + vp[r]
-            _cross_into(sum_v, s, col[_CHI])
+            store(col, _CHI, motion_cross(sum_v, s))
             for r in range(6):
                 col[_U, r] = 0.0
             _composite_apply(mass_c, first_moment_c, inertia_c, i, s, col[_U], 1.0)
             _b_transpose_apply(T, G, i, s, col[_W])
-            _set(col[_DFQ], force_cross(s[0], s[1], s[2], s[3], s[4], s[5], F[i, 0], F[i, 1], F[i, 2], F[i, 3],
-                                        F[i, 4], F[i, 5]))
+            store(col, _DFQ, force_cross(s, row(F, i)))
             _composite_apply(mass_c, first_moment_c, inertia_c, i, col[_PHI], col[_DFQ], -1.0)
             _b_apply(T, G, i, col[_PSI], col[_DFQ], -1.0)
             for r in range(6):
@@ -298,25 +302,27 @@ def coriolis_kernel(packed, q, v, C, buffer):
     """C(q, v) = sum_i J_i^T (I_i dJ_i/dt + 1/2 B_i J_i) in world axes (the
     Christoffel-consistent factorisation: C v = h - g, dM/dt - 2C skew), O(n·depth).
     Returns the status of id_derivatives_kernel."""
-    arrays = unpack_model(packed)
-    if invalid(arrays, q, v, v):
+    model = unpack_model(packed)
+    if invalid(model, q, v, v):
         return INVALID_INPUT
-    parent, v_start, nv_joint, gravity = arrays[0], arrays[3], arrays[13], arrays[14]
+    parent, v_start, nv_joint, gravity = model.parent, model.v_start, model.nv_joint, model.gravity
     n = parent.shape[0]
     views = derivative_views(buffer, n)
-    (R, p, S, RJ, world_R, world_p, vel, acc, velocity, acceleration, mass_c, first_moment_c, inertia_c,
-     T, G, F, S_world, columns, work, spare) = views
+    velocity, acceleration, mass_c = views.velocity, views.acceleration, views.mass_c
+    first_moment_c, inertia_c = views.first_moment_c, views.inertia_c
+    T, G, S_world, columns = views.T, views.G, views.S_world, views.columns
+    work, spare = views.work, views.spare
     vp, ap, vj = work[0], work[1], work[2]
     no_acceleration = spare[:v.shape[0]]
     no_acceleration[:] = 0.0
-    subtree_quantities(arrays, q, v, no_acceleration, gravity, views)
+    subtree_quantities(model, q, v, no_acceleration, gravity, views)
     for i in range(n):
         for k in range(nv_joint[i]):
             col, s = columns[i, k], S_world[i, k]
-            column_parent_motion(arrays, i, k, v, no_acceleration, velocity, acceleration, gravity, S_world, vp, ap,
+            column_parent_motion(model, i, k, v, no_acceleration, velocity, acceleration, gravity, S_world, vp, ap,
                                  vj)
-            _set(col[_S], s)
-            _cross_into(vj, s, col[_SDOT])  # dS/dt: S is fixed in the frame moving at vj
+            store(col, _S, s)
+            store(col, _SDOT, motion_cross(vj, s))  # dS/dt: S is fixed in the frame moving at vj
             for r in range(6):
                 col[_U, r] = 0.0
                 col[_DC, r] = 0.0
@@ -388,7 +394,7 @@ def coriolis_matrix(model: Model, q, v) -> np.ndarray:
     for coordinates with v = dq/dt, C[i, j] = sum_k Γ_ijk v_k with the
     Christoffel symbols Γ_ijk = (dM_ij/dq_k + dM_ik/dq_j - dM_jk/dq_i) / 2.
     Built as sum_i J_i^T (I_i dJ_i/dt + B_i J_i) in world axes, O(n·depth)
-    (not Müller dynamics eq. 84, whose Ṁ - 2C is not skew: SEED_NOTES misprint 13)."""
+    (not Müller dynamics eq. 84, whose Ṁ - 2C is not skew: DESIGN.md §7)."""
     q = inputs.shaped(model, q, model.nq, "q", batch=False)
     v = inputs.shaped(model, v, model.nv, "v", batch=False)
     C = np.empty((model.nv, model.nv))
@@ -500,46 +506,40 @@ def id_rate_kernel(packed, q, v, a, jerk_in, tau_rate, buffer):
         dtau_i/dt = S_i^T dF_i/dt + (dS_i/dt)^T F_i,
         dF_λ/dt += ^iX_λ^T (dF_i/dt + vJ_i x* F_i)   (d/dt ^iX_λ = -(vJ_i x) ^iX_λ).
     Returns the status of id_derivatives_kernel."""
-    arrays = unpack_model(packed)
-    if invalid(arrays, q, v, a) or invalid(arrays, q, jerk_in, jerk_in):
+    model = unpack_model(packed)
+    if invalid(model, q, v, a) or invalid(model, q, jerk_in, jerk_in):
         return INVALID_INPUT
-    parent, kind, v_start, nv_joint, gravity = arrays[0], arrays[1], arrays[3], arrays[13], arrays[14]
-    mass, first_moment, rotational_inertia = arrays[9], arrays[10], arrays[11]
+    parent, kind, v_start, nv_joint = model.parent, model.joint_type, model.v_start, model.nv_joint
+    gravity = model.gravity
+    mass, first_moment, rotational_inertia = model.mass, model.first_moment, model.rotational_inertia
     n = parent.shape[0]
-    R, p, S, RJ, _, _, o = kinematic_views(buffer, n)
+    kinematics, o = kinematic_views(buffer, n)
+    R, p, S = kinematics.R, kinematics.p, kinematics.S
     vel, o = take(buffer, o, (n, 6))
     acc, o = take(buffer, o, (n, 6))
     jerk, o = take(buffer, o, (n, 6))
     joint_twist, o = take(buffer, o, (n, 6))
     force, o = take(buffer, o, (n, 6))
     force_rate, o = take(buffer, o, (n, 6))
-    work, o = take(buffer, o, (2, 6))
-    forward_pass(arrays, q, R, p, S, RJ)
+    forward_pass(model, q, R, p, S)
     for i in range(n):
-        j0, j1, j2, j3, j4, j5 = body_velocity(arrays, i, R, p, S, v, vel)
-        body_acceleration(arrays, i, R, p, S, v, a, vel, acc, j0, j1, j2, j3, j4, j5, gravity)
-        body_jerk(arrays, i, R, p, S, v, a, jerk_in, vel, acc, jerk, j0, j1, j2, j3, j4, j5, work[0])
-        joint_twist[i, 0], joint_twist[i, 1], joint_twist[i, 2] = j0, j1, j2
-        joint_twist[i, 3], joint_twist[i, 4], joint_twist[i, 5] = j3, j4, j5
-        m, h, I_O = mass[i], first_moment[i], rotational_inertia[i]
-        V, A, J = vel[i], acc[i], jerk[i]
-        mv = inertia_apply(m, h[0], h[1], h[2], I_O, V[0], V[1], V[2], V[3], V[4], V[5])
-        ma = inertia_apply(m, h[0], h[1], h[2], I_O, A[0], A[1], A[2], A[3], A[4], A[5])
-        mj = inertia_apply(m, h[0], h[1], h[2], I_O, J[0], J[1], J[2], J[3], J[4], J[5])
-        c = force_cross(V[0], V[1], V[2], V[3], V[4], V[5], mv[0], mv[1], mv[2], mv[3], mv[4], mv[5])
-        d = force_cross(A[0], A[1], A[2], A[3], A[4], A[5], mv[0], mv[1], mv[2], mv[3], mv[4], mv[5])
-        e = force_cross(V[0], V[1], V[2], V[3], V[4], V[5], ma[0], ma[1], ma[2], ma[3], ma[4], ma[5])
-        for r in range(6):
-            force[i, r] = ma[r] + c[r]
-            force_rate[i, r] = mj[r] + d[r] + e[r]
+        v_i, vJ = body_velocity(model, i, R, p, S, v, vel)
+        a_i = body_acceleration(model, i, R, p, S, v, a, acc, v_i, vJ, gravity)
+        body_jerk(model, i, R, p, S, v, a, jerk_in, jerk, v_i, a_i, vJ)
+        store(joint_twist, i, vJ)
+        mv = inertia_times(mass, first_moment, rotational_inertia, i, v_i)
+        ma = inertia_times(mass, first_moment, rotational_inertia, i, a_i)
+        mj = inertia_times(mass, first_moment, rotational_inertia, i, row(jerk, i))
+        store(force, i, add(ma, force_cross(v_i, mv)))
+        store(force_rate, i, add(mj, add(force_cross(a_i, mv), force_cross(v_i, ma))))
     tau_rate[:] = 0.0
     for i in range(n - 1, -1, -1):
         v0, f, df = v_start[i], force[i], force_rate[i]
         for k in range(nv_joint[i]):
             tau_rate[v0 + k] += S[i, 0, k] * df[0] + S[i, 1, k] * df[1] + S[i, 2, k] * df[2] \
                 + S[i, 3, k] * df[3] + S[i, 4, k] * df[4] + S[i, 5, k] * df[5]
-        if kind[i] == PLANAR:  # dS/dt of the linear columns: -theta_dot axis x S (joints.joint_bias_add)
-            axis, theta_dot = arrays[7][i], v[v0 + 2]
+        if kind[i] == PLANAR:  # dS/dt of the linear columns: -theta_dot axis x S (joints.joint_bias)
+            axis, theta_dot = model.axis[i], v[v0 + 2]
             for k in range(2):
                 s3, s4, s5 = S[i, 3, k], S[i, 4, k], S[i, 5, k]
                 tau_rate[v0 + k] -= theta_dot * ((axis[1] * s5 - axis[2] * s4) * f[3]
@@ -547,12 +547,9 @@ def id_rate_kernel(packed, q, v, a, jerk_in, tau_rate, buffer):
                                                  + (axis[0] * s4 - axis[1] * s3) * f[5])
         lam = parent[i]
         if lam >= 0:
-            t = joint_twist[i]
-            e = force_cross(t[0], t[1], t[2], t[3], t[4], t[5], f[0], f[1], f[2], f[3], f[4], f[5])
-            for r in range(6):
-                work[1, r] = df[r] + e[r]
-            force_to_parent_add(R[i], p[i], work[1], force_rate[lam])
-            force_to_parent_add(R[i], p[i], f, force[lam])
+            store_add(force_rate, lam, force_to_parent(R, p, i, add(row(force_rate, i),
+                                                                    force_cross(row(joint_twist, i), f))))
+            store_add(force, lam, force_to_parent(R, p, i, row(force, i)))
     return 0 if all_finite(tau_rate) else NONFINITE_RESULT
 
 

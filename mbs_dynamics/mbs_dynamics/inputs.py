@@ -26,7 +26,7 @@ SINGULAR_MASS_MATRIX = 3  # (the ABA returns -1 - body instead, naming the body)
 
 
 @njit(cache=True)
-def invalid(arrays, q, v, a):
+def invalid(model, q, v, a):
     """0 if q, v, a are finite and every quaternion of q is within the tolerance
     of unit length; 1 otherwise (the kernels check this first, for nanoseconds;
     explain() then says what is wrong)."""
@@ -34,7 +34,7 @@ def invalid(arrays, q, v, a):
         for k in range(x.shape[0]):
             if not math.isfinite(x[k]):
                 return 1
-    for start in arrays[12]:
+    for start in model.quaternion_starts:
         norm = math.sqrt(q[start] ** 2 + q[start + 1] ** 2 + q[start + 2] ** 2 + q[start + 3] ** 2)
         if abs(norm - 1.0) > QUATERNION_TOLERANCE:
             return 1

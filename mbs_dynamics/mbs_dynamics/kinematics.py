@@ -15,10 +15,10 @@ from mbs_dynamics.workspace import kinematic_views, scratch, take
 
 
 @njit(cache=True)
-def body_poses_kernel(arrays, q, R, p, S, RJ, world_R, world_p):
+def body_poses_kernel(model, q, R, p, S, world_R, world_p):
     """World <- body for every body (world_R, world_p), from the parent placements."""
-    forward_pass(arrays, q, R, p, S, RJ)
-    parent = arrays[0]
+    forward_pass(model, q, R, p, S)
+    parent = model.parent
     for i in range(parent.shape[0]):
         lam = parent[i]
         if lam < 0:
@@ -36,9 +36,9 @@ def body_poses_kernel(arrays, q, R, p, S, RJ, world_R, world_p):
 @njit(cache=True)
 def world_placements(packed, q, world_R, world_p, buffer):
     """world_R, world_p = world <- body of every body at q."""
-    arrays = unpack_model(packed)
-    R, p, S, RJ, _, _, _ = kinematic_views(buffer, arrays[0].shape[0])
-    body_poses_kernel(arrays, q, R, p, S, RJ, world_R, world_p)
+    model = unpack_model(packed)
+    kinematics, _ = kinematic_views(buffer, model.parent.shape[0])
+    body_poses_kernel(model, q, kinematics.R, kinematics.p, kinematics.S, world_R, world_p)
 
 
 def body_poses(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
@@ -71,23 +71,23 @@ def frames_motion_kernel(packed, q, v, bodies, local_R, local_p, jacobians, moti
     accelerations [dw/dt; d²o/dt²] at a = 0 without gravity (what constraints
     need, F&O eqs. 1-4), and their world poses. Returns INVALID_INPUT without
     computing (inputs.invalid), NONFINITE_RESULT on overflow, else 0."""
-    arrays = unpack_model(packed)
-    if invalid(arrays, q, v, v):
+    model = unpack_model(packed)
+    if invalid(model, q, v, v):
         return INVALID_INPUT
-    parent, v_start, nv_joint = arrays[0], arrays[3], arrays[13]
+    parent, v_start, nv_joint = model.parent, model.v_start, model.nv_joint
     n = parent.shape[0]
-    R, p, S, RJ, body_R, body_p, o = kinematic_views(buffer, n)
+    kinematics, o = kinematic_views(buffer, n)
+    R, p, S, body_R, body_p = kinematics.R, kinematics.p, kinematics.S, kinematics.world_R, kinematics.world_p
     vel, o = take(buffer, o, (n, 6))
     acc, o = take(buffer, o, (n, 6))
-    column, o = take(buffer, o, (6,))
     no_gravity, o = take(buffer, o, (3,))
     no_gravity[0] = no_gravity[1] = no_gravity[2] = 0.0
     no_acceleration, o = take(buffer, o, (v.shape[0],))
     no_acceleration[:] = 0.0
-    body_poses_kernel(arrays, q, R, p, S, RJ, body_R, body_p)
+    body_poses_kernel(model, q, R, p, S, body_R, body_p)
     for i in range(n):
-        j0, j1, j2, j3, j4, j5 = body_velocity(arrays, i, R, p, S, v, vel)
-        body_acceleration(arrays, i, R, p, S, v, no_acceleration, vel, acc, j0, j1, j2, j3, j4, j5, no_gravity)
+        v_i, vJ = body_velocity(model, i, R, p, S, v, vel)
+        body_acceleration(model, i, R, p, S, v, no_acceleration, acc, v_i, vJ, no_gravity)
     jacobians[:] = 0.0
     motion[:] = 0.0
     for k in range(bodies.shape[0]):
@@ -106,7 +106,8 @@ def frames_motion_kernel(packed, q, v, bodies, local_R, local_p, jacobians, moti
         j = b
         while j >= 0:
             for m in range(nv_joint[j]):
-                motion_to_parent(body_R[j], body_p[j], S[j, :, m], column)
+                column = motion_to_parent(body_R, body_p, j, (S[j, 0, m], S[j, 1, m], S[j, 2, m], S[j, 3, m],
+                                                              S[j, 4, m], S[j, 5, m]))
                 c = v_start[j] + m
                 jacobians[k, 0, c] += column[0]
                 jacobians[k, 1, c] += column[1]
@@ -196,11 +197,12 @@ def frame_motion_kernel(packed, q, v, a, jerk_in, body, local_R, local_p, repres
                origin's jerk d³r = R (J_u + dw x u + w x du + w x (du + w x u));
       mixed    the hybrid linear rows, angular rows in frame axes.
     Returns INVALID_INPUT without computing (inputs.invalid), else 0."""
-    arrays = unpack_model(packed)
-    if invalid(arrays, q, v, a) or invalid(arrays, q, jerk_in, jerk_in):
+    model = unpack_model(packed)
+    if invalid(model, q, v, a) or invalid(model, q, jerk_in, jerk_in):
         return INVALID_INPUT
-    n = arrays[0].shape[0]
-    R, p, S, RJ, world_R, world_p, o = kinematic_views(buffer, n)
+    n = model.parent.shape[0]
+    kinematics, o = kinematic_views(buffer, n)
+    R, p, S, world_R, world_p = kinematics.R, kinematics.p, kinematics.S, kinematics.world_R, kinematics.world_p
     vel, o = take(buffer, o, (n, 6))
     acc, o = take(buffer, o, (n, 6))
     jerk, o = take(buffer, o, (n, 6))
@@ -208,17 +210,17 @@ def frame_motion_kernel(packed, q, v, a, jerk_in, body, local_R, local_p, repres
     frame_R, o = take(buffer, o, (1, 3, 3))
     no_gravity, o = take(buffer, o, (3,))
     no_gravity[0] = no_gravity[1] = no_gravity[2] = 0.0
-    body_poses_kernel(arrays, q, R, p, S, RJ, world_R, world_p)
+    body_poses_kernel(model, q, R, p, S, world_R, world_p)
     for i in range(body + 1):  # parents come before children
-        j0, j1, j2, j3, j4, j5 = body_velocity(arrays, i, R, p, S, v, vel)
-        body_acceleration(arrays, i, R, p, S, v, a, vel, acc, j0, j1, j2, j3, j4, j5, no_gravity)
-        body_jerk(arrays, i, R, p, S, v, a, jerk_in, vel, acc, jerk, j0, j1, j2, j3, j4, j5, work)
+        v_i, vJ = body_velocity(model, i, R, p, S, v, vel)
+        a_i = body_acceleration(model, i, R, p, S, v, a, acc, v_i, vJ, no_gravity)
+        body_jerk(model, i, R, p, S, v, a, jerk_in, jerk, v_i, a_i, vJ)
     x0, x1, x2 = local_p[0], local_p[1], local_p[2]
     for row, motion in enumerate((vel[body], acc[body], jerk[body])):  # to the frame, in frame axes
         m0, m1, m2 = motion[0], motion[1], motion[2]
-        c = cross(m0, m1, m2, x0, x1, x2)
-        _put(out, row, 0, rotate_back(local_R, 0, m0, m1, m2))
-        _put(out, row, 3, rotate_back(local_R, 0, motion[3] + c[0], motion[4] + c[1], motion[5] + c[2]))
+        c = cross((m0, m1, m2), (x0, x1, x2))
+        _put(out, row, 0, rotate_back(local_R, 0, (m0, m1, m2)))
+        _put(out, row, 3, rotate_back(local_R, 0, (motion[3] + c[0], motion[4] + c[1], motion[5] + c[2])))
     if representation == 0:
         return 0
     Rb = world_R[body]
@@ -230,29 +232,28 @@ def frame_motion_kernel(packed, q, v, a, jerk_in, body, local_R, local_p, repres
     w, u = (out[0, 0], out[0, 1], out[0, 2]), (out[0, 3], out[0, 4], out[0, 5])
     dw, du = (out[1, 0], out[1, 1], out[1, 2]), (out[1, 3], out[1, 4], out[1, 5])
     if representation == 1:
-        e = motion_cross(w[0], w[1], w[2], u[0], u[1], u[2], dw[0], dw[1], dw[2], du[0], du[1], du[2])
+        e = motion_cross(w + u, dw + du)
         for r in range(6):
             out[2, r] += e[r]
         for row in range(3):
-            w_s = rotate(frame_R, 0, out[row, 0], out[row, 1], out[row, 2])
-            u_s = rotate(frame_R, 0, out[row, 3], out[row, 4], out[row, 5])
-            c = cross(work[0], work[1], work[2], w_s[0], w_s[1], w_s[2])
+            w_s = rotate(frame_R, 0, (out[row, 0], out[row, 1], out[row, 2]))
+            u_s = rotate(frame_R, 0, (out[row, 3], out[row, 4], out[row, 5]))
+            c = cross(work, w_s)
             _put(out, row, 0, w_s)
             out[row, 3], out[row, 4], out[row, 5] = u_s[0] + c[0], u_s[1] + c[1], u_s[2] + c[2]
         return 0
-    wu = cross(w[0], w[1], w[2], u[0], u[1], u[2])
+    wu = cross(w, u)
     r2 = (du[0] + wu[0], du[1] + wu[1], du[2] + wu[2])
-    c1, c2, c3 = cross(dw[0], dw[1], dw[2], u[0], u[1], u[2]), cross(w[0], w[1], w[2], du[0], du[1], du[2]), \
-        cross(w[0], w[1], w[2], r2[0], r2[1], r2[2])
+    c1, c2, c3 = cross(dw, u), cross(w, du), cross(w, r2)
     r3 = (out[2, 3] + c1[0] + c2[0] + c3[0], out[2, 4] + c1[1] + c2[1] + c3[1], out[2, 5] + c1[2] + c2[2] + c3[2])
-    _put(out, 0, 3, rotate(frame_R, 0, u[0], u[1], u[2]))
-    _put(out, 1, 3, rotate(frame_R, 0, r2[0], r2[1], r2[2]))
-    _put(out, 2, 3, rotate(frame_R, 0, r3[0], r3[1], r3[2]))
+    _put(out, 0, 3, rotate(frame_R, 0, u))
+    _put(out, 1, 3, rotate(frame_R, 0, r2))
+    _put(out, 2, 3, rotate(frame_R, 0, r3))
     if representation == 2:
-        wdw = cross(w[0], w[1], w[2], dw[0], dw[1], dw[2])
-        _put(out, 0, 0, rotate(frame_R, 0, w[0], w[1], w[2]))
-        _put(out, 1, 0, rotate(frame_R, 0, dw[0], dw[1], dw[2]))
-        _put(out, 2, 0, rotate(frame_R, 0, out[2, 0] + wdw[0], out[2, 1] + wdw[1], out[2, 2] + wdw[2]))
+        wdw = cross(w, dw)
+        _put(out, 0, 0, rotate(frame_R, 0, w))
+        _put(out, 1, 0, rotate(frame_R, 0, dw))
+        _put(out, 2, 0, rotate(frame_R, 0, (out[2, 0] + wdw[0], out[2, 1] + wdw[1], out[2, 2] + wdw[2])))
     return 0
 
 

@@ -27,11 +27,13 @@ path to the root (-1 at the root), so that M[k, j] != 0 only for j on that
 path (branch-induced sparsity, Featherstone RBDA §6.5); a plain chain
 k - 1 when mimic couplings put nonzeros elsewhere.
 
-The kernels receive them packed into two arrays, model.packed (unpack_model).
+The kernels receive them packed into two arrays, model.packed, and read them
+by name (ModelArrays, unpack_model).
 """
 from __future__ import annotations
 
 import threading
+from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
@@ -339,12 +341,19 @@ class _Builder:
             model.friction[v0:v0 + nv] = joint.friction
 
 
+# The model as the compiled kernels read it: model.parent[i], model.mass[i], ...
+# (the fields of the module docstring, plus quaternion_starts, gravity and
+# inertia_scale). Built inside the kernels from model.packed by unpack_model:
+# a namedtuple of views costs nothing there, while one passed in from Python
+# costs a microsecond a call to unbox.
+ModelArrays = namedtuple("ModelArrays", (
+    "parent", "joint_type", "q_start", "v_start", "coupling", "tree_rotation", "tree_translation", "axis", "plane",
+    "mass", "first_moment", "rotational_inertia", "quaternion_starts", "nv_joint", "gravity", "inertia_scale"))
+
+
 @njit(cache=True, inline="always")
 def unpack_model(packed):
-    """The model's arrays, as views of model.packed, in the order the kernels
-    index them: (parent, joint_type, q_start, v_start, coupling, tree_rotation,
-    tree_translation, axis, plane, mass, first_moment, rotational_inertia,
-    quaternion_starts, nv_joint, gravity, inertia_scale)."""
+    """The model's arrays (ModelArrays), as views of model.packed."""
     floats, ints = packed
     n, nquat = ints[0], ints[1]
     parent, o = take(ints, 2, (n,))
@@ -362,8 +371,8 @@ def unpack_model(packed):
     first_moment, o = take(floats, o, (n, 3))
     rotational_inertia, o = take(floats, o, (n, 3, 3))
     gravity, o = take(floats, o, (3,))
-    return (parent, joint_type, q_start, v_start, coupling, tree_rotation, tree_translation, axis, plane, mass,
-            first_moment, rotational_inertia, quaternion_starts, nv_joint, gravity, floats[o])
+    return ModelArrays(parent, joint_type, q_start, v_start, coupling, tree_rotation, tree_translation, axis, plane,
+                       mass, first_moment, rotational_inertia, quaternion_starts, nv_joint, gravity, floats[o])
 
 
 def plane_basis(axis: np.ndarray) -> np.ndarray:

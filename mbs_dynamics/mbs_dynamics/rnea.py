@@ -15,24 +15,27 @@ hybrid   twists [w; dr/dt] and wrenches in world axes at each body's origin
 
 Gravity enters as the acceleration [0; -g] of the world. The MD backward loops
 start at i = n with W_{n+1} = 0, and applied wrenches enter with a minus sign
-(SEED_NOTES misprint 9).
+(a misprint of the paper: DESIGN.md §7).
 
 The default form is the fastest in benchmarks/core.py: the body form, on
 every robot there (TALOS: hybrid 1.2x and spatial 1.3x its time): the world
 forms also need every body's world placement and world joint screws, and the
 spatial form its world inertia, which the body form never forms.
 """
+from collections import namedtuple
+
 import numpy as np
 from numba import njit, prange
 
 from mbs_dynamics import inputs
 from mbs_dynamics.crba import world_body_inertias, world_motion_subspaces
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
-from mbs_dynamics.joints import body_acceleration, body_velocity, forward_pass, joint_bias_add
+from mbs_dynamics.joints import REST, body_acceleration, body_velocity, forward_pass, gravity_acceleration, \
+    joint_bias, parent_row
 from mbs_dynamics.kinematics import body_poses, body_poses_kernel
 from mbs_dynamics.model import Model, unpack_model
-from mbs_dynamics.spatial import cross, force_cross, force_to_parent_add, inertia_apply, motion_cross, rotate, \
-    rotate_back
+from mbs_dynamics.spatial import add, add3, cross, force_to_parent, motion_cross, newton_euler, rotate, rotate_back, \
+    row, store, store_add
 from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
 
 # The forms, in the order of their numbers (_KERNELS, _BATCH_KERNELS).
@@ -42,62 +45,27 @@ BODY, SPATIAL, HYBRID = range(3)
 DEFAULT_RNEA_REPRESENTATION = "body"
 
 
-# --- pieces of the three forms, on scalars ---------------------------------
+# --- pieces of the three forms ----------------------------------------------
+
+# The world forms' layout of the scratch buffer (world_views).
+WorldViews = namedtuple("WorldViews", (
+    "S", "world_R", "world_p", "J", "vel", "acc", "force", "mass_w", "first_moment_w", "inertia_w"))
 
 
 @njit(cache=True, inline="always")
-def newton_euler(mass, first_moment, inertia, i, b0, b1, b2, b3, b4, b5, w0, w1, w2, l0, l1, l2):
-    """W = I a + v x* I v (F&O eq. 3; M dV - ad^T_V M V of MD eqs. 67a, 71b) for
-    a = [b0..b5], v = [w; l] and I = (mass[i], first_moment[i], inertia[i]) in
-    one frame about one point (spatial.inertia_apply), six scalars."""
-    m, h, I_O = mass[i], first_moment[i], inertia[i]
-    n0, n1, n2, f0, f1, f2 = inertia_apply(m, h[0], h[1], h[2], I_O, b0, b1, b2, b3, b4, b5)
-    k0, k1, k2, g0, g1, g2 = inertia_apply(m, h[0], h[1], h[2], I_O, w0, w1, w2, l0, l1, l2)
-    c = force_cross(w0, w1, w2, l0, l1, l2, k0, k1, k2, g0, g1, g2)
-    return n0 + c[0], n1 + c[1], n2 + c[2], f0 + c[3], f1 + c[4], f2 + c[5]
-
-
-@njit(cache=True, inline="always")
-def hybrid_wrench(arrays, i, world_R, w0, w1, w2, dw0, dw1, dw2, e0, e1, e2):
-    """W^h = M^h dV^h + ad_w M^h [w; 0] (MD eqs. 53, 76b): body i's wrench [n; f]
-    in world axes about its origin r, from its angular velocity w, angular
-    acceleration dw and the acceleration e = d²r/dt² of r, all in world axes.
-    M^h = Ad_R^-T M^b Ad_R^-1 (76a) is applied, not formed: the vectors are
-    rotated into the body, newton_euler there with v = [R^T w; 0], and back."""
-    x0, x1, x2 = rotate_back(world_R, i, w0, w1, w2)
-    y0, y1, y2 = rotate_back(world_R, i, dw0, dw1, dw2)
-    z0, z1, z2 = rotate_back(world_R, i, e0, e1, e2)
-    n0, n1, n2, f0, f1, f2 = newton_euler(arrays[9], arrays[10], arrays[11], i, y0, y1, y2, z0, z1, z2,
-                                          x0, x1, x2, 0.0, 0.0, 0.0)
-    n0, n1, n2 = rotate(world_R, i, n0, n1, n2)
-    f0, f1, f2 = rotate(world_R, i, f0, f1, f2)
-    return n0, n1, n2, f0, f1, f2
-
-
-@njit(cache=True, inline="always")
-def store_wrench(force, i, f_ext, n0, n1, n2, f0, f1, f2):
-    """force[i] = [n; f] - f_ext[i]: the applied wrench enters with a minus sign
-    (MD eqs. 67a, 71b, 76b; misprint 9). f_ext with no rows: none."""
-    force[i, 0], force[i, 1], force[i, 2], force[i, 3], force[i, 4], force[i, 5] = n0, n1, n2, f0, f1, f2
+def store_wrench(force, i, f_ext, f_i):
+    """force[i] = f_i - f_ext[i]: the applied wrench enters with a minus sign
+    (MD eqs. 67a, 71b, 76b; a misprint, DESIGN.md §7). f_ext with no rows: none."""
+    store(force, i, f_i)
     if f_ext.shape[0] > 0:
         for r in range(6):
             force[i, r] -= f_ext[i, r]
 
 
 @njit(cache=True, inline="always")
-def parent_motion(vel, acc, lam):
-    """Body λ's twist and acceleration as twelve scalars; for the world (λ < 0)
-    zeros, to which world_step adds gravity."""
-    if lam < 0:
-        return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-    return (vel[lam, 0], vel[lam, 1], vel[lam, 2], vel[lam, 3], vel[lam, 4], vel[lam, 5],
-            acc[lam, 0], acc[lam, 1], acc[lam, 2], acc[lam, 3], acc[lam, 4], acc[lam, 5])
-
-
-@njit(cache=True, inline="always")
 def screw_times(J, i, nv, x, start):
     """J_i x[start:start + nv] for joint screws stored by column, J[i, k] (the
-    layout of crba.world_motion_subspaces), six scalars."""
+    layout of crba.world_motion_subspaces), a 6-tuple."""
     s0 = s1 = s2 = s3 = s4 = s5 = 0.0
     for k in range(nv):
         value = x[start + k]
@@ -111,41 +79,30 @@ def screw_times(J, i, nv, x, start):
 
 
 @njit(cache=True, inline="always")
-def world_step(arrays, i, S, world_R, J, v, a, vel, acc, work):
-    """What both world forms start body i's step from: its parent's twist and
-    acceleration (the world's: [0; -g], gravity), the joint's J_i qd_i and
-    J_i qdd_i, and d(J_i)/dt qd_i beyond the bracket with the twist: the planar
-    joint's c_J (joints.joint_bias_add), a pure linear motion vector, turned to
-    world axes (R_i c_J, the same about any point); 24 scalars."""
-    lam, v0, nv = arrays[0][i], arrays[3][i], arrays[13][i]
-    pw0, pw1, pw2, pl0, pl1, pl2, aw0, aw1, aw2, al0, al1, al2 = parent_motion(vel, acc, lam)
-    if lam < 0:
-        gravity = arrays[14]
-        al0, al1, al2 = -gravity[0], -gravity[1], -gravity[2]
-    j0, j1, j2, j3, j4, j5 = screw_times(J, i, nv, v, v0)
-    b0, b1, b2, b3, b4, b5 = screw_times(J, i, nv, a, v0)
-    c0 = c1 = c2 = 0.0
-    if nv > 1:
-        work[3] = work[4] = work[5] = 0.0
-        joint_bias_add(arrays[1][i], arrays[7][i], S[i], v, v0, work)
-        c0, c1, c2 = rotate(world_R, i, work[3], work[4], work[5])
-    return (pw0, pw1, pw2, pl0, pl1, pl2, aw0, aw1, aw2, al0, al1, al2, j0, j1, j2, j3, j4, j5,
-            b0, b1, b2, b3 + c0, b4 + c1, b5 + c2)
+def world_joint_acceleration(model, i, views, v, a):
+    """J_i qdd_i + d(J_i)/dt qd_i beyond the bracket with the twist: the planar
+    joint's c_J (joints.joint_bias), a pure linear motion vector, turned to
+    world axes (R_i c_J, the same about any point)."""
+    nv, v0 = model.nv_joint[i], model.v_start[i]
+    b = screw_times(views.J, i, nv, a, v0)
+    if nv == 1:
+        return b
+    c = joint_bias(model, i, views.S, v)
+    l0, l1, l2 = rotate(views.world_R, i, (c[3], c[4], c[5]))
+    return b[0], b[1], b[2], b[3] + l0, b[4] + l1, b[5] + l2
 
 
 @njit(cache=True, inline="always")
-def world_views(arrays, q, buffer, about_world_origin):
-    """The world forms' layout of the scratch buffer, filled from q: world
-    placements (kinematics.body_poses_kernel) and the joint screws J_i = ^0X_i S_i
-    (crba.world_motion_subspaces) about the world origin (spatial, MD eq. 70b),
-    with each body's inertia M^s_i about it (crba.world_body_inertias, 71a); or,
-    with about_world_origin False, the screws about each body's origin: the
-    rotation alone, Ad_R_i S_i (hybrid, MD eq. 75b). Returns S (body frame),
-    world_R, world_p, J, the twists, accelerations and wrenches (n, 6), the
-    world inertias (mass, first moment, rotational; filled for spatial only)
-    and a 6-vector of scratch."""
-    n = arrays[0].shape[0]
-    R, p, S, RJ, world_R, world_p, o = kinematic_views(buffer, n)
+def world_views(model, q, buffer, about_world_origin):
+    """The world forms' layout of the scratch buffer (WorldViews), filled from q:
+    world placements (kinematics.body_poses_kernel) and the joint screws
+    J_i = ^0X_i S_i (crba.world_motion_subspaces) about the world origin
+    (spatial, MD eq. 70b), with each body's inertia M^s_i about it
+    (crba.world_body_inertias, 71a); or, with about_world_origin False, the
+    screws about each body's origin: the rotation alone, Ad_R_i S_i (hybrid, MD
+    eq. 75b). The twists, accelerations and wrenches are left to the kernel."""
+    n = model.parent.shape[0]
+    kinematics, o = kinematic_views(buffer, n)
     J, o = take(buffer, o, (n, 6, 6))
     vel, o = take(buffer, o, (n, 6))
     acc, o = take(buffer, o, (n, 6))
@@ -154,42 +111,40 @@ def world_views(arrays, q, buffer, about_world_origin):
     first_moment_w, o = take(buffer, o, (n, 3))
     inertia_w, o = take(buffer, o, (n, 3, 3))
     no_offset, o = take(buffer, o, (n, 3))
-    work, o = take(buffer, o, (6,))
-    body_poses_kernel(arrays, q, R, p, S, RJ, world_R, world_p)
+    world_R, world_p = kinematics.world_R, kinematics.world_p
+    body_poses_kernel(model, q, kinematics.R, kinematics.p, kinematics.S, world_R, world_p)
     if about_world_origin:
-        world_motion_subspaces(arrays, S, world_R, world_p, J)
-        world_body_inertias(arrays, world_R, world_p, mass_w, first_moment_w, inertia_w)
+        world_motion_subspaces(model, kinematics.S, world_R, world_p, J)
+        world_body_inertias(model, world_R, world_p, mass_w, first_moment_w, inertia_w)
     else:
         no_offset[:] = 0.0
-        world_motion_subspaces(arrays, S, world_R, no_offset, J)
-    return S, world_R, world_p, J, vel, acc, force, mass_w, first_moment_w, inertia_w, work
+        world_motion_subspaces(model, kinematics.S, world_R, no_offset, J)
+    return WorldViews(kinematics.S, world_R, world_p, J, vel, acc, force, mass_w, first_moment_w, inertia_w)
 
 
 @njit(cache=True, inline="always")
-def world_backward_pass(arrays, J, world_p, force, about_world_origin, tau):
-    """From i = n down (W_{n+1} = 0, misprint 9): tau_i = J_i^T W_i (MD eqs. 71c,
-    76c) and W_λ += W_i: as it is about the world origin (spatial, 71b), or
-    with its moment taken about λ's origin, [n + (r_i - r_λ) x f; f] (hybrid,
-    Ad^T_d of 76b, a translation)."""
-    parent, v_start, nv_joint = arrays[0], arrays[3], arrays[13]
+def world_backward_pass(model, views, about_world_origin, tau):
+    """From i = n down (W_{n+1} = 0, a misprint: DESIGN.md §7): tau_i = J_i^T W_i
+    (MD eqs. 71c, 76c) and W_λ += W_i: as it is about the world origin (spatial,
+    71b), or with its moment taken about λ's origin, [n + (r_i - r_λ) x f; f]
+    (hybrid, Ad^T_d of 76b, a translation)."""
+    J, world_p, force = views.J, views.world_p, views.force
     for k in range(tau.shape[0]):
         tau[k] = 0.0
-    for i in range(parent.shape[0] - 1, -1, -1):
-        v0 = v_start[i]
-        for k in range(nv_joint[i]):
+    for i in range(model.parent.shape[0] - 1, -1, -1):
+        v0 = model.v_start[i]
+        for k in range(model.nv_joint[i]):
             tau[v0 + k] += (J[i, k, 0] * force[i, 0] + J[i, k, 1] * force[i, 1] + J[i, k, 2] * force[i, 2]
                             + J[i, k, 3] * force[i, 3] + J[i, k, 4] * force[i, 4] + J[i, k, 5] * force[i, 5])
-        lam = parent[i]
+        lam = model.parent[i]
         if lam < 0:
             continue
-        for r in range(6):
-            force[lam, r] += force[i, r]
+        store_add(force, lam, row(force, i))
         if not about_world_origin:
-            m0, m1, m2 = cross(world_p[i, 0] - world_p[lam, 0], world_p[i, 1] - world_p[lam, 1],
-                               world_p[i, 2] - world_p[lam, 2], force[i, 3], force[i, 4], force[i, 5])
-            force[lam, 0] += m0
-            force[lam, 1] += m1
-            force[lam, 2] += m2
+            d = (world_p[i, 0] - world_p[lam, 0], world_p[i, 1] - world_p[lam, 1], world_p[i, 2] - world_p[lam, 2])
+            moment = cross(d, (force[i, 3], force[i, 4], force[i, 5]))
+            for r in range(3):
+                force[lam, r] += moment[r]
 
 
 # --- the three kernels -------------------------------------------------------
@@ -198,43 +153,40 @@ def world_backward_pass(arrays, J, world_p, force, about_world_origin, tau):
 @njit(cache=True)
 def rnea_kernel(packed, q, v, a, f_ext, tau, buffer):
     """tau = ID(q, v, a), body form; f_ext[i]: wrench on body i (body frame,
-    about its origin), or none (0 rows).
-
-    Written over scalars, body by body (F&O eqs. 1-8, MD eqs. 66-67):
-        v_i = X v_λ + S qd,  a_i = X a_λ + S qdd + c_J + v_i x S qd,
-        f_i = I a_i + v_i x* I v_i - f_ext_i,  tau_i = S^T f_i,  f_λ += X^T f_i.
+    about its origin), or none (0 rows). Body by body (F&O eqs. 1-8, MD eqs.
+    66-67; spatial_v2's ID):
+        v_i = ^iX_λ v_λ + S qd,  a_i = ^iX_λ a_λ + S qdd + c_J + v_i x S qd,
+        f_i = I a_i + v_i x* I v_i - f_ext_i,  tau_i = S^T f_i,  f_λ += ^λX_i^* f_i.
     Returns INVALID_INPUT without computing (inputs.invalid), NONFINITE_RESULT
     when tau overflows, else 0.
     """
-    arrays = unpack_model(packed)
-    if invalid(arrays, q, v, a):
+    model = unpack_model(packed)
+    if invalid(model, q, v, a):
         return INVALID_INPUT
-    parent, v_start, nv_joint, gravity = arrays[0], arrays[3], arrays[13], arrays[14]
-    n = parent.shape[0]
-    R, p, S, RJ, _, _, o = kinematic_views(buffer, n)
+    n = model.parent.shape[0]
+    kinematics, o = kinematic_views(buffer, n)
+    R, p, S = kinematics.R, kinematics.p, kinematics.S
     vel, o = take(buffer, o, (n, 6))
     acc, o = take(buffer, o, (n, 6))
     force, o = take(buffer, o, (n, 6))
-    forward_pass(arrays, q, R, p, S, RJ)
+    forward_pass(model, q, R, p, S)
     for i in range(n):
-        j0, j1, j2, j3, j4, j5 = body_velocity(arrays, i, R, p, S, v, vel)
-        body_acceleration(arrays, i, R, p, S, v, a, vel, acc, j0, j1, j2, j3, j4, j5, gravity)
-        n0, n1, n2, f0, f1, f2 = newton_euler(
-            arrays[9], arrays[10], arrays[11], i, acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3], acc[i, 4], acc[i, 5],
-            vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5])
-        store_wrench(force, i, f_ext, n0, n1, n2, f0, f1, f2)
+        v_i, vJ = body_velocity(model, i, R, p, S, v, vel)
+        a_i = body_acceleration(model, i, R, p, S, v, a, acc, v_i, vJ, model.gravity)
+        store_wrench(force, i, f_ext, newton_euler(model.mass, model.first_moment, model.rotational_inertia, i,
+                                                   a_i, v_i))
     for k in range(tau.shape[0]):
         tau[k] = 0.0
     for i in range(n - 1, -1, -1):
-        v0 = v_start[i]
-        for k in range(nv_joint[i]):
+        v0 = model.v_start[i]
+        for k in range(model.nv_joint[i]):
             t = 0.0
             for r in range(6):
                 t += S[i, r, k] * force[i, r]
             tau[v0 + k] += t
-        lam = parent[i]
+        lam = model.parent[i]
         if lam >= 0:
-            force_to_parent_add(R[i], p[i], force[i], force[lam])
+            store_add(force, lam, force_to_parent(R, p, i, row(force, i)))
     return 0 if all_finite(tau) else NONFINITE_RESULT
 
 
@@ -254,25 +206,37 @@ def rnea_spatial_kernel(packed, q, v, a, f_ext, tau, buffer):
     Returns INVALID_INPUT without computing (inputs.invalid), NONFINITE_RESULT
     when tau overflows, else 0.
     """
-    arrays = unpack_model(packed)
-    if invalid(arrays, q, v, a):
+    model = unpack_model(packed)
+    if invalid(model, q, v, a):
         return INVALID_INPUT
-    S, world_R, world_p, J, vel, acc, force, mass_w, first_moment_w, inertia_w, work = world_views(
-        arrays, q, buffer, True)
-    for i in range(arrays[0].shape[0]):
-        pw0, pw1, pw2, pl0, pl1, pl2, aw0, aw1, aw2, al0, al1, al2, j0, j1, j2, j3, j4, j5, \
-            b0, b1, b2, b3, b4, b5 = world_step(arrays, i, S, world_R, J, v, a, vel, acc, work)
-        w0, w1, w2, l0, l1, l2 = pw0 + j0, pw1 + j1, pw2 + j2, pl0 + j3, pl1 + j4, pl2 + j5
-        x = motion_cross(w0, w1, w2, l0, l1, l2, j0, j1, j2, j3, j4, j5)
-        dw0, dw1, dw2 = aw0 + b0 + x[0], aw1 + b1 + x[1], aw2 + b2 + x[2]
-        dl0, dl1, dl2 = al0 + b3 + x[3], al1 + b4 + x[4], al2 + b5 + x[5]
-        vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5] = w0, w1, w2, l0, l1, l2
-        acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3], acc[i, 4], acc[i, 5] = dw0, dw1, dw2, dl0, dl1, dl2
-        n0, n1, n2, f0, f1, f2 = newton_euler(mass_w, first_moment_w, inertia_w, i, dw0, dw1, dw2, dl0, dl1, dl2,
-                                              w0, w1, w2, l0, l1, l2)
-        store_wrench(force, i, f_ext, n0, n1, n2, f0, f1, f2)
-    world_backward_pass(arrays, J, world_p, force, True, tau)
+    views = world_views(model, q, buffer, True)
+    vel, acc = views.vel, views.acc
+    gravity = gravity_acceleration(model.gravity)
+    for i in range(model.parent.shape[0]):
+        lam = model.parent[i]
+        vJ = screw_times(views.J, i, model.nv_joint[i], v, model.v_start[i])
+        V_i = add(parent_row(vel, lam, REST), vJ)
+        dV_i = add(add(parent_row(acc, lam, gravity), world_joint_acceleration(model, i, views, v, a)),
+                   motion_cross(V_i, vJ))
+        store(vel, i, V_i)
+        store(acc, i, dV_i)
+        store_wrench(views.force, i, f_ext, newton_euler(views.mass_w, views.first_moment_w, views.inertia_w, i,
+                                                         dV_i, V_i))
+    world_backward_pass(model, views, True, tau)
     return 0 if all_finite(tau) else NONFINITE_RESULT
+
+
+@njit(cache=True, inline="always")
+def hybrid_wrench(model, i, world_R, w, dw, e):
+    """W^h = M^h dV^h + ad_w M^h [w; 0] (MD eqs. 53, 76b): body i's wrench [n; f]
+    in world axes about its origin r, from its angular velocity w, angular
+    acceleration dw and the acceleration e = d²r/dt² of r, all in world axes.
+    M^h = Ad_R^-T M^b Ad_R^-1 (76a) is applied, not formed: the vectors are
+    rotated into the body, newton_euler there with v = [R^T w; 0], and back."""
+    f = newton_euler(model.mass, model.first_moment, model.rotational_inertia, i,
+                     rotate_back(world_R, i, dw) + rotate_back(world_R, i, e),
+                     rotate_back(world_R, i, w) + (0.0, 0.0, 0.0))
+    return rotate(world_R, i, (f[0], f[1], f[2])) + rotate(world_R, i, (f[3], f[4], f[5]))
 
 
 @njit(cache=True)
@@ -288,35 +252,32 @@ def rnea_hybrid_kernel(packed, q, v, a, f_ext, tau, buffer):
                     + Jv qdd + w_i x Jv qd + R_i c_J                  (75d, 72)
         W_i = M^h_i dV_i + ad_w M^h_i [w_i; 0] - W_i^app              (76a-b)
         tau_i = J_i^T W_i,  W_λ += [n_i + d x f_i; f_i]              (76b-c, from i = n)
-    (c_J: the planar joint's bias, joints.joint_bias_add.) Returns the status
-    of rnea_kernel.
+    (c_J: the planar joint's bias, joints.joint_bias.) Returns the status of
+    rnea_kernel.
     """
-    arrays = unpack_model(packed)
-    if invalid(arrays, q, v, a):
+    model = unpack_model(packed)
+    if invalid(model, q, v, a):
         return INVALID_INPUT
-    parent = arrays[0]
-    S, world_R, world_p, J, vel, acc, force, _, _, _, work = world_views(arrays, q, buffer, False)
-    for i in range(parent.shape[0]):
-        pw0, pw1, pw2, pr0, pr1, pr2, aw0, aw1, aw2, ar0, ar1, ar2, j0, j1, j2, j3, j4, j5, \
-            b0, b1, b2, b3, b4, b5 = world_step(arrays, i, S, world_R, J, v, a, vel, acc, work)
-        lam = parent[i]
-        d0, d1, d2 = world_p[i, 0], world_p[i, 1], world_p[i, 2]
+    views = world_views(model, q, buffer, False)
+    vel, acc, world_p = views.vel, views.acc, views.world_p
+    gravity = gravity_acceleration(model.gravity)
+    for i in range(model.parent.shape[0]):
+        lam = model.parent[i]
+        V, dV = parent_row(vel, lam, REST), parent_row(acc, lam, gravity)
+        w_parent, r_parent, dw_parent, e_parent = V[:3], V[3:], dV[:3], dV[3:]
+        j = screw_times(views.J, i, model.nv_joint[i], v, model.v_start[i])
+        b = world_joint_acceleration(model, i, views, v, a)
+        d = (world_p[i, 0], world_p[i, 1], world_p[i, 2])
         if lam >= 0:
-            d0, d1, d2 = d0 - world_p[lam, 0], d1 - world_p[lam, 1], d2 - world_p[lam, 2]
-        w0, w1, w2 = pw0 + j0, pw1 + j1, pw2 + j2
-        u0, u1, u2 = cross(pw0, pw1, pw2, d0, d1, d2)
-        u0, u1, u2 = u0 + j3, u1 + j4, u2 + j5  # dr_i/dt - dr_λ/dt
-        x0, x1, x2 = cross(w0, w1, w2, j0, j1, j2)
-        dw0, dw1, dw2 = aw0 + b0 + x0, aw1 + b1 + x1, aw2 + b2 + x2
-        x0, x1, x2 = cross(aw0, aw1, aw2, d0, d1, d2)
-        y0, y1, y2 = cross(pw0, pw1, pw2, u0, u1, u2)
-        z0, z1, z2 = cross(w0, w1, w2, j3, j4, j5)
-        e0, e1, e2 = ar0 + x0 + y0 + b3 + z0, ar1 + x1 + y1 + b4 + z1, ar2 + x2 + y2 + b5 + z2
-        vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5] = w0, w1, w2, pr0 + u0, pr1 + u1, pr2 + u2
-        acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3], acc[i, 4], acc[i, 5] = dw0, dw1, dw2, e0, e1, e2
-        n0, n1, n2, f0, f1, f2 = hybrid_wrench(arrays, i, world_R, w0, w1, w2, dw0, dw1, dw2, e0, e1, e2)
-        store_wrench(force, i, f_ext, n0, n1, n2, f0, f1, f2)
-    world_backward_pass(arrays, J, world_p, force, False, tau)
+            d = (d[0] - world_p[lam, 0], d[1] - world_p[lam, 1], d[2] - world_p[lam, 2])
+        w = add3(w_parent, j[:3])
+        u = add3(cross(w_parent, d), j[3:])  # dr_i/dt - dr_λ/dt
+        dw = add3(add3(dw_parent, b[:3]), cross(w, j[:3]))
+        e = add3(add3(add3(e_parent, cross(dw_parent, d)), add3(cross(w_parent, u), b[3:])), cross(w, j[3:]))
+        store(vel, i, w + add3(r_parent, u))
+        store(acc, i, dw + e)
+        store_wrench(views.force, i, f_ext, hybrid_wrench(model, i, views.world_R, w, dw, e))
+    world_backward_pass(model, views, False, tau)
     return 0 if all_finite(tau) else NONFINITE_RESULT
 
 

@@ -11,7 +11,11 @@ A spatial inertia is kept as (m, h = m c, I_O): mass, first moment and
 rotational inertia about the frame origin (RBDL §7.3's compact form):
 I [w; v] = [I_O w + h x v; m v - h x w].
 
-Every function writes into `out` arguments; nothing allocates.
+The operators take and return 3- and 6-vectors as tuples (which the compiled
+code keeps in registers), and read a transform or inertia from per-body arrays
+by index, (R, p, i) for R[i], p[i]: a view per call would cost more than the
+arithmetic. row and store move 6-vectors between tuples and arrays. Functions
+on matrices write into `out` arguments; nothing allocates.
 """
 import math
 
@@ -19,76 +23,145 @@ from numba import njit
 
 
 @njit(cache=True, inline="always")
-def rotation_about_axis(axis, angle, out):
-    """Rodrigues: rotation by `angle` about the unit `axis` (Müller kinematics eq. 69)."""
+def rotation_about_axis(x, y, z, angle):
+    """Rodrigues: the rotation by `angle` about the unit axis (x, y, z), nine
+    scalars by rows (Müller kinematics eq. 69)."""
     c, s = math.cos(angle), math.sin(angle)
     t = 1.0 - c
-    x, y, z = axis[0], axis[1], axis[2]
-    out[0, 0] = c + t * x * x
-    out[0, 1] = t * x * y - s * z
-    out[0, 2] = t * x * z + s * y
-    out[1, 0] = t * x * y + s * z
-    out[1, 1] = c + t * y * y
-    out[1, 2] = t * y * z - s * x
-    out[2, 0] = t * x * z - s * y
-    out[2, 1] = t * y * z + s * x
-    out[2, 2] = c + t * z * z
+    return (c + t * x * x, t * x * y - s * z, t * x * z + s * y,
+            t * x * y + s * z, c + t * y * y, t * y * z - s * x,
+            t * x * z - s * y, t * y * z + s * x, c + t * z * z)
 
 
 @njit(cache=True, inline="always")
-def quaternion_to_rotation(x, y, z, w, out):
-    """Rotation matrix of a unit quaternion (x, y, z, w)."""
-    out[0, 0] = 1.0 - 2.0 * (y * y + z * z)
-    out[0, 1] = 2.0 * (x * y - z * w)
-    out[0, 2] = 2.0 * (x * z + y * w)
-    out[1, 0] = 2.0 * (x * y + z * w)
-    out[1, 1] = 1.0 - 2.0 * (x * x + z * z)
-    out[1, 2] = 2.0 * (y * z - x * w)
-    out[2, 0] = 2.0 * (x * z - y * w)
-    out[2, 1] = 2.0 * (y * z + x * w)
-    out[2, 2] = 1.0 - 2.0 * (x * x + y * y)
+def quaternion_to_rotation(x, y, z, w):
+    """The rotation matrix of a unit quaternion (x, y, z, w), nine scalars by rows."""
+    return (1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w), 2.0 * (x * z + y * w),
+            2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w),
+            2.0 * (x * z - y * w), 2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y))
 
 
 @njit(cache=True, inline="always")
-def motion_to_parent(R, p, m, out):
-    """parent <- child on a motion vector: [R w; R v + p x (R w)]."""
-    w0 = R[0, 0] * m[0] + R[0, 1] * m[1] + R[0, 2] * m[2]
-    w1 = R[1, 0] * m[0] + R[1, 1] * m[1] + R[1, 2] * m[2]
-    w2 = R[2, 0] * m[0] + R[2, 1] * m[1] + R[2, 2] * m[2]
-    v0 = R[0, 0] * m[3] + R[0, 1] * m[4] + R[0, 2] * m[5]
-    v1 = R[1, 0] * m[3] + R[1, 1] * m[4] + R[1, 2] * m[5]
-    v2 = R[2, 0] * m[3] + R[2, 1] * m[4] + R[2, 2] * m[5]
-    out[0], out[1], out[2] = w0, w1, w2
-    out[3] = v0 + p[1] * w2 - p[2] * w1
-    out[4] = v1 + p[2] * w0 - p[0] * w2
-    out[5] = v2 + p[0] * w1 - p[1] * w0
+def row(X, i):
+    """X[i, :6] as a 6-tuple."""
+    return X[i, 0], X[i, 1], X[i, 2], X[i, 3], X[i, 4], X[i, 5]
 
 
 @njit(cache=True, inline="always")
-def force_to_parent_add(R, p, f, out):
-    """out += parent <- child on a force vector: [R n + p x (R f); R f]."""
-    f0 = R[0, 0] * f[3] + R[0, 1] * f[4] + R[0, 2] * f[5]
-    f1 = R[1, 0] * f[3] + R[1, 1] * f[4] + R[1, 2] * f[5]
-    f2 = R[2, 0] * f[3] + R[2, 1] * f[4] + R[2, 2] * f[5]
-    for k in range(3):
-        out[k] += R[k, 0] * f[0] + R[k, 1] * f[1] + R[k, 2] * f[2]
-    out[0] += p[1] * f2 - p[2] * f1
-    out[1] += p[2] * f0 - p[0] * f2
-    out[2] += p[0] * f1 - p[1] * f0
-    out[3] += f0
-    out[4] += f1
-    out[5] += f2
+def store(X, i, x):
+    """X[i, :6] = x."""
+    X[i, 0], X[i, 1], X[i, 2], X[i, 3], X[i, 4], X[i, 5] = x
 
 
 @njit(cache=True, inline="always")
-def inertia_apply(m, h0, h1, h2, I, w0, w1, w2, l0, l1, l2):  # noqa: E741
-    """(m, h, I_O) [w; l] = [I_O w + h x l; m l - h x w], on scalars (RBDL §7.3)."""
+def store_add(X, i, x):
+    """X[i, :6] += x."""
+    for r in range(6):
+        X[i, r] += x[r]
+
+
+@njit(cache=True, inline="always")
+def add(a, b):
+    """a + b, 6-tuples."""
+    return a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4], a[5] + b[5]
+
+
+@njit(cache=True, inline="always")
+def add3(a, b):
+    """a + b, 3-tuples."""
+    return a[0] + b[0], a[1] + b[1], a[2] + b[2]
+
+
+@njit(cache=True, inline="always")
+def cross(a, b):
+    """a x b, 3-tuples."""
+    return a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]
+
+
+@njit(cache=True, inline="always")
+def rotate(R, i, x):
+    """R[i] x, a 3-tuple."""
+    return (R[i, 0, 0] * x[0] + R[i, 0, 1] * x[1] + R[i, 0, 2] * x[2],
+            R[i, 1, 0] * x[0] + R[i, 1, 1] * x[1] + R[i, 1, 2] * x[2],
+            R[i, 2, 0] * x[0] + R[i, 2, 1] * x[1] + R[i, 2, 2] * x[2])
+
+
+@njit(cache=True, inline="always")
+def rotate_back(R, i, x):
+    """R[i]^T x, a 3-tuple."""
+    return (R[i, 0, 0] * x[0] + R[i, 1, 0] * x[1] + R[i, 2, 0] * x[2],
+            R[i, 0, 1] * x[0] + R[i, 1, 1] * x[1] + R[i, 2, 1] * x[2],
+            R[i, 0, 2] * x[0] + R[i, 1, 2] * x[1] + R[i, 2, 2] * x[2])
+
+
+@njit(cache=True, inline="always")
+def motion_to_child(R, p, i, m):
+    """^iX_λ m = [R^T w; R^T (v - p x w)] for (R, p) = (R[i], p[i]), parent <- child
+    (RBDL eq. 2): a parent's motion vector in the child frame."""
+    w = (m[0], m[1], m[2])
+    x, y, z = p[i, 0], p[i, 1], p[i, 2]
+    t = (m[3] - (y * m[2] - z * m[1]), m[4] - (z * m[0] - x * m[2]), m[5] - (x * m[1] - y * m[0]))
+    return rotate_back(R, i, w) + rotate_back(R, i, t)
+
+
+@njit(cache=True, inline="always")
+def motion_to_parent(R, p, i, m):
+    """^λX_i m = [R w; R v + p x (R w)]: a child's motion vector in the parent frame."""
+    w = rotate(R, i, (m[0], m[1], m[2]))
+    v = rotate(R, i, (m[3], m[4], m[5]))
+    x, y, z = p[i, 0], p[i, 1], p[i, 2]
+    return w + (v[0] + y * w[2] - z * w[1], v[1] + z * w[0] - x * w[2], v[2] + x * w[1] - y * w[0])
+
+
+@njit(cache=True, inline="always")
+def force_to_parent(R, p, i, f):
+    """^λX_i^* f = [R n + p x (R f); R f] (RBDL eq. 4): a child's force vector in the parent frame."""
+    n = rotate(R, i, (f[0], f[1], f[2]))
+    g = rotate(R, i, (f[3], f[4], f[5]))
+    x, y, z = p[i, 0], p[i, 1], p[i, 2]
+    return (n[0] + y * g[2] - z * g[1], n[1] + z * g[0] - x * g[2], n[2] + x * g[1] - y * g[0]) + g
+
+
+@njit(cache=True, inline="always")
+def motion_cross(a, b):
+    """a x b on motion vectors: [a_w x b_w; a_w x b_v + a_v x b_w] (crm(a) b, the Lie bracket [a, b])."""
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0],
+            a[1] * b[5] - a[2] * b[4] + a[4] * b[2] - a[5] * b[1],
+            a[2] * b[3] - a[0] * b[5] + a[5] * b[0] - a[3] * b[2],
+            a[0] * b[4] - a[1] * b[3] + a[3] * b[1] - a[4] * b[0])
+
+
+@njit(cache=True, inline="always")
+def force_cross(a, f):
+    """a x* f, a motion vector on a force vector: [a_w x n + a_v x f; a_w x f] (crf(a) f)."""
+    return (a[1] * f[2] - a[2] * f[1] + a[4] * f[5] - a[5] * f[4],
+            a[2] * f[0] - a[0] * f[2] + a[5] * f[3] - a[3] * f[5],
+            a[0] * f[1] - a[1] * f[0] + a[3] * f[4] - a[4] * f[3],
+            a[1] * f[5] - a[2] * f[4], a[2] * f[3] - a[0] * f[5], a[0] * f[4] - a[1] * f[3])
+
+
+@njit(cache=True, inline="always")
+def inertia_times(mass, first_moment, inertia, i, x):
+    """I_i x = [I_O w + h x l; m l - h x w] for x = [w; l] and the spatial inertia
+    (m, h, I_O) = (mass[i], first_moment[i], inertia[i]) (RBDL §7.3)."""
+    m, I = mass[i], inertia[i]  # noqa: E741
+    h0, h1, h2 = first_moment[i, 0], first_moment[i, 1], first_moment[i, 2]
+    w0, w1, w2, l0, l1, l2 = x[0], x[1], x[2], x[3], x[4], x[5]
     return (I[0, 0] * w0 + I[0, 1] * w1 + I[0, 2] * w2 + h1 * l2 - h2 * l1,
             I[1, 0] * w0 + I[1, 1] * w1 + I[1, 2] * w2 + h2 * l0 - h0 * l2,
             I[2, 0] * w0 + I[2, 1] * w1 + I[2, 2] * w2 + h0 * l1 - h1 * l0,
             m * l0 - (h1 * w2 - h2 * w1),
             m * l1 - (h2 * w0 - h0 * w2),
             m * l2 - (h0 * w1 - h1 * w0))
+
+
+@njit(cache=True, inline="always")
+def newton_euler(mass, first_moment, inertia, i, a, v):
+    """I a + v x* I v (F&O eq. 3; M dV - ad^T_V M V of Müller dynamics eqs. 67a,
+    71b): the wrench that gives body i, of inertia (inertia_times) in the frame
+    and about the point of a and v, the acceleration a at the twist v."""
+    return add(inertia_times(mass, first_moment, inertia, i, a),
+               force_cross(v, inertia_times(mass, first_moment, inertia, i, v)))
 
 
 @njit(cache=True, inline="always")
@@ -155,43 +228,3 @@ def congruence_add(R, p, M, work, out):
         out[0, c] += work[0, c] - work[3, c] - work[3 + c, 0] - pcp0
         out[1, c] += work[1, c] - work[4, c] - work[3 + c, 1] - pcp1
         out[2, c] += work[2, c] - work[5, c] - work[3 + c, 2] - pcp2
-
-
-@njit(cache=True, inline="always")
-def motion_cross(a0, a1, a2, a3, a4, a5, b0, b1, b2, b3, b4, b5):
-    """a x b on motion vectors, scalars: [a_w x b_w; a_w x b_v + a_v x b_w] (the Lie bracket [a, b])."""
-    return (a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0,
-            a1 * b5 - a2 * b4 + a4 * b2 - a5 * b1,
-            a2 * b3 - a0 * b5 + a5 * b0 - a3 * b2,
-            a0 * b4 - a1 * b3 + a3 * b1 - a4 * b0)
-
-
-@njit(cache=True, inline="always")
-def force_cross(a0, a1, a2, a3, a4, a5, f0, f1, f2, f3, f4, f5):
-    """a x* f, a motion vector on a force vector, scalars: [a_w x n + a_v x f; a_w x f]."""
-    return (a1 * f2 - a2 * f1 + a4 * f5 - a5 * f4,
-            a2 * f0 - a0 * f2 + a5 * f3 - a3 * f5,
-            a0 * f1 - a1 * f0 + a3 * f4 - a4 * f3,
-            a1 * f5 - a2 * f4, a2 * f3 - a0 * f5, a0 * f4 - a1 * f3)
-
-
-@njit(cache=True, inline="always")
-def cross(a0, a1, a2, b0, b1, b2):
-    """a x b, three scalars."""
-    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
-
-
-@njit(cache=True, inline="always")
-def rotate(R, i, x0, x1, x2):
-    """R[i] x, three scalars."""
-    return (R[i, 0, 0] * x0 + R[i, 0, 1] * x1 + R[i, 0, 2] * x2,
-            R[i, 1, 0] * x0 + R[i, 1, 1] * x1 + R[i, 1, 2] * x2,
-            R[i, 2, 0] * x0 + R[i, 2, 1] * x1 + R[i, 2, 2] * x2)
-
-
-@njit(cache=True, inline="always")
-def rotate_back(R, i, x0, x1, x2):
-    """R[i]^T x, three scalars."""
-    return (R[i, 0, 0] * x0 + R[i, 1, 0] * x1 + R[i, 2, 0] * x2,
-            R[i, 0, 1] * x0 + R[i, 1, 1] * x1 + R[i, 2, 1] * x2,
-            R[i, 0, 2] * x0 + R[i, 1, 2] * x1 + R[i, 2, 2] * x2)

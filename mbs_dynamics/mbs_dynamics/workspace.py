@@ -9,6 +9,8 @@ function passes on to another is reference-counted, twice, per call; an
 untracked view costs neither. They are valid while the buffer lives, so they
 never leave the kernels: results are copied into arrays the caller owns.
 """
+from collections import namedtuple
+
 import numpy as np
 from numba import carray, njit, types
 from numba.extending import intrinsic
@@ -57,15 +59,18 @@ def take(buffer, offset, shape):
     return carray(_element_pointer(buffer, offset), shape), offset + size
 
 
+# The arrays every recursion starts from (kinematic_views): parent placements
+# (R, p), motion subspaces S, world placements (world_R, world_p).
+KinematicViews = namedtuple("KinematicViews", ("R", "p", "S", "world_R", "world_p"))
+
+
 @njit(cache=True, inline="always")
 def kinematic_views(buffer, n):
-    """The arrays every recursion starts from: parent placements (R, p), motion
-    subspaces S, a 3x3 scratch RJ, world placements (world_R, world_p); and the
-    offset where an algorithm's own arrays begin."""
+    """The KinematicViews at the start of `buffer`, and the offset where an
+    algorithm's own arrays begin."""
     R, o = take(buffer, 0, (n, 3, 3))
     p, o = take(buffer, o, (n, 3))
     S, o = take(buffer, o, (n, 6, 6))
-    RJ, o = take(buffer, o, (3, 3))
     world_R, o = take(buffer, o, (n, 3, 3))
     world_p, o = take(buffer, o, (n, 3))
-    return R, p, S, RJ, world_R, world_p, o
+    return KinematicViews(R, p, S, world_R, world_p), o

@@ -19,12 +19,16 @@ def skew(x):
 # --- spatial algebra (RBDL §3) against explicit 6x6 matrices --------------
 
 
+def crm(m):
+    """The 6x6 matrix of m x (motion cross product, Featherstone's crm)."""
+    return np.block([[skew(m[:3]), np.zeros((3, 3))], [skew(m[3:]), skew(m[:3])]])
+
+
 def test_spatial_operations_match_their_6x6_matrices():
     rng = np.random.default_rng(0)
     axis = rng.normal(size=3)
     axis /= np.linalg.norm(axis)
-    R = np.empty((3, 3))
-    spatial.rotation_about_axis(axis, 0.7, R)
+    R = np.array(spatial.rotation_about_axis(*axis, 0.7)).reshape(3, 3)
     close(R @ R.T, np.eye(3), 1e-15)
     close(R @ axis, axis, 1e-15)
     p, m, f = rng.normal(size=3), rng.normal(size=6), rng.normal(size=6)
@@ -32,12 +36,12 @@ def test_spatial_operations_match_their_6x6_matrices():
     X[:3, :3] = X[3:, 3:] = R.T
     X[3:, :3] = -R.T @ skew(p)
     out = np.empty((6, 6))
-    o = np.empty(6)
-    spatial.motion_to_parent(R, p, m, o)
-    close(o, np.linalg.solve(X, m), 1e-14)
-    o = np.zeros(6)
-    spatial.force_to_parent_add(R, p, f, o)
-    close(o, X.T @ f, 1e-15)
+    Rs, ps = R[None], p[None]  # the operators read body 0 of per-body arrays
+    close(np.array(spatial.motion_to_child(Rs, ps, 0, tuple(m))), X @ m, 1e-14)
+    close(np.array(spatial.motion_to_parent(Rs, ps, 0, tuple(m))), np.linalg.solve(X, m), 1e-14)
+    close(np.array(spatial.force_to_parent(Rs, ps, 0, tuple(f))), X.T @ f, 1e-15)
+    close(np.array(spatial.motion_cross(tuple(m), tuple(f))), crm(m) @ f, 1e-15)
+    close(np.array(spatial.force_cross(tuple(m), tuple(f))), -crm(m).T @ f, 1e-15)
     mass, com = 2.0, rng.normal(size=3)
     inertia_com = np.diag([0.1, 0.2, 0.25])
     inertia_origin = inertia_com + mass * (com @ com * np.eye(3) - np.outer(com, com))
@@ -45,8 +49,9 @@ def test_spatial_operations_match_their_6x6_matrices():
                    [mass * skew(com).T, mass * np.eye(3)]])  # RBDL eq. 9
     spatial.spatial_inertia_matrix(mass, mass * com, inertia_origin, out)
     close(out, I6, 1e-15)
-    h = mass * com
-    close(np.array(spatial.inertia_apply(mass, h[0], h[1], h[2], inertia_origin, *m)), I6 @ m, 1e-14)
+    inertia = (np.array([mass]), (mass * com)[None], inertia_origin[None])
+    close(np.array(spatial.inertia_times(*inertia, 0, tuple(m))), I6 @ m, 1e-14)
+    close(np.array(spatial.newton_euler(*inertia, 0, tuple(f), tuple(m))), I6 @ f - crm(m).T @ I6 @ m, 1e-14)
     symmetric = rng.normal(size=(6, 6))
     symmetric += symmetric.T  # articulated inertias are general symmetric matrices
     for M in (I6, symmetric):
@@ -56,12 +61,11 @@ def test_spatial_operations_match_their_6x6_matrices():
         close(acc, start + X.T @ M @ X, 1e-14)
     quaternion = rng.normal(size=4)
     quaternion /= np.linalg.norm(quaternion)
-    spatial.quaternion_to_rotation(*quaternion, R)
+    R = np.array(spatial.quaternion_to_rotation(*quaternion)).reshape(3, 3)
     x, y, z, w = quaternion
     angle = 2 * np.arctan2(np.linalg.norm([x, y, z]), w)
-    expected = np.empty((3, 3))
-    spatial.rotation_about_axis(np.array([x, y, z]) / np.linalg.norm([x, y, z]), angle, expected)
-    close(R, expected, 1e-14)
+    expected = np.array(spatial.rotation_about_axis(*(np.array([x, y, z]) / np.linalg.norm([x, y, z])), angle))
+    close(R, expected.reshape(3, 3), 1e-14)
 
 
 # --- the model ------------------------------------------------------------

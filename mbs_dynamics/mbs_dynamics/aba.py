@@ -91,14 +91,15 @@ def aba_views(buffer, n):
 
 
 @njit(cache=True)
-def articulated_inertias(model, views):
+def articulated_inertias(packed, views):
     """Pass 2 of the ABA for the inertias (q only; F&O eq. 12, RBDL Alg. 3):
     U_i = I^A_i S_i, D_i = S_i^T U_i, I^a_i = I^A_i - U_i D_i^-1 U_i^T, and
     I^A_λ += ^iX_λ^T I^a_i ^iX_λ. Returns the first body whose D is singular,
     or -1. U[i, k] is column k of U_i; pass 3 needs only U and D^-1."""
+    model = unpack_model(packed)
     R, p, S, IA, U, Dinv, work = views.R, views.p, views.S, views.IA, views.U, views.Dinv, views.work
     scale = model.inertia_scale
-    body_inertias(model, IA)
+    body_inertias(packed, IA)
     for i in range(model.parent.shape[0] - 1, -1, -1):
         ni = model.nv_joint[i]
         for k in range(ni):
@@ -161,10 +162,11 @@ def articulated_bias_force(views, i, ni):
 
 
 @njit(cache=True)
-def bias_and_accelerations(model, gravity, views, tau, qdd):
+def bias_and_accelerations(packed, gravity, views, tau, qdd):
     """Passes 2 (bias forces, given p^A and c from pass 1) and 3 of the ABA
     (F&O eqs. 12-14); views.IA holds I^a (articulated_inertias). `gravity`:
     the acceleration the world has, [0; -g] (joints.gravity_acceleration)."""
+    model = unpack_model(packed)
     R, p, S, U, Dinv, c, pA, u, acc = (views.R, views.p, views.S, views.U, views.Dinv, views.c, views.pA, views.u,
                                        views.acc)
     n = model.parent.shape[0]
@@ -202,9 +204,10 @@ def bias_and_accelerations(model, gravity, views, tau, qdd):
 
 
 @njit(cache=True)
-def velocity_pass(model, v, f_ext, views):
+def velocity_pass(packed, v, f_ext, views):
     """Pass 1 of the ABA (F&O eq. 11): body velocities v_i, bias accelerations
     c_i = c_J + v_i x S_i qd_i and bias forces p^A_i = v_i x* I_i v_i - f_ext_i."""
+    model = unpack_model(packed)
     R, p, S = views.R, views.p, views.S
     has_external = f_ext.shape[0] > 0
     for i in range(model.parent.shape[0]):
@@ -226,12 +229,12 @@ def aba_kernel(packed, q, v, tau, f_ext, qdd, buffer):
     if invalid(model, q, v, tau):
         return INVALID_INPUT
     views = aba_views(buffer, model.parent.shape[0])
-    forward_pass(model, q, views.R, views.p, views.S)
-    singular = articulated_inertias(model, views)
+    forward_pass(packed, q, views.R, views.p, views.S)
+    singular = articulated_inertias(packed, views)
     if singular >= 0:
         return -1 - singular
-    velocity_pass(model, v, f_ext, views)
-    bias_and_accelerations(model, gravity_acceleration(model.gravity), views, tau, qdd)
+    velocity_pass(packed, v, f_ext, views)
+    bias_and_accelerations(packed, gravity_acceleration(model.gravity), views, tau, qdd)
     return 0 if all_finite(qdd) else NONFINITE_RESULT
 
 
@@ -248,8 +251,8 @@ def inverse_mass_setup(packed, q, buffer):
     returns the first singular body or -1."""
     model = unpack_model(packed)
     views = aba_views(buffer, model.parent.shape[0])
-    forward_pass(model, q, views.R, views.p, views.S)
-    return articulated_inertias(model, views)
+    forward_pass(packed, q, views.R, views.p, views.S)
+    return articulated_inertias(packed, views)
 
 
 @njit(cache=True)
@@ -259,7 +262,7 @@ def inverse_mass_apply(packed, buffer, x, y):
     views = aba_views(buffer, model.parent.shape[0])
     views.c[:] = 0.0
     views.pA[:] = 0.0
-    bias_and_accelerations(model, REST, views, x, y)
+    bias_and_accelerations(packed, REST, views, x, y)
 
 
 @njit(cache=True)

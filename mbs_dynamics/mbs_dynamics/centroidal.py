@@ -51,7 +51,7 @@ def momentum_kernel(packed, q, v, out, buffer):
     momentum, o = take(buffer, o, (n, 6))  # of body i and its subtree, body frame
     moment, o = take(buffer, o, (n, 4))  # their mass and first moment, body frame
     total, o = take(buffer, o, (10,))  # h_O, m c and m of the whole robot, world
-    forward_pass(model, q, R, p, S)
+    forward_pass(packed, q, R, p, S)
     kinetic = 0.0
     for i in range(n):
         v_i, _ = body_velocity(model, i, R, p, S, v, vel)
@@ -104,7 +104,7 @@ def momentum_matrix_kernel(packed, q, A, com, buffer):
         return INVALID_INPUT
     parent, v_start, nv_joint = model.parent, model.v_start, model.nv_joint
     n = parent.shape[0]
-    composite = composite_momenta(model, q, buffer)
+    composite = composite_momenta(packed, q, buffer)
     mass_c, first_moment_c, F = composite.mass_c, composite.first_moment_c, composite.F
     total_mass = 0.0
     com[0] = com[1] = com[2] = 0.0

@@ -22,12 +22,13 @@ from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
 
 
 @njit(cache=True)
-def world_body_inertias(model, world_R, world_p, mass_w, first_moment_w, inertia_w):
+def world_body_inertias(packed, world_R, world_p, mass_w, first_moment_w, inertia_w):
     """(mass_w[i], first_moment_w[i], inertia_w[i]): body i's spatial inertia about
     the world origin in world axes. A body's inertia about its origin o, moved to
     the world origin (rotated, then shifted by p = o):
     h_W = h' + m p,  I_W = I' + m(|p|^2 1 - p p^T) - (h' p^T + p h'^T) + 2 (h'.p) 1,
     with h' = R h and I' = R I_O R^T (the parallel-axis theorem about o, not the CoM)."""
+    model = unpack_model(packed)
     parent, mass, first_moment, rotational_inertia = (model.parent, model.mass, model.first_moment,
                                                       model.rotational_inertia)
     for i in range(parent.shape[0]):
@@ -54,9 +55,10 @@ def world_body_inertias(model, world_R, world_p, mass_w, first_moment_w, inertia
 
 
 @njit(cache=True)
-def composite_sums(model, mass_c, first_moment_c, inertia_c):
+def composite_sums(packed, mass_c, first_moment_c, inertia_c):
     """World inertias of bodies (world_body_inertias) -> composites: each body's plus
     those of every body it carries, summed leaves to root (about one point, additive)."""
+    model = unpack_model(packed)
     parent = model.parent
     for i in range(parent.shape[0] - 1, -1, -1):
         lam = parent[i]
@@ -69,17 +71,18 @@ def composite_sums(model, mass_c, first_moment_c, inertia_c):
 
 
 @njit(cache=True)
-def world_composite_inertias(model, world_R, world_p, mass_c, first_moment_c, inertia_c):
+def world_composite_inertias(packed, world_R, world_p, mass_c, first_moment_c, inertia_c):
     """(mass_c[i], first_moment_c[i], inertia_c[i]): body i and every body it carries,
     as one spatial inertia about the world origin in world axes."""
-    world_body_inertias(model, world_R, world_p, mass_c, first_moment_c, inertia_c)
-    composite_sums(model, mass_c, first_moment_c, inertia_c)
+    world_body_inertias(packed, world_R, world_p, mass_c, first_moment_c, inertia_c)
+    composite_sums(packed, mass_c, first_moment_c, inertia_c)
 
 
 @njit(cache=True)
-def world_motion_subspaces(model, S, world_R, world_p, out):
+def world_motion_subspaces(packed, S, world_R, world_p, out):
     """out[i, k] = ^0X_i S_i[:, k]: column k of body i's motion subspace in world
     axes, about the world origin (spatial.motion_to_parent with the world placement)."""
+    model = unpack_model(packed)
     for i in range(model.parent.shape[0]):
         for k in range(model.nv_joint[i]):
             out[i, k, 0], out[i, k, 1], out[i, k, 2], out[i, k, 3], out[i, k, 4], out[i, k, 5] = motion_to_parent(
@@ -93,8 +96,9 @@ CompositeViews = namedtuple("CompositeViews", ("mass_c", "first_moment_c", "iner
 
 
 @njit(cache=True)
-def composite_momenta(model, q, buffer):
+def composite_momenta(packed, q, buffer):
     """The CompositeViews of `buffer` at q, after its KinematicViews (world placements)."""
+    model = unpack_model(packed)
     n = model.parent.shape[0]
     kinematics, o = kinematic_views(buffer, n)
     mass_c, o = take(buffer, o, (n,))
@@ -103,9 +107,9 @@ def composite_momenta(model, q, buffer):
     S_world, o = take(buffer, o, (n, 6, 6))
     F, o = take(buffer, o, (6, 6))
     world_R, world_p = kinematics.world_R, kinematics.world_p
-    body_poses_kernel(model, q, kinematics.R, kinematics.p, kinematics.S, world_R, world_p)
-    world_composite_inertias(model, world_R, world_p, mass_c, first_moment_c, inertia_c)
-    world_motion_subspaces(model, kinematics.S, world_R, world_p, S_world)
+    body_poses_kernel(packed, q, kinematics.R, kinematics.p, kinematics.S, world_R, world_p)
+    world_composite_inertias(packed, world_R, world_p, mass_c, first_moment_c, inertia_c)
+    world_motion_subspaces(packed, kinematics.S, world_R, world_p, S_world)
     return CompositeViews(mass_c, first_moment_c, inertia_c, S_world, F)
 
 
@@ -126,7 +130,7 @@ def crba_kernel(packed, q, M, buffer):
     if invalid(model, q, q[:0], q[:0]):
         return INVALID_INPUT
     parent, v_start, nv_joint = model.parent, model.v_start, model.nv_joint
-    composite = composite_momenta(model, q, buffer)
+    composite = composite_momenta(packed, q, buffer)
     S_world, F = composite.S_world, composite.F
     for r in range(M.shape[0]):
         for c in range(M.shape[1]):

@@ -130,10 +130,11 @@ def derivative_views(buffer, n):
 
 
 @njit(cache=True)
-def subtree_quantities(model, q, v, a, gravity, views):
+def subtree_quantities(packed, q, v, a, gravity, views):
     """World velocities and accelerations (with -gravity at the root) of every
     body; and of every subtree: its inertia I^C, B^C (as T, G; _b_apply) and the
     wrench F = sum of I a + v x* I v (F&O eq. 5, in world axes)."""
+    model = unpack_model(packed)
     R, p, S, world_R = views.R, views.p, views.S, views.world_R
     world_p, vel, acc, velocity = views.world_p, views.vel, views.acc, views.velocity
     acceleration, mass_c = views.acceleration, views.mass_c
@@ -141,9 +142,9 @@ def subtree_quantities(model, q, v, a, gravity, views):
     T, G, F, S_world = views.T, views.G, views.F, views.S_world
     parent = model.parent
     n = parent.shape[0]
-    body_poses_kernel(model, q, R, p, S, world_R, world_p)
-    world_motion_subspaces(model, S, world_R, world_p, S_world)
-    world_body_inertias(model, world_R, world_p, mass_c, first_moment_c, inertia_c)
+    body_poses_kernel(packed, q, R, p, S, world_R, world_p)
+    world_motion_subspaces(packed, S, world_R, world_p, S_world)
+    world_body_inertias(packed, world_R, world_p, mass_c, first_moment_c, inertia_c)
     for i in range(n):
         v_i, vJ = body_velocity(model, i, R, p, S, v, vel)
         body_acceleration(model, i, R, p, S, v, a, acc, v_i, vJ, gravity)
@@ -174,7 +175,7 @@ def subtree_quantities(model, q, v, a, gravity, views):
                 else:
                     value -= k[r1]
                 T[i, r, col] = value
-    composite_sums(model, mass_c, first_moment_c, inertia_c)
+    composite_sums(packed, mass_c, first_moment_c, inertia_c)
     for i in range(n - 1, -1, -1):
         lam = parent[i]
         if lam >= 0:
@@ -239,7 +240,7 @@ def id_derivatives_kernel(packed, q, v, a, tau, dtau_dq, dtau_dv, M, buffer):
     inertia_c = views.inertia_c
     T, G, F, S_world = views.T, views.G, views.F, views.S_world
     columns, work = views.columns, views.work
-    subtree_quantities(model, q, v, a, gravity, views)
+    subtree_quantities(packed, q, v, a, gravity, views)
     vp, ap, vj, sum_v = work[0], work[1], work[2], work[3]
     for i in range(n):
         for k in range(nv_joint[i]):
@@ -315,7 +316,7 @@ def coriolis_kernel(packed, q, v, C, buffer):
     vp, ap, vj = work[0], work[1], work[2]
     no_acceleration = spare[:v.shape[0]]
     no_acceleration[:] = 0.0
-    subtree_quantities(model, q, v, no_acceleration, gravity, views)
+    subtree_quantities(packed, q, v, no_acceleration, gravity, views)
     for i in range(n):
         for k in range(nv_joint[i]):
             col, s = columns[i, k], S_world[i, k]
@@ -521,7 +522,7 @@ def id_rate_kernel(packed, q, v, a, jerk_in, tau_rate, buffer):
     joint_twist, o = take(buffer, o, (n, 6))
     force, o = take(buffer, o, (n, 6))
     force_rate, o = take(buffer, o, (n, 6))
-    forward_pass(model, q, R, p, S)
+    forward_pass(packed, q, R, p, S)
     for i in range(n):
         v_i, vJ = body_velocity(model, i, R, p, S, v, vel)
         a_i = body_acceleration(model, i, R, p, S, v, a, acc, v_i, vJ, gravity)

@@ -16,7 +16,7 @@ import math
 
 from numba import njit
 
-from mbs_dynamics.model import PLANAR, PRISMATIC, REVOLUTE
+from mbs_dynamics.model import PLANAR, PRISMATIC, REVOLUTE, unpack_model
 from mbs_dynamics.spatial import add, motion_cross, motion_to_child, quaternion_to_rotation, rotation_about_axis, row, \
     spatial_inertia_matrix, store
 
@@ -127,16 +127,18 @@ def joint_jerk_bias(model, i, S, v, a):
 
 
 @njit(cache=True)
-def forward_pass(model, q, R, p, S):
+def forward_pass(packed, q, R, p, S):
     """Every body's placement in its parent (R, p) and motion subspace S at q."""
+    model = unpack_model(packed)
     for i in range(model.parent.shape[0]):
         joint_placement(model, i, q, R, p)
         motion_subspace(model, i, q, S)
 
 
 @njit(cache=True)
-def body_inertias(model, out):
+def body_inertias(packed, out):
     """out[i]: the 6x6 spatial inertia of body i in its frame (RBDL eq. 9)."""
+    model = unpack_model(packed)
     for i in range(model.mass.shape[0]):
         spatial_inertia_matrix(model.mass[i], model.first_moment[i], model.rotational_inertia[i], out[i])
 

@@ -15,9 +15,10 @@ from mbs_dynamics.workspace import kinematic_views, scratch, take
 
 
 @njit(cache=True)
-def body_poses_kernel(model, q, R, p, S, world_R, world_p):
+def body_poses_kernel(packed, q, R, p, S, world_R, world_p):
     """World <- body for every body (world_R, world_p), from the parent placements."""
-    forward_pass(model, q, R, p, S)
+    model = unpack_model(packed)
+    forward_pass(packed, q, R, p, S)
     parent = model.parent
     for i in range(parent.shape[0]):
         lam = parent[i]
@@ -38,7 +39,7 @@ def world_placements(packed, q, world_R, world_p, buffer):
     """world_R, world_p = world <- body of every body at q."""
     model = unpack_model(packed)
     kinematics, _ = kinematic_views(buffer, model.parent.shape[0])
-    body_poses_kernel(model, q, kinematics.R, kinematics.p, kinematics.S, world_R, world_p)
+    body_poses_kernel(packed, q, kinematics.R, kinematics.p, kinematics.S, world_R, world_p)
 
 
 def body_poses(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
@@ -84,7 +85,7 @@ def frames_motion_kernel(packed, q, v, bodies, local_R, local_p, jacobians, moti
     no_gravity[0] = no_gravity[1] = no_gravity[2] = 0.0
     no_acceleration, o = take(buffer, o, (v.shape[0],))
     no_acceleration[:] = 0.0
-    body_poses_kernel(model, q, R, p, S, body_R, body_p)
+    body_poses_kernel(packed, q, R, p, S, body_R, body_p)
     for i in range(n):
         v_i, vJ = body_velocity(model, i, R, p, S, v, vel)
         body_acceleration(model, i, R, p, S, v, no_acceleration, acc, v_i, vJ, no_gravity)
@@ -210,7 +211,7 @@ def frame_motion_kernel(packed, q, v, a, jerk_in, body, local_R, local_p, repres
     frame_R, o = take(buffer, o, (1, 3, 3))
     no_gravity, o = take(buffer, o, (3,))
     no_gravity[0] = no_gravity[1] = no_gravity[2] = 0.0
-    body_poses_kernel(model, q, R, p, S, world_R, world_p)
+    body_poses_kernel(packed, q, R, p, S, world_R, world_p)
     for i in range(body + 1):  # parents come before children
         v_i, vJ = body_velocity(model, i, R, p, S, v, vel)
         a_i = body_acceleration(model, i, R, p, S, v, a, acc, v_i, vJ, no_gravity)

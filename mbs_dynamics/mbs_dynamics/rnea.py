@@ -93,7 +93,7 @@ def world_joint_acceleration(model, i, views, v, a):
 
 
 @njit(cache=True, inline="always")
-def world_views(model, q, buffer, about_world_origin):
+def world_views(packed, q, buffer, about_world_origin):
     """The world forms' layout of the scratch buffer (WorldViews), filled from q:
     world placements (kinematics.body_poses_kernel) and the joint screws
     J_i = ^0X_i S_i (crba.world_motion_subspaces) about the world origin
@@ -101,6 +101,7 @@ def world_views(model, q, buffer, about_world_origin):
     (crba.world_body_inertias, 71a); or, with about_world_origin False, the
     screws about each body's origin: the rotation alone, Ad_R_i S_i (hybrid, MD
     eq. 75b). The twists, accelerations and wrenches are left to the kernel."""
+    model = unpack_model(packed)
     n = model.parent.shape[0]
     kinematics, o = kinematic_views(buffer, n)
     J, o = take(buffer, o, (n, 6, 6))
@@ -112,13 +113,13 @@ def world_views(model, q, buffer, about_world_origin):
     inertia_w, o = take(buffer, o, (n, 3, 3))
     no_offset, o = take(buffer, o, (n, 3))
     world_R, world_p = kinematics.world_R, kinematics.world_p
-    body_poses_kernel(model, q, kinematics.R, kinematics.p, kinematics.S, world_R, world_p)
+    body_poses_kernel(packed, q, kinematics.R, kinematics.p, kinematics.S, world_R, world_p)
     if about_world_origin:
-        world_motion_subspaces(model, kinematics.S, world_R, world_p, J)
-        world_body_inertias(model, world_R, world_p, mass_w, first_moment_w, inertia_w)
+        world_motion_subspaces(packed, kinematics.S, world_R, world_p, J)
+        world_body_inertias(packed, world_R, world_p, mass_w, first_moment_w, inertia_w)
     else:
         no_offset[:] = 0.0
-        world_motion_subspaces(model, kinematics.S, world_R, no_offset, J)
+        world_motion_subspaces(packed, kinematics.S, world_R, no_offset, J)
     return WorldViews(kinematics.S, world_R, world_p, J, vel, acc, force, mass_w, first_moment_w, inertia_w)
 
 
@@ -169,7 +170,7 @@ def rnea_kernel(packed, q, v, a, f_ext, tau, buffer):
     vel, o = take(buffer, o, (n, 6))
     acc, o = take(buffer, o, (n, 6))
     force, o = take(buffer, o, (n, 6))
-    forward_pass(model, q, R, p, S)
+    forward_pass(packed, q, R, p, S)
     for i in range(n):
         v_i, vJ = body_velocity(model, i, R, p, S, v, vel)
         a_i = body_acceleration(model, i, R, p, S, v, a, acc, v_i, vJ, model.gravity)
@@ -209,7 +210,7 @@ def rnea_spatial_kernel(packed, q, v, a, f_ext, tau, buffer):
     model = unpack_model(packed)
     if invalid(model, q, v, a):
         return INVALID_INPUT
-    views = world_views(model, q, buffer, True)
+    views = world_views(packed, q, buffer, True)
     vel, acc = views.vel, views.acc
     gravity = gravity_acceleration(model.gravity)
     for i in range(model.parent.shape[0]):
@@ -258,7 +259,7 @@ def rnea_hybrid_kernel(packed, q, v, a, f_ext, tau, buffer):
     model = unpack_model(packed)
     if invalid(model, q, v, a):
         return INVALID_INPUT
-    views = world_views(model, q, buffer, False)
+    views = world_views(packed, q, buffer, False)
     vel, acc, world_p = views.vel, views.acc, views.world_p
     gravity = gravity_acceleration(model.gravity)
     for i in range(model.parent.shape[0]):

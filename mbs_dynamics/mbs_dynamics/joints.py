@@ -232,7 +232,7 @@ def body_jerk(arrays, i, R, p, S, v, a, jerk_in, vel, acc, jerk, j0, j1, j2, j3,
         J_i = ^iX_λ J_λ + S qddd + d_J + 2 A_i x vJ + (vJ + V_i) x (aJ + c_J) + vJ x (V_i x vJ),
     vJ = S qd (j0..j5 from body_velocity), aJ = S qdd, d_J from joint_jerk_bias_add;
     vel[i] and acc[i] set. Müller dynamics §2 gives the same jerk as a sum of
-    brackets (eq. 13, with its k = r terms counted once: SEED_NOTES misprint 10).
+    brackets (eq. 13, with its k = r terms counted once: DESIGN.md §7, misprint 10).
     The world's jerk is zero (gravity is constant). work: 6 floats of scratch."""
     lam, kind, v0, nv = arrays[0][i], arrays[1][i], arrays[3][i], arrays[13][i]
     if lam < 0:

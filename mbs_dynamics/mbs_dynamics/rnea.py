@@ -15,7 +15,7 @@ hybrid   twists [w; dr/dt] and wrenches in world axes at each body's origin
 
 Gravity enters as the acceleration [0; -g] of the world. The MD backward loops
 start at i = n with W_{n+1} = 0, and applied wrenches enter with a minus sign
-(SEED_NOTES misprint 9).
+(DESIGN.md §7, misprint 9).
 
 The default form is the fastest in benchmarks/core.py: the body form, on
 every robot there (TALOS: hybrid 1.2x and spatial 1.3x its time): the world
@@ -77,7 +77,7 @@ def hybrid_wrench(arrays, i, world_R, w0, w1, w2, dw0, dw1, dw2, e0, e1, e2):
 @njit(cache=True, inline="always")
 def store_wrench(force, i, f_ext, n0, n1, n2, f0, f1, f2):
     """force[i] = [n; f] - f_ext[i]: the applied wrench enters with a minus sign
-    (MD eqs. 67a, 71b, 76b; misprint 9). f_ext with no rows: none."""
+    (MD eqs. 67a, 71b, 76b; DESIGN.md §7, misprint 9). f_ext with no rows: none."""
     force[i, 0], force[i, 1], force[i, 2], force[i, 3], force[i, 4], force[i, 5] = n0, n1, n2, f0, f1, f2
     if f_ext.shape[0] > 0:
         for r in range(6):
@@ -167,7 +167,7 @@ def world_views(arrays, q, buffer, about_world_origin):
 
 @njit(cache=True, inline="always")
 def world_backward_pass(arrays, J, world_p, force, about_world_origin, tau):
-    """From i = n down (W_{n+1} = 0, misprint 9): tau_i = J_i^T W_i (MD eqs. 71c,
+    """From i = n down (W_{n+1} = 0: DESIGN.md §7, misprint 9): tau_i = J_i^T W_i (MD eqs. 71c,
     76c) and W_λ += W_i: as it is about the world origin (spatial, 71b), or
     with its moment taken about λ's origin, [n + (r_i - r_λ) x f; f] (hybrid,
     Ad^T_d of 76b, a translation)."""

@@ -24,7 +24,7 @@ and, for joint j on the path from body k to the root (j ⪯ k):
 That is Carpentier and Mansard's result (RSS 2018) in bracket form; the cost
 is O(n·depth), like the CRBA. The Coriolis matrix is the same sum with half
 of B (the Christoffel-consistent factorisation: Ṁ - 2C is skew), not Müller
-dynamics eq. 84 (a misprint of the paper: DESIGN.md §7).
+dynamics eq. 84 (DESIGN.md §7, misprint 13).
 
 Coordinates with v = body twist (the floating base) are perturbed on the
 right, q ⊕ δ = integrate(q, δ): the derivatives are in the tangent space.
@@ -395,7 +395,7 @@ def coriolis_matrix(model: Model, q, v) -> np.ndarray:
     for coordinates with v = dq/dt, C[i, j] = sum_k Γ_ijk v_k with the
     Christoffel symbols Γ_ijk = (dM_ij/dq_k + dM_ik/dq_j - dM_jk/dq_i) / 2.
     Built as sum_i J_i^T (I_i dJ_i/dt + B_i J_i) in world axes, O(n·depth)
-    (not Müller dynamics eq. 84, whose Ṁ - 2C is not skew: DESIGN.md §7)."""
+    (not Müller dynamics eq. 84, whose Ṁ - 2C is not skew: DESIGN.md §7, misprint 13)."""
     q = inputs.shaped(model, q, model.nq, "q", batch=False)
     v = inputs.shaped(model, v, model.nv, "v", batch=False)
     C = np.empty((model.nv, model.nv))

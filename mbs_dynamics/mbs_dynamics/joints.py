@@ -203,8 +203,8 @@ def body_jerk(model, i, R, p, S, v, a, jerk_in, jerk, v_i, a_i, vJ):
         J_i = ^iX_λ J_λ + S qddd + d_J + 2 a_i x vJ + (vJ + v_i) x (aJ + c_J) + vJ x (v_i x vJ),
     vJ = S qd, aJ = S qdd, d_J = joint_jerk_bias, c_J = joint_bias; v_i and a_i
     from body_velocity and body_acceleration. Müller dynamics §2 gives the same
-    jerk as a sum of brackets (eq. 13, its k = r terms counted once: a misprint,
-    DESIGN.md §7). The world's jerk is zero (gravity is constant)."""
+    jerk as a sum of brackets (eq. 13, its k = r terms counted once: DESIGN.md §7,
+    misprint 10). The world's jerk is zero (gravity is constant)."""
     nv, v0 = model.nv_joint[i], model.v_start[i]
     transported = add(motion_to_child(R, p, i, parent_row(jerk, model.parent[i], REST)),
                       add(subspace_times(S, i, nv, jerk_in, v0), joint_jerk_bias(model, i, S, v, a)))

@@ -298,7 +298,7 @@ def frame_acceleration(model: Model, q, v, a, frame: str, representation: str = 
 
 def frame_jerk(model: Model, q, v, a, j, frame: str, representation: str = "body") -> np.ndarray:
     """d/dt of frame_acceleration in the same representation (6,), for
-    d³q/dt³ = j (Müller dynamics §2; eq. 13 corrected, SEED_NOTES misprint 10):
+    d³q/dt³ = j (Müller dynamics §2; eq. 13 corrected: DESIGN.md §7, misprint 10):
     J j + 2 dJ/dt a + d²J/dt² v. Hybrid and mixed give the jerk of the frame origin
     d³r/dt³; body and spatial the second derivatives of the body and spatial
     twists (d²V^s/dt² = Ad_C (dA^b/dt + V^b x A^b))."""

@@ -15,7 +15,7 @@ hybrid   twists [w; dr/dt] and wrenches in world axes at each body's origin
 
 Gravity enters as the acceleration [0; -g] of the world. The MD backward loops
 start at i = n with W_{n+1} = 0, and applied wrenches enter with a minus sign
-(a misprint of the paper: DESIGN.md §7).
+(DESIGN.md §7, misprint 9).
 
 The default form is the fastest in benchmarks/core.py: the body form, on
 every robot there (TALOS: hybrid 1.2x and spatial 1.3x its time): the world
@@ -55,7 +55,7 @@ WorldViews = namedtuple("WorldViews", (
 @njit(cache=True, inline="always")
 def store_wrench(force, i, f_ext, f_i):
     """force[i] = f_i - f_ext[i]: the applied wrench enters with a minus sign
-    (MD eqs. 67a, 71b, 76b; a misprint, DESIGN.md §7). f_ext with no rows: none."""
+    (MD eqs. 67a, 71b, 76b; DESIGN.md §7, misprint 9). f_ext with no rows: none."""
     store(force, i, f_i)
     if f_ext.shape[0] > 0:
         for r in range(6):
@@ -125,7 +125,7 @@ def world_views(packed, q, buffer, about_world_origin):
 
 @njit(cache=True, inline="always")
 def world_backward_pass(model, views, about_world_origin, tau):
-    """From i = n down (W_{n+1} = 0, a misprint: DESIGN.md §7): tau_i = J_i^T W_i
+    """From i = n down (W_{n+1} = 0: DESIGN.md §7, misprint 9): tau_i = J_i^T W_i
     (MD eqs. 71c, 76c) and W_λ += W_i: as it is about the world origin (spatial,
     71b), or with its moment taken about λ's origin, [n + (r_i - r_λ) x f; f]
     (hybrid, Ad^T_d of 76b, a translation)."""

@@ -50,7 +50,8 @@ def momentum_kernel(packed, q, v, out, buffer):
     vel, o = take(buffer, o, (n, 6))
     momentum, o = take(buffer, o, (n, 6))  # of body i and its subtree, body frame
     moment, o = take(buffer, o, (n, 4))  # their mass and first moment, body frame
-    total, o = take(buffer, o, (10,))  # h_O, m c and m of the whole robot, world
+    h_O, o = take(buffer, o, (6,))  # the whole robot's momentum about the world origin, world axes
+    mc_O, o = take(buffer, o, (3,))  # its first moment m c
     forward_pass(packed, q, R, p, S)
     kinetic = 0.0
     for i in range(n):
@@ -62,7 +63,9 @@ def momentum_kernel(packed, q, v, out, buffer):
             model.first_moment[i, 2]
         for k in range(6):
             kinetic += 0.5 * v_i[k] * h_i[k]
-    total[:] = 0.0
+    h_O[:] = 0.0
+    mc_O[:] = 0.0
+    m_O = 0.0
     for i in range(n - 1, -1, -1):
         lam = model.parent[i]
         # to the parent (the world for a root): the momentum as a force vector, m c -> R (m c) + m p
@@ -70,8 +73,8 @@ def momentum_kernel(packed, q, v, out, buffer):
         m = moment[i, 0]
         mc = rotate(R, i, (moment[i, 1], moment[i, 2], moment[i, 3]))
         if lam < 0:
-            target, target_moment = total, total[6:]
-            total[9] += m
+            target, target_moment = h_O, mc_O
+            m_O += m
         else:
             target, target_moment = momentum[lam], moment[lam, 1:]
             moment[lam, 0] += m
@@ -79,9 +82,9 @@ def momentum_kernel(packed, q, v, out, buffer):
             target[r] += h[r]
         for r in range(3):
             target_moment[r] += mc[r] + m * p[i, r]
-    c0, c1, c2 = center_of_mass_from(total[9], total[6:9])
-    out[0], out[1], out[2] = moment_about(c0, c1, c2, total[0], total[1], total[2], total[3], total[4], total[5])
-    out[3], out[4], out[5] = total[3], total[4], total[5]
+    c0, c1, c2 = center_of_mass_from(m_O, mc_O)
+    out[0], out[1], out[2] = moment_about(c0, c1, c2, h_O[0], h_O[1], h_O[2], h_O[3], h_O[4], h_O[5])
+    out[3], out[4], out[5] = h_O[3], h_O[4], h_O[5]
     out[6], out[7], out[8] = c0, c1, c2
     out[9] = kinetic
     return 0 if all_finite(out) else NONFINITE_RESULT

@@ -124,8 +124,10 @@ def composite_momentum(composite, i, k):
 
 @njit(cache=True)
 def crba_kernel(packed, q, M, buffer):
-    """M(q); returns INVALID_INPUT without computing when q is invalid
-    (inputs.invalid), NONFINITE_RESULT when M overflows, else 0."""
+    """M(q) by the CRBA (F&O eqs. 9-10), from the leaves: F = I^C_i S_i (world
+    axes, about the world origin), H_ii = S_i^T F, then H_ji = S_j^T F for each
+    j on the path to the root. Returns INVALID_INPUT without computing when q is
+    invalid (inputs.invalid), NONFINITE_RESULT when M overflows, else 0."""
     model = unpack_model(packed)
     if invalid(model, q, q[:0], q[:0]):
         return INVALID_INPUT

@@ -47,7 +47,7 @@ from mbs_dynamics.contact import (
     impact,
 )
 from mbs_dynamics.integrators import INTEGRATORS, step
-from mbs_dynamics.friction import ContactStep, Ground, contact_step
+from mbs_dynamics.time_stepping import ContactStep, Ground, contact_step
 from mbs_dynamics.simulation import Simulation, World
 from mbs_dynamics import simulation
 from mbs_dynamics.centroidal import (

@@ -2,7 +2,7 @@
 the joints' URDF position limits, damping and friction; the state (t, q, v)
 advanced by step(tau). What the simulator node integrates, without ROS.
 
-Every step is first taken by velocity-level time stepping (friction.contact_step:
+Every step is first taken by velocity-level time stepping (time_stepping.contact_step:
 semi-implicit Euler with the contact, limit and joint-friction impulses,
 damping implicit). With integrator 'rk4' or 'rkmk4', a step in which no
 constraint engages (no point within reach of the ground, no joint at or
@@ -19,10 +19,10 @@ import numpy as np
 from mbs_dynamics import inputs
 from mbs_dynamics.aba import forward_dynamics
 from mbs_dynamics.contact import PointContact
-from mbs_dynamics.friction import DEFAULT_GROUND, ContactStep, Ground, contact_step, position_limits
 from mbs_dynamics.integrators import INTEGRATORS, step
 from mbs_dynamics.model import Model
 from mbs_dynamics.rnea import nonlinear_effects
+from mbs_dynamics.time_stepping import DEFAULT_GROUND, ContactStep, Ground, contact_step, position_limits
 
 
 @dataclass(frozen=True)

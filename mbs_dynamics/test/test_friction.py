@@ -8,7 +8,7 @@ from __future__ import annotations
 import mbs_dynamics as mbs
 import numpy as np
 import pytest
-from mbs_dynamics.friction import _disk_minimizer, solve_coulomb
+from mbs_dynamics.coulomb import CoulombProblem, disk_minimizer, solve_coulomb
 
 from helpers import FEET, HALF, G, box, close, rod, solo12_standing
 from oracles import robot_path
@@ -205,7 +205,7 @@ def test_disk_minimizer_meets_its_optimality_conditions():
         A = B @ B.T if trial % 3 else np.outer(B[0], B[0])  # every third one singular
         g = rng.normal(size=2) * rng.choice([1e-3, 1.0, 1e3])
         radius = rng.choice([0.0, 1e-3, 0.5, 10.0])
-        x = np.array(_disk_minimizer(A[0, 0], A[0, 1], A[1, 1], g[0], g[1], radius))
+        x = np.array(disk_minimizer(A[0, 0], A[0, 1], A[1, 1], g[0], g[1], radius))
         norm = np.linalg.norm(x)
         assert norm <= radius * (1 + 1e-12) + 1e-300
         gradient = A @ x + g
@@ -234,7 +234,8 @@ def test_solver_residual_is_the_coulomb_law_violation():
         c = rng.normal(size=3 * points)
         mu = rng.uniform(0.1, 1.5, size=points)
         impulses, u = np.zeros(3 * points), np.empty(3 * points)
-        sweeps, residual = solve_coulomb(W, c, mu, np.zeros(0), np.zeros(0), np.zeros(0), impulses, 1e-12, 5000, u)
+        problem = CoulombProblem(W, c, mu, np.zeros(0), np.zeros(0), np.zeros(0))
+        sweeps, residual = solve_coulomb(problem, impulses, u, 1e-12, 5000)
         assert residual <= 1e-12 and sweeps < 5000
         close(u, W @ impulses + c, 1e-12)
         for k in range(points):

@@ -355,8 +355,8 @@ def contact_step_kernel(packed, dof_parent, q, v, tau, contacts, joints, ground,
     (k,) bool: the points in the solver, joint_impulses (nv,) what the joint
     limits and joint friction applied), written. Returns a StepReport; a
     status NONFINITE_RESULT when the dynamics or v⁺ overflow."""
-    arrays = unpack_model(packed)
-    if invalid(arrays, q, v, tau):
+    model = unpack_model(packed)
+    if invalid(model, q, v, tau):
         return failure(INVALID_INPUT)
     step, plane = step_settings(settings), ground_plane(ground)
     bodies, local_points = contacts

@@ -16,7 +16,7 @@ from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, inv
 from mbs_dynamics.crba import mass_matrix
 from mbs_dynamics.joints import REST, body_inertias, body_velocity, forward_pass, gravity_acceleration, joint_bias, \
     parent_row, subspace_times
-from mbs_dynamics.model import Model, unpack_model
+from mbs_dynamics.model import Model, body_count, unpack_model
 from mbs_dynamics.rnea import external_wrenches_in_bodies, inverse_dynamics
 from mbs_dynamics.spatial import add, congruence_add, force_cross, force_to_parent, inertia_times, motion_cross, \
     motion_to_child, row, store, store_add
@@ -242,7 +242,7 @@ def aba_kernel(packed, q, v, tau, f_ext, qdd, buffer):
 def aba_batch_kernel(packed, q, v, tau, qdd, status):
     no_force = np.empty((0, 6))
     for b in prange(q.shape[0]):
-        status[b] = aba_kernel(packed, q[b], v[b], tau[b], no_force, qdd[b], new_scratch(packed[1][0]))
+        status[b] = aba_kernel(packed, q[b], v[b], tau[b], no_force, qdd[b], new_scratch(body_count(packed)))
 
 
 @njit(cache=True)

@@ -16,7 +16,7 @@ from mbs_dynamics import inputs
 from mbs_dynamics.crba import composite_momenta, composite_momentum
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
 from mbs_dynamics.joints import body_velocity, forward_pass
-from mbs_dynamics.model import Model, unpack_model
+from mbs_dynamics.model import Model, body_count, unpack_model
 from mbs_dynamics.spatial import force_to_parent, inertia_times, rotate, row, store
 from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
 
@@ -93,7 +93,7 @@ def momentum_kernel(packed, q, v, out, buffer):
 @njit(cache=True, parallel=True)
 def momentum_batch_kernel(packed, q, v, out, status):
     for b in prange(q.shape[0]):
-        status[b] = momentum_kernel(packed, q[b], v[b], out[b], new_scratch(packed[1][0]))
+        status[b] = momentum_kernel(packed, q[b], v[b], out[b], new_scratch(body_count(packed)))
 
 
 @njit(cache=True)

@@ -16,7 +16,7 @@ from numba import njit, prange
 from mbs_dynamics import inputs
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
 from mbs_dynamics.kinematics import body_poses_kernel
-from mbs_dynamics.model import Model, unpack_model
+from mbs_dynamics.model import Model, body_count, unpack_model
 from mbs_dynamics.spatial import inertia_times, motion_to_parent, row
 from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
 
@@ -166,7 +166,7 @@ def crba_kernel(packed, q, M, buffer):
 @njit(cache=True, parallel=True)
 def crba_batch_kernel(packed, q, M, status):
     for b in prange(q.shape[0]):
-        status[b] = crba_kernel(packed, q[b], M[b], new_scratch(packed[1][0]))
+        status[b] = crba_kernel(packed, q[b], M[b], new_scratch(body_count(packed)))
 
 
 def mass_matrix(model: Model, q) -> np.ndarray:

@@ -43,7 +43,7 @@ from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_M
 from mbs_dynamics.joints import body_acceleration, body_jerk, body_velocity, forward_pass
 from mbs_dynamics.kinematics import body_poses_kernel
 from mbs_dynamics.lie import ad
-from mbs_dynamics.model import FLOATING, PLANAR, Model, unpack_model
+from mbs_dynamics.model import FLOATING, PLANAR, Model, body_count, unpack_model
 from mbs_dynamics.spatial import add, force_cross, force_to_parent, inertia_times, motion_cross, motion_to_parent, \
     newton_euler, row, store, store_add
 from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
@@ -354,7 +354,7 @@ def _buffer(model: Model) -> np.ndarray:
 def id_derivatives_batch_kernel(packed, q, v, a, dtau_dq, dtau_dv, M, status):
     for b in prange(q.shape[0]):
         status[b] = id_derivatives_kernel(packed, q[b], v[b], a[b], np.empty(v.shape[1]), dtau_dq[b], dtau_dv[b],
-                                          M[b], new_scratch(packed[1][0], FLOATS_PER_BODY))
+                                          M[b], new_scratch(body_count(packed), FLOATS_PER_BODY))
 
 
 def _states(model: Model, q, v, x, x_name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -436,7 +436,7 @@ def fd_derivatives_batch_kernel(packed, dof_parent, q, v, tau, a, use_aba, da_dq
     for b in prange(q.shape[0]):
         status[b] = fd_derivatives_kernel(packed, dof_parent, q[b], v[b], tau[b], a[b], use_aba, da_dq[b], da_dv[b],
                                           Minv[b], np.empty((nv, nv)), np.empty(nv),
-                                          new_scratch(packed[1][0], FLOATS_PER_BODY))
+                                          new_scratch(body_count(packed), FLOATS_PER_BODY))
 
 
 def _forward_dynamics_derivatives(model: Model, q, v, tau, batch, da_dq, da_dv, Minv):

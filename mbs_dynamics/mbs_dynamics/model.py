@@ -375,6 +375,12 @@ def unpack_model(packed):
                        mass, first_moment, rotational_inertia, quaternion_starts, nv_joint, gravity, floats[o])
 
 
+@njit(cache=True, inline="always")
+def body_count(packed):
+    """The number of bodies of a packed model (the first of its ints)."""
+    return packed[1][0]
+
+
 def plane_basis(axis: np.ndarray) -> np.ndarray:
     """In-plane unit vectors (u1, u2) with u1 x u2 = axis; x and y for the z axis."""
     axis = axis / np.linalg.norm(axis)

@@ -33,7 +33,7 @@ from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, inv
 from mbs_dynamics.joints import REST, body_acceleration, body_velocity, forward_pass, gravity_acceleration, \
     joint_bias, parent_row
 from mbs_dynamics.kinematics import body_poses, body_poses_kernel
-from mbs_dynamics.model import Model, unpack_model
+from mbs_dynamics.model import Model, body_count, unpack_model
 from mbs_dynamics.spatial import add, add3, cross, force_to_parent, motion_cross, newton_euler, rotate, rotate_back, \
     row, store, store_add
 from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
@@ -290,7 +290,7 @@ def rnea_batch_kernel(packed, q, v, a, tau, status):
     """The body form (rnea_kernel) of each state of a batch, in parallel."""
     no_force = np.empty((0, 6))
     for b in prange(q.shape[0]):
-        status[b] = rnea_kernel(packed, q[b], v[b], a[b], no_force, tau[b], new_scratch(packed[1][0]))
+        status[b] = rnea_kernel(packed, q[b], v[b], a[b], no_force, tau[b], new_scratch(body_count(packed)))
 
 
 @njit(cache=True, parallel=True)
@@ -298,7 +298,7 @@ def rnea_spatial_batch_kernel(packed, q, v, a, tau, status):
     """The spatial form (rnea_spatial_kernel) of each state of a batch, in parallel."""
     no_force = np.empty((0, 6))
     for b in prange(q.shape[0]):
-        status[b] = rnea_spatial_kernel(packed, q[b], v[b], a[b], no_force, tau[b], new_scratch(packed[1][0]))
+        status[b] = rnea_spatial_kernel(packed, q[b], v[b], a[b], no_force, tau[b], new_scratch(body_count(packed)))
 
 
 @njit(cache=True, parallel=True)
@@ -306,7 +306,7 @@ def rnea_hybrid_batch_kernel(packed, q, v, a, tau, status):
     """The hybrid form (rnea_hybrid_kernel) of each state of a batch, in parallel."""
     no_force = np.empty((0, 6))
     for b in prange(q.shape[0]):
-        status[b] = rnea_hybrid_kernel(packed, q[b], v[b], a[b], no_force, tau[b], new_scratch(packed[1][0]))
+        status[b] = rnea_hybrid_kernel(packed, q[b], v[b], a[b], no_force, tau[b], new_scratch(body_count(packed)))
 
 
 # --- the functions -----------------------------------------------------------

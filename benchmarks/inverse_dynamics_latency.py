@@ -38,8 +38,9 @@ def receive(seconds: float, ready, results) -> None:
     """The receiving process: latency of every ~/joint_efforts message."""
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
-    from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+    from rclpy.experimental import EventsExecutor
     from rclpy.qos import QoSProfile
+    from rclpy.task import Future
     from sensor_msgs.msg import JointState
 
     from mbs_dynamics.ros.inverse_dynamics_node import COMMAND_QOS
@@ -56,7 +57,7 @@ def receive(seconds: float, ready, results) -> None:
 
     # the node's own reliable QoS, with a queue that outlasts this harness's pauses
     queue = QoSProfile(history=COMMAND_QOS.history, depth=1000, reliability=COMMAND_QOS.reliability)
-    efforts = node.create_subscription(JointState, f"/{NODE}/joint_efforts", lambda _: None, queue)
+    node.create_subscription(JointState, f"/{NODE}/joint_efforts", on_efforts, queue)
     diagnostics = {}
 
     def on_diagnostics(message):
@@ -68,23 +69,13 @@ def receive(seconds: float, ready, results) -> None:
     monitor.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 10)
     while node.count_publishers(f"/{NODE}/joint_efforts") == 0:
         time.sleep(0.05)
+    # rclpy's executor in C++, without the Python executors' per-message overhead: the harness as light as it can be
+    executor = EventsExecutor()
+    executor.add_node(node)
+    executor.add_node(monitor)
     ready.set()
-    # the efforts taken straight from their subscription, without an executor's
-    # per-message overhead: the harness as light as it can be
-    wait_set = _rclpy.WaitSet(1, 0, 0, 0, 0, 0, node.context.handle)
-    deadline = time.monotonic() + seconds
-    last_monitor = 0.0
-    while time.monotonic() < deadline:
-        wait_set.clear_entities()
-        wait_set.add_subscription(efforts.handle)
-        wait_set.wait(50_000_000)
-        while (taken := efforts.handle.take_message(efforts.msg_type, efforts.raw)) is not None:
-            on_efforts(taken[0])
-        if time.monotonic() - last_monitor > 0.5:
-            rclpy.spin_once(monitor, timeout_sec=0.0)
-            last_monitor = time.monotonic()
-    for _ in range(20):
-        rclpy.spin_once(monitor, timeout_sec=0.05)
+    executor.spin_until_future_complete(Future(), timeout_sec=seconds + 1.0)  # (+1 s: the last diagnostics)
+    executor.shutdown()
     results.put((latencies, sorted(stamps), diagnostics))
     node.destroy_node()
     rclpy.shutdown()

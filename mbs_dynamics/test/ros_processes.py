@@ -220,7 +220,7 @@ def stamp_key(message):
 
 def publish_robot_description(node, xml: str):
     """A latched robot_description, as robot_state_publisher offers it."""
-    from mbs_dynamics.ros.dynamics_node import ROBOT_DESCRIPTION_QOS
+    from mbs_dynamics.ros.robot_node import ROBOT_DESCRIPTION_QOS
     from std_msgs.msg import String
 
     publisher = node.create_publisher(String, "/robot_description", ROBOT_DESCRIPTION_QOS)

@@ -22,18 +22,9 @@ import yaml
 from mbs_dynamics.robots import BUNDLED_ROBOTS
 from mbs_dynamics.ros.bringup import NODES as BRINGUP_NODES
 from mbs_dynamics.ros.bringup import share_directory
-from mbs_dynamics.ros.dynamics_node import (
-    COMMON_PARAMETERS,
-    EMPTY_DOUBLE_ARRAY,
-    EMPTY_STRING_ARRAY,
-)
+from mbs_dynamics.ros.parameters import COMMON_PARAMETERS, EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY
 from mbs_dynamics.ros.launch_plan import NODES as PLAN_NODES
-from mbs_dynamics.ros.launch_plan import (
-    PlanError,
-    node_names,
-    normalized_namespace,
-    plan,
-)
+from mbs_dynamics.ros.launch_plan import PlanError, node_names, normalized_namespace, plan
 from mbs_dynamics.ros.run_monitor import RunMonitor
 
 from ros_processes import wait_for_node

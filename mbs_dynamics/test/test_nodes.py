@@ -302,7 +302,7 @@ def test_two_closed_loops_run_side_by_side_in_namespaces(start_process, test_nod
 def test_nodes_in_a_namespace_take_the_robot_description_of_their_namespace(start_process, test_node):
     """robot_state_publisher publishes robot_description in the robot's
     namespace: the nodes there read it, each robot its own."""
-    from mbs_dynamics.ros.dynamics_node import ROBOT_DESCRIPTION_QOS
+    from mbs_dynamics.ros.robot_node import ROBOT_DESCRIPTION_QOS
     from std_msgs.msg import String
 
     publishers = []

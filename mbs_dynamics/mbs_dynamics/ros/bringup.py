@@ -1,7 +1,7 @@
-"""mbs_dynamics_bringup: the chosen nodes in one process (MultiThreadedExecutor),
-configured from a ROS 2 params file: what ``ros2 launch mbs_dynamics
-mbs_dynamics.launch.py`` starts (the same launch_plan), for where ROS 2 came
-from pip (no launch).
+"""mbs_dynamics_bringup: the chosen nodes in one process (each served by the
+executor its class asks for, on a thread of its own), configured from a ROS 2
+params file: what ``ros2 launch mbs_dynamics mbs_dynamics.launch.py`` starts
+(the same launch_plan), for where ROS 2 came from pip (no launch).
 
     mbs_dynamics_bringup [--robot arm7 | --robot-description-file PATH]
                          [--config PARAMS.yaml] [--nodes inverse_dynamics,simulator]
@@ -25,13 +25,13 @@ import os
 import sys
 
 from mbs_dynamics.robots import BUNDLED_ROBOTS, bundled_robot
-from mbs_dynamics.ros.dynamics_node import spin_nodes
 from mbs_dynamics.ros.dynamics_server_node import DynamicsServerNode
 from mbs_dynamics.ros.inverse_dynamics_node import InverseDynamicsNode
 from mbs_dynamics.ros.launch_plan import NODES as EXECUTABLES
 from mbs_dynamics.ros.launch_plan import PlanError, node_names, normalized_namespace, plan
 from mbs_dynamics.ros.run_monitor import RunMonitor
 from mbs_dynamics.ros.simulator_node import SimulatorNode
+from mbs_dynamics.ros.spinning import spin_nodes
 
 # Default node name -> node class (the launch plan's nodes).
 NODES = {
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
         return lambda stop: node_class(name, stop=stop, namespace=arguments.namespace, parameter_overrides=overrides,
                                        cli_args=cli_args if remappings else None)
 
-    sys.exit(spin_nodes([factory(*node) for node in chosen], args=rclpy_args, multithreaded=True))
+    sys.exit(spin_nodes([factory(*node) for node in chosen], args=rclpy_args))
 
 
 if __name__ == "__main__":

@@ -35,26 +35,25 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter, defaultdict, deque
+from collections import defaultdict
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
 
 import mbs_dynamics as mbs
 from mbs_dynamics.kinematics import REPRESENTATIONS
 from mbs_dynamics.model import ROOT_JOINT
 from mbs_dynamics.ros.conversions import (InvalidInput, JointMap, contact_wrenches, contacts_from_messages,
-                                         first_nonfinite_field, named_values, point_values, request_state,
-                                         set_vector, strict_match, vector_values)
-from mbs_dynamics.ros.dynamics_node import (DIAGNOSTICS_PERIOD_BOUNDS, WARNING_PERIOD, DynamicsNode, ParameterSpec,
-                                           diagnostic_array, node_main, timing_values)
+                                         first_nonfinite_field, named_values, point_values, request_state, set_vector,
+                                         strict_match, vector_values)
+from mbs_dynamics.ros.parameters import ParameterSpec, diagnostics_period
+from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values, timings
+from mbs_dynamics.ros.spinning import node_main
 from mbs_dynamics_interfaces.srv import (DynamicsTerms, ForwardDynamics, Impact, InverseDynamics,
-                                         InverseDynamicsTrajectory)
+                                        InverseDynamicsTrajectory)
 
 CONTACT_METHODS = ("kkt", "schur", "nullspace")
-# Answer times kept per service for the diagnostics' percentiles.
-TIMING_WINDOW = 2000
 # The most frames one ~/dynamics_terms request may ask Jacobians of.
 MAX_FRAMES = 1000
 # Beyond these sizes a request is large: one at a time (measured on TALOS:
@@ -63,7 +62,8 @@ MAX_FRAMES = 1000
 LARGE = {"contacts": 8, "frames": 100, "points": 1000}
 
 
-class DynamicsServerNode(DynamicsNode):
+class DynamicsServerNode(RobotNode):
+    EXECUTOR = MultiThreadedExecutor  # several clients served at once
     PARAMETERS = (
         ParameterSpec("quaternion_tolerance", 1e-3,
                       "A base orientation whose quaternion norm differs from 1 by more than this is "
@@ -79,14 +79,13 @@ class DynamicsServerNode(DynamicsNode):
         ParameterSpec("allow_rank_deficient_contacts", False,
                       "Answer rank-deficient contact sets (redundant contacts) of ~/forward_dynamics and "
                       "~/impact with the minimum-norm forces (noted in the message) instead of refusing them."),
-        ParameterSpec("diagnostics_period", 1.0,
-                      "Period (s) of the /diagnostics status.", bounds=DIAGNOSTICS_PERIOD_BOUNDS),
+        diagnostics_period(),
     )
 
     def on_robot(self, robot) -> None:
         try:
             self.model = self.build_model(robot)
-            self.settings = self._settings({})
+            self.settings = self.settings_with({})
         except ValueError as error:
             self._fail(str(error))
             return
@@ -97,8 +96,7 @@ class DynamicsServerNode(DynamicsNode):
         self._load_kernels()
         self._lock = threading.Lock()
         self._large = threading.Lock()  # held while a large request is answered
-        self.counts: Counter = Counter()
-        self.answer_times: dict[str, deque] = defaultdict(lambda: deque(maxlen=TIMING_WINDOW))
+        self.answer_times = defaultdict(timings)
         self.check_parameters_at_run_time()
         group = ReentrantCallbackGroup()
         for kind, name, compute in (
@@ -108,8 +106,7 @@ class DynamicsServerNode(DynamicsNode):
                 (DynamicsTerms, "dynamics_terms", self._dynamics_terms),
                 (InverseDynamicsTrajectory, "inverse_dynamics_trajectory", self._inverse_dynamics_trajectory)):
             self.create_service(kind, f"~/{name}", self._answer(kind, name, compute), callback_group=group)
-        self.diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self._diagnostics_timer = self.create_timer(self.settings["diagnostics_period"], self._publish_diagnostics)
+        self.report_diagnostics("dynamics server")
         self.get_logger().info(f"serving the dynamics of {model.nv} coordinates on {self.get_fully_qualified_name()}/"
                                "{forward_dynamics, inverse_dynamics, impact, dynamics_terms, "
                                "inverse_dynamics_trajectory}")
@@ -135,9 +132,7 @@ class DynamicsServerNode(DynamicsNode):
 
     # --- parameters -------------------------------------------------------
 
-    def _settings(self, changes: dict) -> dict:
-        """The parameters the services use, checked; `changes` overrides the
-        current values. Raises ValueError saying what is wrong."""
+    def settings_with(self, changes: dict) -> dict:
         value = {name: changes.get(name, self.parameter(name)) for name in (
             "quaternion_tolerance", "max_trajectory_points", "max_contacts", "contact_method",
             "allow_rank_deficient_contacts", "diagnostics_period")}
@@ -368,7 +363,7 @@ class DynamicsServerNode(DynamicsNode):
 
     # --- reporting ----------------------------------------------------------
 
-    def _publish_diagnostics(self) -> None:
+    def diagnostics(self) -> tuple[str, dict, bool]:
         with self._lock:
             counts = dict(self.counts)
             times = {name: list(values) for name, values in self.answer_times.items()}
@@ -377,12 +372,10 @@ class DynamicsServerNode(DynamicsNode):
         values = {"calls": calls, "refused": refused, **dict(sorted(counts.items()))}
         for name, seconds in sorted(times.items()):
             values.update(timing_values(name, seconds))
-        self.diagnostics_publisher.publish(diagnostic_array(
-            self, "dynamics server", self.model.name, f"{calls} requests answered, {refused} refused", values,
-            warn=False))
+        return f"{calls} requests answered, {refused} refused", values, False
 
 
-main = node_main(DynamicsServerNode, "dynamics_server", multithreaded=True)
+main = node_main(DynamicsServerNode, "dynamics_server")
 
 if __name__ == "__main__":
     main()

@@ -35,27 +35,24 @@ to load another robot).
 """
 from __future__ import annotations
 
-import threading
 import time
 from array import array
-from collections import Counter, deque
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
-from rclpy.node import Node
+from rclpy.experimental import EventsExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 import mbs_dynamics as mbs
-from mbs_dynamics.ros.conversions import (InvalidInput, JointMap, base_state, measured_state, set_vector,
-                                         stamp_seconds)
-from mbs_dynamics.ros.dynamics_node import (DIAGNOSTICS_PERIOD_BOUNDS, EMPTY_STRING_ARRAY, WARNING_PERIOD,
-                                           DirectSubscriptions, DynamicsNode, ParameterSpec, diagnostic_array,
-                                           node_main, timing_values)
+from mbs_dynamics.differentiation import FilteredDerivative
+from mbs_dynamics.ros.conversions import InvalidInput, JointMap, base_state, measured_state, set_vector, stamp_seconds
+from mbs_dynamics.ros.parameters import EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
+from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values, timings
+from mbs_dynamics.ros.spinning import node_main
 from mbs_dynamics_interfaces.msg import CentroidalMomentum
 
 # A 1 kHz stream: never block the publisher; a queue that outlasts a 100 ms stall.
@@ -69,13 +66,12 @@ STAMP_JUMP_BACK = 1.0
 LATE_IN_A_ROW = 3
 # Unknown joint names warned about, at most (each once).
 MAX_WARNED_NAMES = 1000
-# The stream thread's longest wait (ns) before it looks whether to stop.
-STREAM_WAIT_NS = 200_000_000
-# Compute times kept for the diagnostics' percentiles.
-TIMING_WINDOW = 5000
 
 
-class InverseDynamicsNode(DynamicsNode):
+class InverseDynamicsNode(RobotNode):
+    # rclpy's executor in C++: a joint_states message costs it tens of microseconds, where the Python executors
+    # rebuild their wait set for each one (about 0.4 ms of CPU)
+    EXECUTOR = EventsExecutor
     PARAMETERS = (
         ParameterSpec("acceleration_source", "zero",
                       "Joint accelerations used: 'zero' (gravity and velocity-product compensation), "
@@ -95,42 +91,39 @@ class InverseDynamicsNode(DynamicsNode):
         ParameterSpec("contact_type", "point",
                       "Contacts at contact_frames: 'point' (a force at each frame origin: feet) or 'frame' "
                       "(a wrench: soles)."),
-        ParameterSpec("diagnostics_period", 1.0,
-                      "Period (s) of the /diagnostics status.", bounds=DIAGNOSTICS_PERIOD_BOUNDS),
+        diagnostics_period(),
     )
 
     def on_robot(self, robot) -> None:
         try:
             self.model = self.build_model(robot)
             self.joints = JointMap(self.model)
-            self.settings = self._settings({})
+            self.settings = self.settings_with({})
         except ValueError as error:
             self._fail(str(error))
             return
         self._load_kernels()
-        self.counts = Counter()
-        self.compute_times = deque(maxlen=TIMING_WINDOW)
+        self.compute_times = timings()
         self._warned_unknown: set[str] = set()
         self._last_stamp = -np.inf
         self._late = 0  # late messages in a row
         self._odometry = None
         self._reference = None
         self._reference_stale = False
-        self._derivative = None  # (stamp, v, filtered a)
+        self._velocity_derivative = FilteredDerivative(self.settings["differentiation_cutoff"])
         self._messages()
         self.check_parameters_at_run_time()
         self.efforts_publisher = self.create_publisher(JointState, "~/joint_efforts", COMMAND_QOS)
         self.command_publisher = self.create_publisher(Float64MultiArray, "~/effort_command", COMMAND_QOS)
         self.momentum_publisher = self.create_publisher(CentroidalMomentum, "~/centroidal_momentum", COMMAND_QOS)
-        self.diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.wrench_publisher = (self.create_publisher(WrenchStamped, "~/base_wrench", COMMAND_QOS)
                                  if self.model.floating_base else None)
-        topics = [(JointState, "joint_states", self._process)]
+        # best effort is compatible with any publisher
+        self.create_subscription(JointState, "joint_states", self._process, STREAM_QOS)
         if self.model.floating_base:
-            topics.append((Odometry, "odom", self._on_odometry))
-        self._stream = Stream(self, topics)
+            self.create_subscription(Odometry, "odom", self._on_odometry, STREAM_QOS)
         self.create_subscription(JointTrajectory, "~/reference", self._on_reference, COMMAND_QOS)
-        self._diagnostics_timer = self.create_timer(self.parameter("diagnostics_period"), self._publish_diagnostics)
+        self.report_diagnostics("inverse dynamics")
         self.get_logger().info(
             f"inverse dynamics of {self.model.nv} coordinates, accelerations '{self.settings['acceleration_source']}'"
             + (f", contacts at {[c.frame for c in self.settings['contacts']]}" if self.settings["contacts"] else ""))
@@ -150,9 +143,7 @@ class InverseDynamicsNode(DynamicsNode):
 
     # --- parameters -----------------------------------------------------
 
-    def _settings(self, changes: dict) -> dict:
-        """The parameters the callbacks use, checked; `changes` overrides the
-        current values. Raises ValueError saying what is wrong."""
+    def settings_with(self, changes: dict) -> dict:
         value = {name: changes.get(name, self.parameter(name)) for name in (
             "acceleration_source", "reference_timeout", "differentiation_cutoff", "command_joints",
             "clamp_to_effort_limits", "contact_frames", "contact_type", "diagnostics_period")}
@@ -214,11 +205,9 @@ class InverseDynamicsNode(DynamicsNode):
             self.drop("error", f"joint_states: {type(error).__name__}: {error}")
         self.compute_times.append(time.perf_counter() - start)
 
-    def destroy_node(self):
-        stream = getattr(self, "_stream", None)
-        if stream is not None:
-            stream.stop()
-        return super().destroy_node()
+    def apply_settings(self, settings: dict, changed: set) -> None:
+        super().apply_settings(settings, changed)
+        self._velocity_derivative.cutoff = settings["differentiation_cutoff"]
 
     # --- the computation ----------------------------------------------------
 
@@ -243,7 +232,7 @@ class InverseDynamicsNode(DynamicsNode):
                 f"joint_states stamps went back from {self._last_stamp:.6f} s to {stamp:.6f} s (a simulator reset, "
                 "a bag replayed, or one bad stamp before): following the new stamps",
                 throttle_duration_sec=WARNING_PERIOD)
-            self._derivative = None
+            self._velocity_derivative.reset()
         self._late = 0
         self._last_stamp = stamp
         return q, v, stamp
@@ -272,16 +261,7 @@ class InverseDynamicsNode(DynamicsNode):
             if arrays["accelerations"] is not None:
                 a[match.v_index] = arrays["accelerations"]
         elif source == "differentiate":
-            if self._derivative is not None:
-                last_stamp, last_v, filtered = self._derivative
-                dt = stamp - last_stamp
-                if dt > 0:
-                    smoothing = dt / (dt + 1.0 / (2 * np.pi * self.settings["differentiation_cutoff"]))
-                    filtered = filtered + smoothing * ((v - last_v) / dt - filtered)
-                a = filtered
-                self._derivative = (stamp, v.copy(), filtered) if dt > 0 else self._derivative
-            else:
-                self._derivative = (stamp, v.copy(), a)
+            a = self._velocity_derivative.update(stamp, v)
         return a
 
     def _compute_and_publish(self, message: JointState) -> None:
@@ -360,41 +340,12 @@ class InverseDynamicsNode(DynamicsNode):
             self._reference_stale = True
             self.get_logger().warning(message)
 
-    def _publish_diagnostics(self) -> None:
-        dropped = sum(count for key, count in self.counts.items() if key.startswith("dropped_"))
+    def diagnostics(self) -> tuple[str, dict, bool]:
+        dropped = self.dropped()
         values = {"received": self.counts["received"], "published": self.counts["published"], "dropped": dropped}
         values.update({key: count for key, count in sorted(self.counts.items()) if key not in values})
         values.update(timing_values("compute", self.compute_times))
-        self.diagnostics_publisher.publish(diagnostic_array(
-            self, "inverse dynamics", self.model.name, f"{self.counts['published']} published, {dropped} dropped",
-            values, warn=dropped > 0))
-
-
-class Stream:
-    """The high-rate topics (joint_states, odom) served by a thread of their
-    own, which waits on those subscriptions only and takes every message
-    queued (DirectSubscriptions). The callbacks run on this thread, the
-    node's others on the executor's."""
-
-    def __init__(self, node: Node, topics):
-        # best effort is compatible with any publisher
-        self.subscriptions = DirectSubscriptions(node, topics, STREAM_QOS)
-        self.running = True
-        self.thread = threading.Thread(target=self._serve, name="stream", daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while self.running:
-            self.subscriptions.wait(STREAM_WAIT_NS)
-            if self.running:
-                self.subscriptions.take()
-
-    def stop(self) -> None:
-        if self.running:
-            self.running = False
-            self.subscriptions.wake_up()
-            self.thread.join(2.0)
-            self.subscriptions.destroy()
+        return f"{self.counts['published']} published, {dropped} dropped", values, dropped > 0
 
 
 main = node_main(InverseDynamicsNode, "inverse_dynamics")

@@ -29,10 +29,9 @@ from sensor_msgs.msg import JointState
 
 import mbs_dynamics as mbs
 from mbs_dynamics import svg_plot
-from mbs_dynamics.ros.conversions import (InvalidInput, JointMap, base_state, measured_state, named_values,
-                                         stamp_seconds)
-from mbs_dynamics.ros.dynamics_node import (EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, WARNING_PERIOD, DynamicsNode,
-                                           ParameterSpec)
+from mbs_dynamics.ros.conversions import InvalidInput, JointMap, base_state, measured_state, named_values, stamp_seconds
+from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec
+from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode
 from mbs_dynamics_interfaces.msg import BaseState, CentroidalMomentum
 from mbs_dynamics_interfaces.srv import ForwardDynamics, SetState
 
@@ -41,7 +40,7 @@ from mbs_dynamics_interfaces.srv import ForwardDynamics, SetState
 MAX_SAMPLES = 20_000
 
 
-class RunMonitor(DynamicsNode):
+class RunMonitor(RobotNode):
     PARAMETERS = (
         ParameterSpec("summary_period", 1.0, "Period (s, wall clock) of the summary; 0 = none.", read_only=True),
         ParameterSpec("duration", 0.0, "Simulated time (s) after which the run ends; 0 = until Ctrl-C.",

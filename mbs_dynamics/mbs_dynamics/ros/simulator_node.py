@@ -35,12 +35,11 @@ from __future__ import annotations
 import threading
 import time
 from array import array
-from collections import Counter, deque
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
-from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
@@ -50,22 +49,11 @@ from std_srvs.srv import SetBool, Trigger
 import mbs_dynamics as mbs
 from mbs_dynamics.inputs import QUATERNION_TOLERANCE
 from mbs_dynamics.model import ROOT_JOINT
-from mbs_dynamics.ros.conversions import (InvalidInput, JointMap, base_state, contact_wrenches, named_values,
-                                         set_stamp, set_vector)
-from rclpy.callback_groups import ReentrantCallbackGroup
-
-from mbs_dynamics.ros.dynamics_node import (
-    DIAGNOSTICS_PERIOD_BOUNDS,
-    EMPTY_DOUBLE_ARRAY,
-    EMPTY_STRING_ARRAY,
-    WARNING_PERIOD,
-    DirectSubscriptions,
-    DynamicsNode,
-    ParameterSpec,
-    diagnostic_array,
-    node_main,
-    timing_values,
-)
+from mbs_dynamics.ros.conversions import (InvalidInput, JointMap, base_state, contact_wrenches, named_values, set_stamp,
+                                         set_vector)
+from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
+from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values, timings
+from mbs_dynamics.ros.spinning import SubscriptionsThread, node_main
 from mbs_dynamics_interfaces.msg import Contact, ContactWrenches
 from mbs_dynamics_interfaces.srv import SetState, Step
 
@@ -79,8 +67,6 @@ MAX_LAG = 0.05
 # executor thread can take the 5 ms switch interval: sleeping after every
 # sub-millisecond step held the arm at 2x real time to 0.6x.
 PACING_SLACK = 0.002
-# Steps timed for the diagnostics.
-TIMING_WINDOW = 5000
 # The most steps one ~/step request takes (1000 s at dt = 1 ms).
 MAX_STEPS_PER_REQUEST = 1_000_000
 # The most points in contact with the ground (contact_frames).
@@ -92,7 +78,8 @@ WORLD_PARAMETERS = ("ground_height", "ground_friction", "ground_restitution", "c
 INITIAL_STATE_PARAMETERS = ("initial_joint_names", "initial_joint_positions", "initial_base_pose")
 
 
-class SimulatorNode(DynamicsNode):
+class SimulatorNode(RobotNode):
+    EXECUTOR = MultiThreadedExecutor  # ~/pause is answered while a ~/step runs
     PARAMETERS = (
         ParameterSpec("dt", 0.001, "Integration step (s).", read_only=True, bounds=(1e-5, 0.1)),
         ParameterSpec("integrator", "semi_implicit_euler",
@@ -138,15 +125,14 @@ class SimulatorNode(DynamicsNode):
                       "sole); empty = the frames' origins."),
         ParameterSpec("world_frame", "world",
                       "frame_id of odom and ~/contact_wrenches."),
-        ParameterSpec("diagnostics_period", 1.0,
-                      "Period (s, wall clock) of the /diagnostics status.", bounds=DIAGNOSTICS_PERIOD_BOUNDS),
+        diagnostics_period(", wall clock"),
     )
 
     def on_robot(self, robot) -> None:
         try:
             self.model = self.build_model(robot)
             self.joints = JointMap(self.model)
-            self.settings = self._settings({})
+            self.settings = self.settings_with({})
             self.simulation = mbs.Simulation(self.model, self.settings["world"], self.parameter("dt"),
                                              self.parameter("integrator"), q=self.settings["initial_q"])
         except ValueError as error:
@@ -154,8 +140,7 @@ class SimulatorNode(DynamicsNode):
             return
         model = self.model
         self._lock = threading.RLock()  # the simulation and the steps asked for, between the threads
-        self.counts: Counter = Counter()
-        self.step_times = deque(maxlen=TIMING_WINDOW)
+        self.step_times = timings()
         self._command = None  # (tau, simulated time received)
         self._command_stale = False
         self._zero_effort = np.zeros(model.nv)
@@ -173,20 +158,19 @@ class SimulatorNode(DynamicsNode):
                                    if model.floating_base else None)
         self.clock_publisher = self.create_publisher(Clock, "/clock", 10)
         self.wrench_publisher = self.create_publisher(ContactWrenches, "~/contact_wrenches", 10)
-        self.diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        # taken by the simulation thread before each step: the newest command, with no executor between
-        self._commands = DirectSubscriptions(self, [(Float64MultiArray, "~/effort_command", self._on_effort_command),
-                                                    (JointState, "~/joint_efforts", self._on_joint_efforts)],
-                                             COMMAND_QOS)
         services = ReentrantCallbackGroup()  # ~/pause is answered while a ~/step runs
         self.create_service(Trigger, "~/reset", self._reset, callback_group=services)
         self.create_service(SetState, "~/set_state", self._set_state, callback_group=services)
         self.create_service(SetBool, "~/pause", self._pause, callback_group=services)
         self.create_service(Step, "~/step", self._step, callback_group=services)
-        self._diagnostics_timer = self.create_timer(self.settings["diagnostics_period"], self._publish_diagnostics)
+        self.report_diagnostics("simulator")
         self._messages()
         self._running = True
         self._wake = threading.Event()
+        # the newest command, with neither a ~/step nor the executor's turn to wait for
+        self._commands = SubscriptionsThread(self, [(Float64MultiArray, "~/effort_command", self._on_effort_command),
+                                                    (JointState, "~/joint_efforts", self._on_joint_efforts)],
+                                             COMMAND_QOS)
         self._thread = threading.Thread(target=self._run, name="simulation", daemon=True)
         self._thread.start()
         world = self.simulation.world
@@ -245,7 +229,7 @@ class SimulatorNode(DynamicsNode):
 
     # --- parameters ----------------------------------------------------
 
-    def _settings(self, changes: dict) -> dict:
+    def settings_with(self, changes: dict) -> dict:
         value = {name: changes.get(name, self.parameter(name)) for name in (
             "real_time_factor", "publish_rate", "publish_clock", "command_joints", "command_timeout",
             "world_frame", "diagnostics_period", *WORLD_PARAMETERS, *INITIAL_STATE_PARAMETERS)}
@@ -316,9 +300,13 @@ class SimulatorNode(DynamicsNode):
                 f"efforts beyond the URDF effort limits clamped to them: {names[:10]} "
                 f"({self.counts['clamped_commands']} commands so far)", throttle_duration_sec=WARNING_PERIOD)
             tau = np.clip(tau, -limit, limit)
-        self._command = (tau, self.simulation.time)
-        if self._waiting_for_command:
-            self._waiting_for_command, self.paused = False, False
+        with self._lock:  # (the commands arrive on a thread of their own)
+            self._command = (tau, self.simulation.time)
+            first = self._waiting_for_command
+            if first:
+                self._waiting_for_command, self.paused = False, False
+        if first:
+            self._wake.set()
             self.get_logger().info(f"first effort command: running from t = {self.simulation.time:g} s")
         if self._command_stale:
             self._command_stale = False
@@ -361,7 +349,6 @@ class SimulatorNode(DynamicsNode):
     def _pass(self) -> None:
         """One pass of the thread: a step, a wait, or (paused) a publication."""
         simulation, settings = self.simulation, self.settings
-        self._commands.take()
         if self.paused and self._steps_requested == 0:
             self._anchor = None
             self._publish()  # the state stays visible while paused
@@ -432,7 +419,7 @@ class SimulatorNode(DynamicsNode):
     def _publish(self) -> None:
         try:
             self._publish_state()
-        except _rclpy.RCLError:
+        except Exception:  # rclpy's RCLError, which it does not export, once the context is shut down
             if self.context.ok():
                 raise
             self._running = False  # Ctrl-C shut the context down before destroy_node stopped this thread
@@ -558,7 +545,7 @@ class SimulatorNode(DynamicsNode):
 
     # --- reporting ------------------------------------------------------------
 
-    def _publish_diagnostics(self) -> None:
+    def diagnostics(self) -> tuple[str, dict, bool]:
         now, t = time.monotonic(), self.simulation.time
         wall0, sim0 = self._wall_anchor
         factor = (t - sim0) / (now - wall0) if now > wall0 else 0.0
@@ -569,11 +556,8 @@ class SimulatorNode(DynamicsNode):
         if last is not None:
             values.update({"contact_points_active": int(last.active.sum()), "limits_active": last.limits_active,
                            "solver_sweeps": last.iterations, "solver_residual": f"{last.residual:.3g}"})
-        dropped = sum(count for key, count in self.counts.items() if key.startswith("dropped_"))
-        self.diagnostics_publisher.publish(diagnostic_array(
-            self, "simulator", self.model.name, f"t = {t:.3f} s, real-time factor {factor:.2f}", values,
-            warn=dropped > 0 or self.counts["unconverged_steps"] > 0 or self.counts["simulation_errors"] > 0
-            or self.counts["thread_errors"] > 0))
+        warn = any(self.counts[key] for key in ("unconverged_steps", "simulation_errors", "thread_errors"))
+        return f"t = {t:.3f} s, real-time factor {factor:.2f}", values, warn or self.dropped() > 0
 
     def stopping(self) -> None:
         if getattr(self, "_thread", None) is not None:
@@ -590,7 +574,7 @@ class SimulatorNode(DynamicsNode):
         return super().destroy_node()
 
 
-main = node_main(SimulatorNode, "simulator", multithreaded=True)
+main = node_main(SimulatorNode, "simulator")
 
 if __name__ == "__main__":
     main()

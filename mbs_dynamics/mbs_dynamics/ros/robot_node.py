@@ -1,0 +1,270 @@
+"""The base of the nodes (RobotNode): a node of one robot, which obtains the
+robot description, declares its parameters, takes their changes at run time,
+counts the messages it drops and reports on /diagnostics.
+
+robot_description comes, in this order of precedence, from the parameter
+``robot_description`` (the URDF XML), the parameter
+``robot_description_file`` (a path), or the latched ``robot_description``
+topic (std_msgs/String, transient local, as robot_state_publisher publishes
+it), relative to the node's namespace. The node waits for the topic and says
+so. An unusable URDF stops the node with a message that names the offending
+element.
+
+A parameter change at run time is checked (settings_with) before it is set,
+and the node's settings are replaced once it is (apply_settings).
+"""
+from __future__ import annotations
+
+import threading
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.exceptions import ParameterUninitializedException
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.task import Future
+from std_msgs.msg import String
+
+from mbs_dynamics import Model, RobotDescription, URDFError, parse_urdf_file, parse_urdf_string
+from mbs_dynamics.ros.parameters import COMMON_PARAMETERS, ParameterSpec, declare_parameters
+
+# How often a node that waits for robot_description says so again (s).
+WAITING_REMINDER_PERIOD = 10.0
+# Seconds between repeats of the same warning.
+WARNING_PERIOD = 5.0
+# Compute times kept for the diagnostics' percentiles (per timing).
+TIMING_WINDOW = 5000
+
+ROBOT_DESCRIPTION_QOS = QoSProfile(
+    depth=1,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+
+
+class RobotNode(Node):
+    """A node of one robot: declares its parameters (COMMON_PARAMETERS and the
+    subclass's PARAMETERS), obtains the robot and counts what it drops.
+
+    A subclass implements on_robot(robot), called once with the checked robot
+    description; settings_with(changes), its settings checked, if it takes
+    parameter changes at run time (check_parameters_at_run_time); and
+    diagnostics(), the status report_diagnostics publishes. EXECUTOR makes
+    the executor that serves it (called without arguments; spin_nodes gives a
+    MultiThreadedExecutor a thread per node and two spare).
+    """
+
+    PARAMETERS: Sequence[ParameterSpec] = ()
+    EXECUTOR: Callable = SingleThreadedExecutor
+
+    def __init__(self, node_name: str, stop: Future | None = None, **kwargs):
+        """stop: completed, with the reason, when the node cannot go on."""
+        super().__init__(node_name, **kwargs)
+        self._stop = stop if stop is not None else Future()
+        self.fatal_error: str | None = None
+        self.robot: RobotDescription | None = None
+        self.settings: dict | None = None
+        self.counts: Counter = Counter()
+        self._description_subscription = None
+        self._waiting_timer = None
+        self._diagnostics_timer = None
+        declare_parameters(self, (*COMMON_PARAMETERS, *self.PARAMETERS))
+        self._obtain_robot_description()
+
+    def parameter(self, name: str) -> Any:
+        """The value of a declared parameter ([] for an unset empty array)."""
+        try:
+            return self.get_parameter(name).value
+        except ParameterUninitializedException:
+            return []
+
+    # --- robot_description ---------------------------------------------
+
+    def _obtain_robot_description(self) -> None:
+        xml = self.parameter("robot_description")
+        path = self.parameter("robot_description_file")
+        if xml:
+            self._load(lambda: parse_urdf_string(xml), "parameter robot_description")
+        elif path:
+            self._load(lambda: parse_urdf_file(path), f"file {path}")
+        else:
+            self._description_subscription = self.create_subscription(
+                String, "robot_description", self._on_description_message, ROBOT_DESCRIPTION_QOS
+            )
+            topic = self._description_subscription.topic_name
+            self.get_logger().info(
+                f"waiting for the robot description on {topic} (or set the parameter "
+                "robot_description or robot_description_file)"
+            )
+            timeout = self.parameter("robot_description_timeout")
+            self._waited = 0.0
+            self._waiting_period = WAITING_REMINDER_PERIOD
+            if timeout > 0:
+                self._waiting_period = min(WAITING_REMINDER_PERIOD, timeout)
+            self._waiting_timer = self.create_timer(self._waiting_period, self._still_waiting)
+
+    def _still_waiting(self) -> None:
+        self._waited += self._waiting_period
+        timeout = self.parameter("robot_description_timeout")
+        topic = self._description_subscription.topic_name
+        if timeout > 0 and self._waited >= timeout:
+            self._fail(f"no robot description arrived on {topic} within {timeout:g} s")
+        else:
+            self.get_logger().info(f"still waiting for the robot description on {topic} ({self._waited:g} s)")
+
+    def _on_description_message(self, message: String) -> None:
+        if self.fatal_error is not None:
+            return
+        if self.robot is not None:  # a model never changes under a running node
+            self.get_logger().warning(
+                "a new robot_description arrived: ignored, this node keeps the robot it started with "
+                f"('{self.robot.name}'); restart it to load another")
+            return
+        self.destroy_timer(self._waiting_timer)
+        self._load(lambda: parse_urdf_string(message.data), f"topic {self._description_subscription.topic_name}")
+
+    def _load(self, parse: Callable[[], RobotDescription], source: str) -> None:
+        try:
+            robot = parse()
+        except URDFError as error:
+            self._fail(f"unusable robot description from {source}: {error}")
+            return
+        except Exception as error:  # noqa: BLE001  MemoryError, RecursionError, ...: still a message, not a traceback
+            self._fail(f"unusable robot description from {source}: {type(error).__name__}: {error}")
+            return
+        self.robot = robot
+        self.get_logger().info(f"robot '{robot.name}' from {source}: {describe_joints(robot)}")
+        self.on_robot(robot)
+
+    def stopping(self) -> None:
+        """The process is about to stop: end what a callback may be waiting for
+        (the executor waits for running callbacks before the nodes are destroyed)."""
+
+    def finish(self) -> None:
+        """End the process normally (exit code 0): the node's work is done."""
+        if not self._stop.done():
+            self._stop.set_result(None)
+
+    def _fail(self, message: str) -> None:
+        self.fatal_error = message
+        self.get_logger().fatal(f"{message}; stopping")
+        if not self._stop.done():
+            self._stop.set_result(message)
+
+    def on_robot(self, robot: RobotDescription) -> None:
+        """Called once the robot description is loaded."""
+
+    def build_model(self, robot: RobotDescription) -> Model:
+        """The model of `robot` as the common parameters ask (ValueError if
+        unusable); its warnings are logged, once per process (the bringup's
+        nodes share one robot)."""
+        model = Model(robot, floating_base=self.parameter("floating_base"), mimic=self.parameter("mimic"),
+                      gravity=self.parameter("gravity"))
+        for warning in new_warnings(model):
+            self.get_logger().warning(f"robot description: {warning}")
+        return model
+
+    # --- parameters changed at run time ------------------------------------
+
+    def settings_with(self, changes: dict) -> dict:
+        """The settings the node's callbacks use, from its parameters with
+        `changes` ({name: value}) over them, checked. Raises ValueError saying
+        what is wrong."""
+        raise NotImplementedError
+
+    def check_parameters_at_run_time(self) -> None:
+        """Refuse a parameter change that settings_with refuses, with its
+        reason; apply an accepted one once it is set (apply_settings)."""
+        self.add_on_set_parameters_callback(self._check_parameters)
+        self.add_post_set_parameters_callback(self._apply_parameters)
+
+    def _check_parameters(self, parameters) -> SetParametersResult:
+        try:  # (rclpy has refused values outside the declared bounds already)
+            self.settings_with({p.name: p.value for p in parameters})
+        except ValueError as error:
+            return SetParametersResult(successful=False, reason=str(error))
+        return SetParametersResult(successful=True)
+
+    def _apply_parameters(self, parameters) -> None:
+        self.apply_settings(self.settings_with({}), {p.name for p in parameters})
+
+    def apply_settings(self, settings: dict, changed: set) -> None:
+        """Take settings (replaced whole, so that a callback reads a
+        consistent set) after the parameters `changed` were set."""
+        self.settings = settings
+        if "diagnostics_period" in changed and self._diagnostics_timer is not None:
+            self._diagnostics_timer.timer_period_ns = int(settings["diagnostics_period"] * 1e9)
+
+    # --- what was dropped, and the diagnostics ---------------------------------
+
+    def drop(self, reason: str, message: str) -> None:
+        """Count a message that cannot be used under `reason` and say why, throttled."""
+        self.counts[f"dropped_{reason}"] += 1
+        self.get_logger().warning(f"dropped: {message} ({self.counts[f'dropped_{reason}']} so far)",
+                                  throttle_duration_sec=WARNING_PERIOD)
+
+    def dropped(self) -> int:
+        """The messages dropped so far, for any reason."""
+        return sum(count for key, count in self.counts.items() if key.startswith("dropped_"))
+
+    def report_diagnostics(self, title: str) -> None:
+        """Publish diagnostics() every diagnostics_period on /diagnostics: one
+        status '<fully qualified node name>: <title>' (several robots share
+        /diagnostics: their namespaces tell them apart)."""
+        self._diagnostics_title = title
+        self._diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self._diagnostics_timer = self.create_timer(self.settings["diagnostics_period"], self._publish_diagnostics)
+
+    def diagnostics(self) -> tuple[str, dict, bool]:
+        """The node's status: (message, {key: value}, whether to warn)."""
+        raise NotImplementedError
+
+    def _publish_diagnostics(self) -> None:
+        message, values, warn = self.diagnostics()
+        status = DiagnosticStatus(name=f"{self.get_fully_qualified_name()}: {self._diagnostics_title}",
+                                  hardware_id=self.model.name, message=message,
+                                  level=DiagnosticStatus.WARN if warn else DiagnosticStatus.OK)
+        status.values = [KeyValue(key=key, value=str(value)) for key, value in values.items()]
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = self.get_clock().now().to_msg()
+        self._diagnostics_publisher.publish(array)
+
+
+_reported_warnings: set[tuple[str, str]] = set()
+_reported_lock = threading.Lock()
+
+
+def new_warnings(model: Model) -> list[str]:
+    """The model's warnings that no node of this process has reported yet."""
+    with _reported_lock:
+        new = [warning for warning in model.warnings if (model.name, warning) not in _reported_warnings]
+        _reported_warnings.update((model.name, warning) for warning in new)
+    return new
+
+
+def describe_joints(robot: RobotDescription) -> str:
+    """One line: the joints that move, in model order, and the fixed ones."""
+    moving = [f"{j.name} ({j.type}{', mimics ' + j.mimic.joint if j.mimic else ''})"
+              for j in robot.joints.values() if j.type != "fixed"]
+    fixed = sum(j.type == "fixed" for j in robot.joints.values())
+    return (f"{len(robot.links)} links from root '{robot.root}', {len(moving)} moving joints: "
+            f"{', '.join(moving) or 'none'}; {fixed} fixed joints")
+
+
+def timings() -> deque:
+    """The last TIMING_WINDOW compute times (s) of something timed."""
+    return deque(maxlen=TIMING_WINDOW)
+
+
+def timing_values(prefix: str, seconds) -> dict:
+    """Mean, p99 and max of compute times (s) as diagnostics values in us."""
+    times = np.asarray(seconds, dtype=float) * 1e6
+    if not times.size:
+        return {}
+    return {f"{prefix}_us_mean": f"{times.mean():.1f}", f"{prefix}_us_p99": f"{np.percentile(times, 99):.1f}",
+            f"{prefix}_us_max": f"{times.max():.1f}"}

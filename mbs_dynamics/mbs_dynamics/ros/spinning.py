@@ -1,0 +1,166 @@
+"""A process of nodes: rclpy initialised, the nodes created and served, each
+by the executor its class asks for (RobotNode.EXECUTOR) on a thread of its
+own, until Ctrl-C (or SIGTERM) or a node's finish() or fatal error, and an
+orderly stop."""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from itertools import groupby
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.experimental import EventsExecutor
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+from rclpy.signals import SignalHandlerOptions
+from rclpy.task import Future
+
+from mbs_dynamics.ros.parameters import ParameterError
+from mbs_dynamics.ros.robot_node import RobotNode
+
+# The longest a thread waits for the GIL that another holds (Python's default:
+# 5 ms). The nodes' threads (the simulator's stepping, its commands) give it
+# up at every sleep, take and publish, and a busy executor thread kept each of
+# them waiting up to 5 ms for it back: the simulator reached 0.4-1.3x real
+# time of the 2x asked.
+GIL_SWITCH_INTERVAL = 0.0005
+# The longest one spin of an executor lasts (s) before its thread looks again
+# whether to stop: rclpy's EventsExecutor never returns from
+# spin_until_future_complete without a timeout, even once the future is done.
+SPIN_TIMEOUT = 1.0
+# The longest the stop waits for a thread or an executor (s).
+STOP_TIMEOUT = 5.0
+
+
+def executor_kind(node: RobotNode) -> Callable:
+    """What makes the executor of `node`: its class's EXECUTOR."""
+    return type(node).EXECUTOR
+
+
+def make_executor(kind: Callable, nodes: int):
+    """An executor of `kind` (an EXECUTOR) for `nodes` nodes: a
+    MultiThreadedExecutor gets a thread per node and two spare (with three
+    nodes on two threads, rclpy's pool lost the callback of a
+    robot_description that arrived while the other two loaded theirs)."""
+    return MultiThreadedExecutor(num_threads=2 + nodes) if kind is MultiThreadedExecutor else kind()
+
+
+class ExecutorThread:
+    """An executor serving its nodes on a thread of its own until `stop` is
+    done; stop() then waits for its callbacks and shuts it down."""
+
+    def __init__(self, executor, nodes, stop: Future, name: str):
+        self.executor, self.stop_future = executor, stop
+        for node in nodes:
+            executor.add_node(node)
+        self.thread = threading.Thread(target=self._spin, name=name, daemon=True)
+        self.thread.start()
+
+    def _spin(self) -> None:
+        try:
+            while not self.stop_future.done():
+                self.executor.spin_until_future_complete(self.stop_future, timeout_sec=SPIN_TIMEOUT)
+        except ExternalShutdownException:
+            pass
+
+    def is_alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def stop(self) -> None:
+        """Stop spinning (the stop future done) and shut the executor down.
+        Not from the executor's own thread."""
+        if not self.stop_future.done():
+            self.stop_future.set_result(None)
+        self.thread.join(STOP_TIMEOUT)
+        if not self.thread.is_alive():  # the EventsExecutor's shutdown hangs while it spins
+            self.executor.shutdown(timeout_sec=STOP_TIMEOUT)
+
+
+class SubscriptionsThread:
+    """Subscriptions to topics of `node` served by an EventsExecutor on a
+    thread of their own, not by the node's executor: their callbacks wait
+    neither for the node's (a long service call) nor for its executor's turn.
+    They belong to a hidden helper node; their topics are resolved by `node`
+    (its name, namespace and remappings)."""
+
+    def __init__(self, node: Node, topics, qos: QoSProfile):
+        """topics: (message type, topic, callback(message)) each."""
+        self.helper = rclpy.create_node(f"_{node.get_name()}_subscriptions", namespace=node.get_namespace(),
+                                        context=node.context, start_parameter_services=False,
+                                        use_global_arguments=False)
+        for kind, topic, callback in topics:
+            self.helper.create_subscription(kind, node.resolve_topic_name(topic), callback, qos)
+        self._thread = ExecutorThread(EventsExecutor(context=node.context), [self.helper], Future(),
+                                      f"subscriptions of {node.get_name()}")
+
+    def destroy(self) -> None:
+        self._thread.stop()
+        self.helper.destroy_node()
+
+
+def spin_nodes(node_factories: Sequence[Callable[[Future], RobotNode]], args=None) -> int:
+    """Init rclpy, create the nodes, serve them until Ctrl-C (or SIGTERM) or a
+    node's finish() or fatal error, and stop in order: the executors, then the
+    nodes (their threads), then the context. rclpy's own signal handler would
+    shut the context down at once, under callbacks still running (a log line
+    then fails: "publisher's context is invalid"). A second Ctrl-C stops at
+    once.
+
+    Returns the process exit code: 0 after Ctrl-C or a node's finish(), 1
+    when a node stopped on a fatal error.
+    """
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL)
+    stop = Future()
+    interrupted = threading.Event()
+
+    def interrupt(signum, frame) -> None:
+        interrupted.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C: KeyboardInterrupt
+
+    previous = {number: signal.signal(number, interrupt) for number in (signal.SIGINT, signal.SIGTERM)}
+    nodes: list[RobotNode] = []
+    threads: list[ExecutorThread] = []
+    try:
+        for factory in node_factories:
+            try:
+                nodes.append(factory(stop))
+            except ParameterError as error:
+                rclpy.logging.get_logger("mbs_dynamics").fatal(f"{error}; stopping")
+                stop.set_result(str(error))
+            if stop.done():
+                break
+        if not stop.done():
+            served = sorted(nodes, key=lambda node: id(executor_kind(node)))
+            for kind, group in groupby(served, key=executor_kind):
+                group = list(group)
+                threads.append(ExecutorThread(make_executor(kind, len(group)), group, stop,
+                                              f"executor of {', '.join(node.get_name() for node in group)}"))
+            while not (stop.done() or interrupted.is_set() or not all(thread.is_alive() for thread in threads)):
+                interrupted.wait(0.1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for node in nodes:
+            node.stopping()
+        failed = stop.done() and stop.result() is not None
+        for thread in threads:
+            thread.stop()
+        for node in nodes:
+            node.destroy_node()
+        rclpy.try_shutdown()
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    return 1 if failed else 0
+
+
+def node_main(node_class: type[RobotNode], default_name: str) -> Callable[[], None]:
+    """The console-script entry point of one node: NAME [--ros-args ...]."""
+
+    def main(args=None) -> None:
+        sys.exit(spin_nodes([lambda stop: node_class(default_name, stop=stop)], args=args))
+
+    return main

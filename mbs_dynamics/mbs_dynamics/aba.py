@@ -93,7 +93,7 @@ def aba_views(buffer, n):
 @njit(cache=True)
 def articulated_inertias(packed, views):
     """Pass 2 of the ABA for the inertias (q only; F&O eq. 12, RBDL Alg. 3):
-    U_i = I^A_i S_i, D_i = S_i^T U_i, I^a_i = I^A_i - U_i D_i^-1 U_i^T, and
+    U_i = I^A_i S_i, D_i = S_i^T U_i + the joint's armature, I^a_i = I^A_i - U_i D_i^-1 U_i^T, and
     I^A_λ += ^iX_λ^T I^a_i ^iX_λ. Returns the first body whose D is singular,
     or -1. U[i, k] is column k of U_i; pass 3 needs only U and D^-1."""
     model = unpack_model(packed)
@@ -109,7 +109,7 @@ def articulated_inertias(packed, views):
                     total += IA[i, r, c] * S[i, c, k]
                 U[i, k, r] = total
         if ni == 1:
-            D = 0.0
+            D = model.armature[model.v_start[i]]
             for r in range(6):
                 D += S[i, r, 0] * U[i, 0, r]
             if abs(D) <= SINGULAR_PIVOT * scale:
@@ -118,7 +118,7 @@ def articulated_inertias(packed, views):
         else:
             for k in range(ni):
                 for m in range(ni):
-                    total = 0.0
+                    total = model.armature[model.v_start[i] + k] if k == m else 0.0
                     for r in range(6):
                         total += S[i, r, k] * U[i, m, r]
                     work[k, m] = total

@@ -38,7 +38,7 @@ def moment_about(c0, c1, c2, k0, k1, k2, l0, l1, l2):
 @njit(cache=True)
 def momentum_kernel(packed, q, v, out, buffer):
     """out[0:6] = h_G = [k_G; l] (world axes, about the CoM); out[6:9] = c;
-    out[9] = the kinetic energy 1/2 sum_i v_i^T I_i v_i (body frames).
+    out[9] = the kinetic energy 1/2 sum_i v_i^T I_i v_i (body frames) + 1/2 armature v^2.
     Returns INVALID_INPUT without computing when q or v is invalid
     (inputs.invalid), NONFINITE_RESULT when out overflows, else 0."""
     model = unpack_model(packed)
@@ -86,6 +86,8 @@ def momentum_kernel(packed, q, v, out, buffer):
     out[0], out[1], out[2] = moment_about(c0, c1, c2, h_O[0], h_O[1], h_O[2], h_O[3], h_O[4], h_O[5])
     out[3], out[4], out[5] = h_O[3], h_O[4], h_O[5]
     out[6], out[7], out[8] = c0, c1, c2
+    for k in range(v.shape[0]):  # and the rotors' (model.armature)
+        kinetic += 0.5 * model.armature[k] * v[k] * v[k]
     out[9] = kinetic
     return 0 if all_finite(out) else NONFINITE_RESULT
 
@@ -175,8 +177,8 @@ def centroidal_state(model: Model, q, v) -> tuple[np.ndarray, np.ndarray]:
 
 
 def kinetic_energy(model: Model, q, v):
-    """T = 1/2 sum_i v_i^T I_i v_i = 1/2 v^T M(q) v (J), O(n) from the momentum
-    pass. q, v may carry a leading batch dimension."""
+    """T = 1/2 sum_i v_i^T I_i v_i + 1/2 sum_k armature_k v_k^2 = 1/2 v^T M(q) v (J),
+    O(n) from the momentum pass. q, v may carry a leading batch dimension."""
     q = inputs.shaped(model, q, model.nq, "q")
     v = inputs.shaped(model, v, model.nv, "v")
     inputs.same_batch(q, v)

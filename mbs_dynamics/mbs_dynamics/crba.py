@@ -160,6 +160,8 @@ def crba_kernel(packed, q, M, buffer):
                     M[vj + m, vi + k] += value
                     M[vi + k, vj + m] += value
             j = parent[j]
+    for k in range(M.shape[0]):
+        M[k, k] += model.armature[k]
     return 0 if all_finite(M) else NONFINITE_RESULT
 
 

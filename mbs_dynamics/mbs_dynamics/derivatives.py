@@ -295,6 +295,9 @@ def id_derivatives_kernel(packed, q, v, a, tau, dtau_dq, dtau_dv, M, buffer):
                     dtau_dv[cm, cn] += _dot(moving[_S], out[_DFV])
                     M[cm, cn] += inertia
                 j = parent[j]
+    for k in range(tau.shape[0]):  # the rotors (model.armature): tau += armature a, dtau/da = M + diag(armature)
+        tau[k] += model.armature[k] * a[k]
+        M[k, k] += model.armature[k]
     return 0 if all_finite(dtau_dq) and all_finite(dtau_dv) and all_finite(M) else NONFINITE_RESULT
 
 
@@ -551,6 +554,8 @@ def id_rate_kernel(packed, q, v, a, jerk_in, tau_rate, buffer):
             store_add(force_rate, lam, force_to_parent(R, p, i, add(row(force_rate, i),
                                                                     force_cross(row(joint_twist, i), f))))
             store_add(force, lam, force_to_parent(R, p, i, row(force, i)))
+    for k in range(tau_rate.shape[0]):  # the rotors: d/dt (armature a)
+        tau_rate[k] += model.armature[k] * jerk_in[k]
     return 0 if all_finite(tau_rate) else NONFINITE_RESULT
 
 

@@ -22,7 +22,8 @@ Everything the compiled recursions need is a flat per-body array:
                               and the rotational inertia about the body origin
     nv_joint[i]               number of velocity coordinates of the body's joint
 
-and per velocity coordinate, dof_parent[k]: the coordinate before k on the
+and per velocity coordinate, armature[k] (the reflected rotor inertia the
+RNEA, CRBA and ABA add to M's diagonal) and dof_parent[k]: the coordinate before k on the
 path to the root (-1 at the root), so that M[k, j] != 0 only for j on that
 path (branch-induced sparsity, Featherstone RBDA §6.5); a plain chain
 k - 1 when mimic couplings put nonzeros elsewhere.
@@ -65,7 +66,10 @@ class Model:
     """A robot's constant model. Build it with from_urdf_file / from_urdf_string."""
 
     def __init__(self, description: RobotDescription, floating_base: bool = False,
-                 mimic: str = "coupled", gravity=(0.0, 0.0, -9.81)):
+                 mimic: str = "coupled", gravity=(0.0, 0.0, -9.81), armature=None):
+        """armature: {joint: reflected rotor inertia} over the URDF's transmissions
+        (parsers.urdf), for revolute and prismatic joints; a coupled mimic
+        joint's adds multiplier² times it to its master's coordinate."""
         if mimic not in ("coupled", "independent"):
             raise ValueError(f"mimic must be 'coupled' or 'independent', got {mimic!r}")
         gravity = np.asarray(gravity, dtype=float)
@@ -78,20 +82,20 @@ class Model:
         self.gravity = gravity
         self.gravity.setflags(write=False)
         self.scratch = threading.local()  # per-thread scratch memory of the algorithms (workspace.py)
-        _Builder(self, description).build()
+        _Builder(self, description, dict(description.armature, **_checked_armature(armature))).build()
         for array in vars(self).values():
             if isinstance(array, np.ndarray):
                 array.setflags(write=False)
 
     @classmethod
     def from_urdf_file(cls, path, floating_base=False, mimic="coupled", gravity=(0.0, 0.0, -9.81),
-                       strict=False) -> Model:
-        return cls(parse_urdf_file(path, strict=strict), floating_base, mimic, gravity)
+                       strict=False, armature=None) -> Model:
+        return cls(parse_urdf_file(path, strict=strict), floating_base, mimic, gravity, armature)
 
     @classmethod
     def from_urdf_string(cls, xml, floating_base=False, mimic="coupled", gravity=(0.0, 0.0, -9.81),
-                         strict=False) -> Model:
-        return cls(parse_urdf_string(xml, strict=strict), floating_base, mimic, gravity)
+                         strict=False, armature=None) -> Model:
+        return cls(parse_urdf_string(xml, strict=strict), floating_base, mimic, gravity, armature)
 
     # --- names and indices ---------------------------------------------
 
@@ -138,9 +142,10 @@ class Model:
 class _Builder:
     """Turns a RobotDescription into the Model's arrays."""
 
-    def __init__(self, model: Model, description: RobotDescription):
+    def __init__(self, model: Model, description: RobotDescription, armature: dict[str, float]):
         self.model = model
         self.description = description
+        self.armature = armature
 
     def build(self):
         model, description = self.model, self.description
@@ -261,6 +266,7 @@ class _Builder:
             frame.translation.setflags(write=False)
 
         self._limits(by_name)
+        self._armature(coupled)
         inert = self._joints_moving_nothing()
         if inert:
             warnings.append(f"{len(inert)} joints move no mass or inertia (massless links at the end of a chain): "
@@ -311,12 +317,28 @@ class _Builder:
         model = self.model
         floats = np.concatenate([np.ravel(x) for x in (
             model.coupling, model.tree_rotation, model.tree_translation, model.axis, model.plane, model.mass,
-            model.first_moment, model.rotational_inertia, model.gravity, [model.inertia_scale])])
-        ints = np.concatenate([[model.nbodies, len(model.quaternion_starts)], model.parent, model.joint_type,
+            model.first_moment, model.rotational_inertia, model.gravity, model.armature, [model.inertia_scale])])
+        ints = np.concatenate([[model.nbodies, len(model.quaternion_starts), model.nv], model.parent, model.joint_type,
                                model.q_start, model.v_start, model.quaternion_starts, model.nv_joint]).astype(np.int64)
         floats.setflags(write=False)
         ints.setflags(write=False)
         model.packed = (floats, ints)
+
+    def _armature(self, coupled):
+        """model.armature (nv,): the reflected rotor inertia on each coordinate (RNEA,
+        CRBA and ABA add it to the joint space's mass matrix diagonal, as Pinocchio's
+        model.armature)."""
+        model = self.model
+        model.armature = np.zeros(model.nv)
+        for name, value in self.armature.items():
+            joint = self.description.joints.get(name)
+            if joint is None or joint.type not in ("revolute", "continuous", "prismatic"):
+                raise ValueError(f"armature: model '{model.name}' has no revolute or prismatic joint '{name}'")
+            multiplier, master = 1.0, name
+            while master in coupled:
+                mimic = self.description.joints[master].mimic
+                multiplier, master = multiplier * mimic.multiplier, mimic.joint
+            model.armature[model.v_index(master)] += multiplier**2 * value
 
     def _limits(self, by_name):
         """Position limits (nq), velocity and effort limits, damping, friction (nv)."""
@@ -348,15 +370,16 @@ class _Builder:
 # costs a microsecond a call to unbox.
 ModelArrays = namedtuple("ModelArrays", (
     "parent", "joint_type", "q_start", "v_start", "coupling", "tree_rotation", "tree_translation", "axis", "plane",
-    "mass", "first_moment", "rotational_inertia", "quaternion_starts", "nv_joint", "gravity", "inertia_scale"))
+    "mass", "first_moment", "rotational_inertia", "quaternion_starts", "nv_joint", "gravity", "armature",
+    "inertia_scale"))
 
 
 @njit(cache=True, inline="always")
 def unpack_model(packed):
     """The model's arrays (ModelArrays), as views of model.packed."""
     floats, ints = packed
-    n, nquat = ints[0], ints[1]
-    parent, o = take(ints, 2, (n,))
+    n, nquat, nv = ints[0], ints[1], ints[2]
+    parent, o = take(ints, 3, (n,))
     joint_type, o = take(ints, o, (n,))
     q_start, o = take(ints, o, (n,))
     v_start, o = take(ints, o, (n,))
@@ -371,14 +394,33 @@ def unpack_model(packed):
     first_moment, o = take(floats, o, (n, 3))
     rotational_inertia, o = take(floats, o, (n, 3, 3))
     gravity, o = take(floats, o, (3,))
+    armature, o = take(floats, o, (nv,))
     return ModelArrays(parent, joint_type, q_start, v_start, coupling, tree_rotation, tree_translation, axis, plane,
-                       mass, first_moment, rotational_inertia, quaternion_starts, nv_joint, gravity, floats[o])
+                       mass, first_moment, rotational_inertia, quaternion_starts, nv_joint, gravity, armature,
+                       floats[o])
 
 
 @njit(cache=True, inline="always")
 def body_count(packed):
     """The number of bodies of a packed model (the first of its ints)."""
     return packed[1][0]
+
+
+def _checked_armature(armature) -> dict[str, float]:
+    """{joint: value} of finite values >= 0 (Model's armature argument)."""
+    if armature is None:
+        return {}
+    if not isinstance(armature, dict):
+        raise ValueError(f"armature must be a dict {{joint: reflected rotor inertia}}, got {type(armature).__name__}")
+    checked = {}
+    for name, value in armature.items():
+        try:
+            checked[name] = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"armature of joint '{name}' must be a number, got {value!r}") from None
+        if not (np.isfinite(checked[name]) and 0.0 <= checked[name] <= 1e12):
+            raise ValueError(f"armature of joint '{name}' must be finite, >= 0 and <= 1e12, got {value!r}")
+    return checked
 
 
 def plane_basis(axis: np.ndarray) -> np.ndarray:

@@ -124,6 +124,13 @@ def world_views(packed, q, buffer, about_world_origin):
 
 
 @njit(cache=True, inline="always")
+def add_armature(model, a, tau):
+    """tau += armature a: the rotors' inertia on their coordinates (model.armature)."""
+    for k in range(tau.shape[0]):
+        tau[k] += model.armature[k] * a[k]
+
+
+@njit(cache=True, inline="always")
 def world_backward_pass(model, views, about_world_origin, tau):
     """From i = n down (W_{n+1} = 0: DESIGN.md §7, misprint 9): tau_i = J_i^T W_i
     (MD eqs. 71c, 76c) and W_λ += W_i: as it is about the world origin (spatial,
@@ -188,6 +195,7 @@ def rnea_kernel(packed, q, v, a, f_ext, tau, buffer):
         lam = model.parent[i]
         if lam >= 0:
             store_add(force, lam, force_to_parent(R, p, i, row(force, i)))
+    add_armature(model, a, tau)
     return 0 if all_finite(tau) else NONFINITE_RESULT
 
 
@@ -224,6 +232,7 @@ def rnea_spatial_kernel(packed, q, v, a, f_ext, tau, buffer):
         store_wrench(views.force, i, f_ext, newton_euler(views.mass_w, views.first_moment_w, views.inertia_w, i,
                                                          dV_i, V_i))
     world_backward_pass(model, views, True, tau)
+    add_armature(model, a, tau)
     return 0 if all_finite(tau) else NONFINITE_RESULT
 
 
@@ -279,6 +288,7 @@ def rnea_hybrid_kernel(packed, q, v, a, f_ext, tau, buffer):
         store(acc, i, dw + e)
         store_wrench(views.force, i, f_ext, hybrid_wrench(model, i, views.world_R, w, dw, e))
     world_backward_pass(model, views, False, tau)
+    add_armature(model, a, tau)
     return 0 if all_finite(tau) else NONFINITE_RESULT
 
 

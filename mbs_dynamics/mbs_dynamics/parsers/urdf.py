@@ -16,6 +16,12 @@ triangle inequality, massless links, negative damping or friction, taken as
 those warnings into errors. Mimic tags are checked by the Model that couples
 them (a mimic of a missing joint only matters there): the description keeps
 what is wrong with them in ``mimic_problems``.
+
+Of the transmissions, the rotor inertia of each joint's actuator is read, in
+the convention Drake's URDF parser established:
+``<transmission><joint name="J"/><actuator name="A"><drake:rotor_inertia
+value="I"/><drake:gear_ratio value="N"/></actuator></transmission>``; the
+joint's reflected rotor inertia (armature) is I N^2 (N = 1 when absent).
 """
 from __future__ import annotations
 
@@ -103,6 +109,7 @@ class RobotDescription:
     joints: dict[str, JointDescription]
     warnings: tuple[str, ...] = field(default=())
     mimic_problems: tuple[str, ...] = field(default=())  # why the <mimic> tags cannot be coupled
+    armature: dict[str, float] = field(default_factory=dict)  # joint -> reflected rotor inertia (kg m^2 or kg)
 
     def child_joints(self, link: str) -> list[JointDescription]:
         return [j for j in self.joints.values() if j.parent == link]
@@ -147,6 +154,7 @@ def parse_urdf_string(xml: str, strict: bool = False) -> RobotDescription:
     root = _tree_root(robot.name, links, joints)
     ordered_links, ordered_joints = _depth_first(root, links, joints)
     mimic_problems = _mimic_problems(joints)
+    armature = _armature(tree, joints, notes)
 
     if strict and notes:
         raise URDFError("; ".join(notes))
@@ -159,7 +167,49 @@ def parse_urdf_string(xml: str, strict: bool = False) -> RobotDescription:
         joints=ordered_joints,
         warnings=tuple(notes),
         mimic_problems=tuple(mimic_problems),
+        armature=armature,
     )
+
+
+def _local_name(tag: str) -> str:
+    """An XML tag without its namespace: '{http://drake.mit.edu}gear_ratio' -> 'gear_ratio'."""
+    return tag.rpartition("}")[2]
+
+
+def _armature(tree: ET.Element, joints: dict[str, JointDescription], notes: list[str]) -> dict[str, float]:
+    """The reflected rotor inertia rotor_inertia * gear_ratio^2 of each joint
+    that a <transmission> gives an actuator with a (drake:)rotor_inertia."""
+    armature: dict[str, float] = {}
+    for transmission in tree.iter("transmission"):
+        name = transmission.get("name", "")
+        values = {}
+        for element in transmission.iter():
+            if _local_name(element.tag) in ("rotor_inertia", "gear_ratio"):
+                what = f"transmission '{name}': {_local_name(element.tag)}"
+                try:
+                    values[_local_name(element.tag)] = float(element.get("value"))
+                except (TypeError, ValueError):
+                    raise URDFError(f"{what} value {element.get('value')!r} is not a number") from None
+                _finite([values[_local_name(element.tag)]], what, MAX_MAGNITUDE)
+        if "rotor_inertia" not in values:
+            continue
+        rotor_inertia, gear_ratio = values["rotor_inertia"], values.get("gear_ratio", 1.0)
+        if rotor_inertia < 0:
+            notes.append(f"transmission '{name}': negative rotor_inertia {rotor_inertia:g}, taken as 0")
+            rotor_inertia = 0.0
+        for joint in transmission.iter("joint"):
+            joint_name = joint.get("name")
+            if joint_name not in joints or joints[joint_name].type not in ("revolute", "continuous", "prismatic"):
+                notes.append(f"transmission '{name}' drives '{joint_name}', which is not a revolute, continuous or "
+                             "prismatic joint of the robot: its rotor inertia is ignored")
+            elif joint_name in armature:
+                notes.append(f"transmission '{name}': joint '{joint_name}' has a rotor inertia already; this one is "
+                             "ignored")
+            else:
+                armature[joint_name] = float(_finite([rotor_inertia * gear_ratio**2],
+                                                      f"transmission '{name}': rotor_inertia x gear_ratio^2",
+                                                      MAX_MAGNITUDE)[0])
+    return armature
 
 
 def _dynamics_only(tree: ET.Element) -> str:

@@ -47,6 +47,7 @@ from mbs_dynamics.contact import (
     impact,
 )
 from mbs_dynamics.integrators import INTEGRATORS, step
+from mbs_dynamics.joint_friction import joint_friction_torques
 from mbs_dynamics.time_stepping import ContactStep, Ground, contact_step
 from mbs_dynamics.simulation import Simulation, World
 from mbs_dynamics import simulation
@@ -100,6 +101,7 @@ __all__ = [
     "impact",
     "integrate",
     "inverse_dynamics",
+    "joint_friction_torques",
     "inverse_dynamics_derivatives",
     "inverse_dynamics_rate",
     "kinetic_energy",

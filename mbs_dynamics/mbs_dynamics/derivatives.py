@@ -45,7 +45,7 @@ from mbs_dynamics.kinematics import body_poses_kernel
 from mbs_dynamics.lie import ad
 from mbs_dynamics.model import FLOATING, PLANAR, Model, body_count, unpack_model
 from mbs_dynamics.spatial import add, force_cross, force_to_parent, inertia_times, motion_cross, motion_to_parent, \
-    newton_euler, row, store, store_add
+    row, store, store_add
 from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
 
 # The derivative kernels lay out per-column vectors besides the per-body arrays.
@@ -155,8 +155,9 @@ def subtree_quantities(packed, q, v, a, gravity, views):
         store(acceleration, i, dV)
         h, I = first_moment_c[i], inertia_c[i]  # noqa: E741
         w0, w1, w2, u0, u1, u2 = V
-        k0, k1, k2, g0, g1, g2 = inertia_times(mass_c, first_moment_c, inertia_c, i, V)
-        store(F, i, newton_euler(mass_c, first_moment_c, inertia_c, i, dV, V))
+        IV = inertia_times(mass_c, first_moment_c, inertia_c, i, V)
+        k0, k1, k2, g0, g1, g2 = IV
+        store(F, i, add(inertia_times(mass_c, first_moment_c, inertia_c, i, dV), force_cross(V, IV)))  # F&O eq. 3
         G[i, 0], G[i, 1], G[i, 2] = g0, g1, g2
         # T = [w~, I_O] - (h u^T + u h^T) + 2 (u.h) 1 - k~
         w, u, k = (w0, w1, w2), (u0, u1, u2), (k0, k1, k2)

@@ -97,9 +97,7 @@ def joint_bias(model, i, S, v):
         return REST
     v0, x, y, z = model.v_start[i], model.axis[i, 0], model.axis[i, 1], model.axis[i, 2]
     theta_dot = v[v0 + 2]
-    l0 = S[i, 3, 0] * v[v0] + S[i, 3, 1] * v[v0 + 1]
-    l1 = S[i, 4, 0] * v[v0] + S[i, 4, 1] * v[v0 + 1]
-    l2 = S[i, 5, 0] * v[v0] + S[i, 5, 1] * v[v0 + 1]
+    _, _, _, l0, l1, l2 = subspace_times(S, i, 2, v, v0)  # the linear columns x, y
     return 0.0, 0.0, 0.0, -theta_dot * (y * l2 - z * l1), -theta_dot * (z * l0 - x * l2), -theta_dot * (x * l1 - y * l0)
 
 
@@ -113,12 +111,9 @@ def joint_jerk_bias(model, i, S, v, a):
         return REST
     v0, x, y, z = model.v_start[i], model.axis[i, 0], model.axis[i, 1], model.axis[i, 2]
     theta_dot, theta_ddot = v[v0 + 2], a[v0 + 2]
-    l0 = S[i, 3, 0] * v[v0] + S[i, 3, 1] * v[v0 + 1]
-    l1 = S[i, 4, 0] * v[v0] + S[i, 4, 1] * v[v0 + 1]
-    l2 = S[i, 5, 0] * v[v0] + S[i, 5, 1] * v[v0 + 1]
+    _, _, _, l0, l1, l2 = subspace_times(S, i, 2, v, v0)  # the linear columns x, y
+    _, _, _, k0, k1, k2 = subspace_times(S, i, 2, a, v0)
     c0, c1, c2 = y * l2 - z * l1, z * l0 - x * l2, x * l1 - y * l0  # axis x l
-    k0, k1, k2 = S[i, 3, 0] * a[v0] + S[i, 3, 1] * a[v0 + 1], S[i, 4, 0] * a[v0] + S[i, 4, 1] * a[v0 + 1], \
-        S[i, 5, 0] * a[v0] + S[i, 5, 1] * a[v0 + 1]
     e0, e1, e2 = y * k2 - z * k1, z * k0 - x * k2, x * k1 - y * k0  # axis x l_a
     square = theta_dot * theta_dot
     return (0.0, 0.0, 0.0, -2.0 * theta_dot * e0 - theta_ddot * c0 + square * (y * c2 - z * c1),

@@ -364,8 +364,8 @@ class _Builder:
 
 
 # The model as the compiled kernels read it: model.parent[i], model.mass[i], ...
-# (the fields of the module docstring, plus quaternion_starts, gravity and
-# inertia_scale). Built inside the kernels from model.packed by unpack_model:
+# (the fields of the module docstring, plus quaternion_starts, gravity,
+# armature and inertia_scale). Built inside the kernels from model.packed by unpack_model:
 # a namedtuple of views costs nothing there, while one passed in from Python
 # costs a microsecond a call to unbox.
 ModelArrays = namedtuple("ModelArrays", (

@@ -56,3 +56,30 @@ def test_subscriptions_thread_takes_the_nodes_topics_with_its_remappings(ros_con
         node.destroy_node()
     assert received, "nothing arrived on the remapped topic"
     assert received[0] == ("hello", "subscriptions of subscriber")
+
+
+@pytest.mark.parametrize("kind", [EventsExecutor, SingleThreadedExecutor])
+def test_an_error_escaping_a_callback_stops_the_process_and_says_why(test_node, kind):
+    """The stop future gets the error (spin_nodes then exits with 1), or on_error is told."""
+    def fail():
+        raise RuntimeError("broken callback")
+
+    timer = test_node.create_timer(0.01, fail)
+    stop = Future()
+    served = ExecutorThread(kind(), [test_node], stop, "failing executor")
+    try:
+        served.thread.join(5.0)
+        assert stop.done() and "failing executor: RuntimeError: broken callback" in stop.result()
+        assert not served.is_alive()
+    finally:
+        served.stop()
+        test_node.destroy_timer(timer)
+    told = []
+    timer = test_node.create_timer(0.01, fail)
+    served = ExecutorThread(kind(), [test_node], Future(), "watched executor", on_error=told.append)
+    try:
+        served.thread.join(5.0)
+        assert told == ["watched executor: RuntimeError: broken callback"]
+    finally:
+        served.stop()
+        test_node.destroy_timer(timer)

@@ -87,7 +87,7 @@ class DynamicsServerNode(RobotNode):
             self.model = self.build_model(robot)
             self.settings = self.settings_with({})
         except ValueError as error:
-            self._fail(str(error))
+            self.fail(str(error))
             return
         model = self.model
         self.joints = JointMap(model)

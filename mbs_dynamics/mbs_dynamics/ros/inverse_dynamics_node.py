@@ -100,7 +100,7 @@ class InverseDynamicsNode(RobotNode):
             self.joints = JointMap(self.model)
             self.settings = self.settings_with({})
         except ValueError as error:
-            self._fail(str(error))
+            self.fail(str(error))
             return
         self._load_kernels()
         self.compute_times = timings()
@@ -240,6 +240,8 @@ class InverseDynamicsNode(RobotNode):
     def _accelerations(self, q, v, stamp) -> np.ndarray:
         """a from the acceleration source (q, v updated in place by a reference)."""
         source = self.settings["acceleration_source"]
+        if source == "differentiate":
+            return self._velocity_derivative.update(stamp, v)
         a = np.zeros(self.model.nv)
         if source == "reference":
             if self._reference is None:
@@ -260,8 +262,6 @@ class InverseDynamicsNode(RobotNode):
                 v[match.v_index] = arrays["velocities"]
             if arrays["accelerations"] is not None:
                 a[match.v_index] = arrays["accelerations"]
-        elif source == "differentiate":
-            a = self._velocity_derivative.update(stamp, v)
         return a
 
     def _compute_and_publish(self, message: JointState) -> None:

@@ -113,7 +113,7 @@ class RobotNode(Node):
         timeout = self.parameter("robot_description_timeout")
         topic = self._description_subscription.topic_name
         if timeout > 0 and self._waited >= timeout:
-            self._fail(f"no robot description arrived on {topic} within {timeout:g} s")
+            self.fail(f"no robot description arrived on {topic} within {timeout:g} s")
         else:
             self.get_logger().info(f"still waiting for the robot description on {topic} ({self._waited:g} s)")
 
@@ -132,10 +132,10 @@ class RobotNode(Node):
         try:
             robot = parse()
         except URDFError as error:
-            self._fail(f"unusable robot description from {source}: {error}")
+            self.fail(f"unusable robot description from {source}: {error}")
             return
         except Exception as error:  # noqa: BLE001  MemoryError, RecursionError, ...: still a message, not a traceback
-            self._fail(f"unusable robot description from {source}: {type(error).__name__}: {error}")
+            self.fail(f"unusable robot description from {source}: {type(error).__name__}: {error}")
             return
         self.robot = robot
         self.get_logger().info(f"robot '{robot.name}' from {source}: {describe_joints(robot)}")
@@ -150,7 +150,7 @@ class RobotNode(Node):
         if not self._stop.done():
             self._stop.set_result(None)
 
-    def _fail(self, message: str) -> None:
+    def fail(self, message: str) -> None:
         self.fatal_error = message
         self.get_logger().fatal(f"{message}; stopping")
         if not self._stop.done():
@@ -210,7 +210,8 @@ class RobotNode(Node):
 
     def dropped(self) -> int:
         """The messages dropped so far, for any reason."""
-        return sum(count for key, count in self.counts.items() if key.startswith("dropped_"))
+        # a copy: other threads add keys
+        return sum(count for key, count in list(self.counts.items()) if key.startswith("dropped_"))
 
     def report_diagnostics(self, title: str) -> None:
         """Publish diagnostics() every diagnostics_period on /diagnostics: one
@@ -227,7 +228,7 @@ class RobotNode(Node):
     def _publish_diagnostics(self) -> None:
         message, values, warn = self.diagnostics()
         status = DiagnosticStatus(name=f"{self.get_fully_qualified_name()}: {self._diagnostics_title}",
-                                  hardware_id=self.model.name, message=message,
+                                  hardware_id=self.robot.name, message=message,
                                   level=DiagnosticStatus.WARN if warn else DiagnosticStatus.OK)
         status.values = [KeyValue(key=key, value=str(value)) for key, value in values.items()]
         array = DiagnosticArray(status=[status])

@@ -56,7 +56,7 @@ class RunMonitor(RobotNode):
         try:
             self.model = self.build_model(robot)
         except ValueError as error:
-            self._fail(str(error))
+            self.fail(str(error))
             return
         self.joints = JointMap(self.model)
         q, zero = self.model.neutral_configuration(), np.zeros(self.model.nv)
@@ -65,7 +65,7 @@ class RunMonitor(RobotNode):
         names, velocities = list(self.parameter("push_joint_names")), list(self.parameter("push_joint_velocities"))
         unknown = [name for name in names if name not in self.joints.names]
         if len(names) != len(velocities) or unknown:
-            self._fail(f"push_joint_names {names} and push_joint_velocities {velocities}: "
+            self.fail(f"push_joint_names {names} and push_joint_velocities {velocities}: "
                        + (f"unknown joints {unknown}" if unknown else "different lengths"))
             return
         self._push = dict(zip(names, velocities, strict=True)) if self.parameter("push_time") > 0 else {}

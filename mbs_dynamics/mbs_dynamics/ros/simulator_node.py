@@ -136,7 +136,7 @@ class SimulatorNode(RobotNode):
             self.simulation = mbs.Simulation(self.model, self.settings["world"], self.parameter("dt"),
                                              self.parameter("integrator"), q=self.settings["initial_q"])
         except ValueError as error:
-            self._fail(str(error))
+            self.fail(str(error))
             return
         model = self.model
         self._lock = threading.RLock()  # the simulation and the steps asked for, between the threads
@@ -170,7 +170,7 @@ class SimulatorNode(RobotNode):
         # the newest command, with neither a ~/step nor the executor's turn to wait for
         self._commands = SubscriptionsThread(self, [(Float64MultiArray, "~/effort_command", self._on_effort_command),
                                                     (JointState, "~/joint_efforts", self._on_joint_efforts)],
-                                             COMMAND_QOS)
+                                             COMMAND_QOS, on_error=self.fail)
         self._thread = threading.Thread(target=self._run, name="simulation", daemon=True)
         self._thread.start()
         world = self.simulation.world
@@ -417,14 +417,6 @@ class SimulatorNode(RobotNode):
         self._wrenches = wrenches
 
     def _publish(self) -> None:
-        try:
-            self._publish_state()
-        except Exception:  # rclpy's RCLError, which it does not export, once the context is shut down
-            if self.context.ok():
-                raise
-            self._running = False  # Ctrl-C shut the context down before destroy_node stopped this thread
-
-    def _publish_state(self) -> None:
         simulation, model = self.simulation, self.model
         with self._lock:
             q, v, t, tau = simulation.q.copy(), simulation.v.copy(), simulation.time, self._applied

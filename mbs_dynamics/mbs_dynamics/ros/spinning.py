@@ -50,10 +50,12 @@ def make_executor(kind: Callable, nodes: int):
 
 class ExecutorThread:
     """An executor serving its nodes on a thread of its own until `stop` is
-    done; stop() then waits for its callbacks and shuts it down."""
+    done; stop() then waits for its callbacks and shuts it down. An error that
+    escapes a callback ends the thread and is said: to on_error(message) when
+    given, else as the result of `stop` (the process then exits with 1)."""
 
-    def __init__(self, executor, nodes, stop: Future, name: str):
-        self.executor, self.stop_future = executor, stop
+    def __init__(self, executor, nodes, stop: Future, name: str, on_error: Callable[[str], None] | None = None):
+        self.executor, self.stop_future, self.on_error = executor, stop, on_error
         for node in nodes:
             executor.add_node(node)
         self.thread = threading.Thread(target=self._spin, name=name, daemon=True)
@@ -65,6 +67,14 @@ class ExecutorThread:
                 self.executor.spin_until_future_complete(self.stop_future, timeout_sec=SPIN_TIMEOUT)
         except ExternalShutdownException:
             pass
+        except Exception as error:  # noqa: BLE001  a callback's error must not end the thread unsaid
+            message = f"{self.thread.name}: {type(error).__name__}: {error}"
+            if self.on_error is not None:
+                self.on_error(message)
+            else:
+                rclpy.logging.get_logger("mbs_dynamics").fatal(f"{message}; stopping")
+                if not self.stop_future.done():
+                    self.stop_future.set_result(message)
 
     def is_alive(self) -> bool:
         return self.thread.is_alive()
@@ -86,15 +96,16 @@ class SubscriptionsThread:
     They belong to a hidden helper node; their topics are resolved by `node`
     (its name, namespace and remappings)."""
 
-    def __init__(self, node: Node, topics, qos: QoSProfile):
-        """topics: (message type, topic, callback(message)) each."""
+    def __init__(self, node: Node, topics, qos: QoSProfile, on_error: Callable[[str], None] | None = None):
+        """topics: (message type, topic, callback(message)) each; on_error: as
+        ExecutorThread's (by default the error is logged and the thread ends)."""
         self.helper = rclpy.create_node(f"_{node.get_name()}_subscriptions", namespace=node.get_namespace(),
                                         context=node.context, start_parameter_services=False,
                                         use_global_arguments=False)
         for kind, topic, callback in topics:
             self.helper.create_subscription(kind, node.resolve_topic_name(topic), callback, qos)
         self._thread = ExecutorThread(EventsExecutor(context=node.context), [self.helper], Future(),
-                                      f"subscriptions of {node.get_name()}")
+                                      f"subscriptions of {node.get_name()}", on_error=on_error)
 
     def destroy(self) -> None:
         self._thread.stop()

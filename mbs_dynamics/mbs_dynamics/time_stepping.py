@@ -80,17 +80,14 @@ class Ground:
         if not 0.0 <= self.restitution <= 1.0:
             raise ValueError(f"restitution must be in [0, 1], got {self.restitution!r}")
         normal = normal / np.linalg.norm(normal)
-        axes = np.vstack([normal, plane_basis(normal)])
-        axes.setflags(write=False)
-        object.__setattr__(self, "_axes", axes)
-        packed = np.concatenate([(self.height, self.friction, self.restitution), axes.ravel()])
+        packed = np.concatenate([(self.height, self.friction, self.restitution), normal, plane_basis(normal).ravel()])
         packed.setflags(write=False)
         object.__setattr__(self, "_packed", packed)
 
     @property
     def contact_axes(self) -> np.ndarray:
         """Rows (n, t1, t2): the unit normal and two tangents, t1 x t2 = n."""
-        return self._axes
+        return self._packed[3:].reshape(3, 3)
 
 
 # The ground of contact_step when none is given (and of a Simulation without one): built once.
@@ -449,7 +446,7 @@ def joint_terms(model: Model, limits: bool, damping: bool, friction: bool) -> tu
     """The JointTerms of contact_step_kernel packed as (floats, ints): damping
     and friction (nv,), zero where off, the position limits' lower and upper
     bounds; the number of limits, their q and v indices (none where off).
-    Read-only, so that the kernel has one signature with the terms on or off."""
+    Read-only: they are cached, and shared by every step of the model."""
     limit_q, limit_v, lower, upper = position_limits(model) if limits else _NO_LIMITS
     zeros = np.zeros(model.nv)
     floats = np.concatenate([model.damping if damping else zeros, model.friction if friction else zeros, lower, upper])

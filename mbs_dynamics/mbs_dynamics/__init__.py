@@ -48,6 +48,7 @@ from mbs_dynamics.contact import (
 )
 from mbs_dynamics.integrators import INTEGRATORS, step
 from mbs_dynamics.joint_friction import joint_friction_torques
+from mbs_dynamics.regressor import inertial_parameters, joint_torque_regressor
 from mbs_dynamics.time_stepping import ContactStep, Ground, contact_step
 from mbs_dynamics.simulation import Simulation, World
 from mbs_dynamics import simulation
@@ -100,8 +101,10 @@ __all__ = [
     "gravity_torques",
     "impact",
     "integrate",
+    "inertial_parameters",
     "inverse_dynamics",
     "joint_friction_torques",
+    "joint_torque_regressor",
     "inverse_dynamics_derivatives",
     "inverse_dynamics_rate",
     "kinetic_energy",

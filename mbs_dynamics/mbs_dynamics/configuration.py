@@ -58,6 +58,32 @@ def integrate_kernel(packed, q, v, dt, out):
         out[q0 + 3], out[q0 + 4], out[q0 + 5], out[q0 + 6] = nx / norm, ny / norm, nz / norm, ns / norm
 
 
+def floating_base_state(position, orientation, linear_velocity, angular_velocity,
+                        tolerance: float = inputs.QUATERNION_TOLERANCE,
+                        what: str = "the base") -> tuple[np.ndarray, np.ndarray]:
+    """(q (..., 7), v (..., 6)) of a floating joint (DESIGN.md §2) from its pose,
+    position (m) and unit quaternion (x, y, z, w), and its body twist split
+    into linear (m/s) and angular (rad/s) velocity in the child's axes: the
+    layout of nav_msgs/Odometry (pose in its frame_id, twist in its
+    child_frame_id). Each argument is (..., 3) or (..., 4), rows alike. A
+    quaternion within `tolerance` of unit length is normalised; ValueError
+    naming `what` for one further from it or a non-finite value."""
+    position, orientation = np.asarray(position, dtype=float), np.asarray(orientation, dtype=float)
+    q = np.concatenate([position, orientation], axis=-1)
+    v = np.concatenate([np.asarray(angular_velocity, dtype=float), np.asarray(linear_velocity, dtype=float)],
+                       axis=-1)
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+        raise ValueError(f"{what} has non-finite values")
+    norm = np.linalg.norm(orientation, axis=-1, keepdims=True)
+    wrong = np.abs(norm[..., 0] - 1.0) > tolerance
+    if np.any(wrong):
+        first = float(norm[..., 0][wrong].flat[0])
+        raise ValueError(f"{what} orientation quaternion (x, y, z, w) has norm {first:.6g}, not 1 (within "
+                         f"{tolerance:g})")
+    q[..., 3:7] /= norm
+    return q, v
+
+
 def integrate(model: Model, q, v, dt: float = 1.0) -> np.ndarray:
     """q ⊕ v dt: the configuration reached from q moving at v for dt."""
     q = inputs.configuration(model, q, batch=False)

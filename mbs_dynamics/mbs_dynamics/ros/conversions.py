@@ -18,6 +18,7 @@ from functools import lru_cache
 import numpy as np
 
 from mbs_dynamics import Model
+from mbs_dynamics.configuration import floating_base_state
 from mbs_dynamics.inputs import QUATERNION_TOLERANCE
 from mbs_dynamics.model import ROOT_JOINT
 
@@ -178,22 +179,15 @@ def measured_state(joints: JointMap, match: NameMatch, message, base=None,
 
 def base_state(pose, twist, tolerance: float = QUATERNION_TOLERANCE,
                what: str = "odometry") -> tuple[np.ndarray, np.ndarray]:
-    """(q_base (7,), v_base (6,)) of geometry_msgs Pose and the child-frame Twist.
-    A quaternion within `tolerance` of unit length is normalised; one further
-    from it is refused."""
+    """(q_base (7,), v_base (6,)) of geometry_msgs Pose and the child-frame Twist
+    (configuration.floating_base_state): InvalidInput for a quaternion further
+    than `tolerance` from unit length or a non-finite value."""
     p, o = pose.position, pose.orientation
-    quaternion = np.array([o.x, o.y, o.z, o.w])
-    q = np.array([p.x, p.y, p.z, *quaternion])
-    v = np.array([twist.angular.x, twist.angular.y, twist.angular.z, twist.linear.x, twist.linear.y,
-                  twist.linear.z])
-    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
-        raise InvalidInput("invalid", f"{what} has non-finite values")
-    norm = float(np.linalg.norm(quaternion))
-    if abs(norm - 1.0) > tolerance:
-        raise InvalidInput("invalid", f"{what} orientation quaternion (x, y, z, w) has norm {norm:.6g}, not 1 "
-                                      f"(within {tolerance:g})")
-    q[3:7] /= norm
-    return q, v
+    try:
+        return floating_base_state((p.x, p.y, p.z), (o.x, o.y, o.z, o.w), vector_values(twist.linear),
+                                   vector_values(twist.angular), tolerance, what)
+    except ValueError as error:
+        raise InvalidInput("invalid", str(error)) from None
 
 
 def stamp_seconds(stamp) -> float:

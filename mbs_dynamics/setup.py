@@ -28,6 +28,7 @@ setup(
             "dynamics_server_node = mbs_dynamics.ros.dynamics_server_node:main",
             "simulator_node = mbs_dynamics.ros.simulator_node:main",
             "mbs_dynamics_bringup = mbs_dynamics.ros.bringup:main",
+            "mbs_dynamics_identify = mbs_dynamics.identification.cli:main",
         ],
     },
 )

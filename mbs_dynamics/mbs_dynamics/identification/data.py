@@ -739,7 +739,8 @@ def write_csv(path, recording: Recording) -> Path:
 
 # --- filtering ----------------------------------------------------------
 
-def filtered(recording: Recording, cutoff: float = DEFAULT_CUTOFF, order: int = DEFAULT_ORDER) -> Recording:
+def filtered(recording: Recording, cutoff: float = DEFAULT_CUTOFF, order: int = DEFAULT_ORDER,
+             filter_effort: bool = True) -> Recording:
     """The recording low-pass filtered without phase lag, and accelerations
     differentiated from the filtered velocities.
 
@@ -765,7 +766,11 @@ def filtered(recording: Recording, cutoff: float = DEFAULT_CUTOFF, order: int = 
     (linear interpolation, the quaternion by slerp; said in the warnings).
     Each end is padded with one cut-off period (odd extension); the first
     and last few tenths of a second still carry the filter's transients, for
-    `Recording.window` to drop. DataError for a recording no longer than
+    `Recording.window` to drop. With filter_effort False the efforts pass
+    unfiltered (resampled if need be): what identification does, so that a
+    Coulomb friction's jump at a velocity reversal stays as sharp as the
+    model's (joint_friction), while least squares averages the noise out.
+    DataError for a recording no longer than
     that padding or a cut-off at or above the Nyquist frequency."""
     from scipy.signal import butter, sosfiltfilt
 
@@ -798,7 +803,7 @@ def filtered(recording: Recording, cutoff: float = DEFAULT_CUTOFF, order: int = 
     if recording.acceleration is not None:
         notes.append("the recorded accelerations were replaced by the derivative of the filtered velocities")
     changes = {"position": position, "velocity": velocity, "acceleration": derivative(velocity),
-               "effort": smooth(recording.effort)}
+               "effort": smooth(recording.effort) if filter_effort else recording.effort}
     if recording.has_base:
         orientation = smooth(_continuous(recording.base_orientation))
         linear, angular = smooth(recording.base_linear_velocity), smooth(recording.base_angular_velocity)
@@ -806,8 +811,8 @@ def filtered(recording: Recording, cutoff: float = DEFAULT_CUTOFF, order: int = 
                        base_orientation=orientation / np.linalg.norm(orientation, axis=1, keepdims=True),
                        base_linear_velocity=linear, base_angular_velocity=angular,
                        base_linear_acceleration=derivative(linear), base_angular_acceleration=derivative(angular))
-    notes.append(f"low-pass filtered at {cutoff:g} Hz (Butterworth of order {order}, zero phase); accelerations "
-                 "from the filtered velocities")
+    notes.append(f"low-pass filtered at {cutoff:g} Hz (Butterworth of order {order}, zero phase"
+                 f"{'' if filter_effort else ', the efforts not'}); accelerations from the filtered velocities")
     return recording.replace(**changes, warnings=recording.warnings + tuple(notes))
 
 

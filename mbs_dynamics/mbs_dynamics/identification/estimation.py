@@ -1,0 +1,289 @@
+"""Physically consistent least squares for the parameters of a ParameterLayout.
+
+The data enter through their normal equations (NormalEquations): for the
+rows of the actuated joints, weighted by joint,
+
+    A = sum_t Y_p(t)^T W Y_p(t) / N,   b = sum_t Y_p(t)^T W tau(t) / N,   c = sum_t tau^T W tau / N,
+
+so that the mean weighted squared torque error of p is p^T A p - 2 b^T p + c;
+chunks of any recording reduce to these sums and add up (Dask, identify.py).
+The default weight of joint j is 1 / (its measured torque's RMS)^2: every
+joint counts in its own scale, and the cost is a sum of relative errors.
+
+Each identified body's parameters are written through the log-Cholesky
+factor of its pseudo-inertia (Rucker & Wensing 2022),
+
+    J = [[Sigma, h], [h^T, m]] = U U^T,  Sigma = tr(I_O)/2 1 - I_O,
+    U = e^alpha [[e^d1, s12, s13, t1], [0, e^d2, s23, t2], [0, 0, e^d3, t3], [0, 0, 0, 1]],
+
+so that every value of theta = (alpha, d1, d2, d3, s12, s23, s13, t1, t2, t3)
+is a physically consistent body (J positive definite: positive mass, and
+principal moments that satisfy the triangle inequality) and every such body
+has one theta. Friction, damping and armature are bounded below by 0.
+
+The prior is the nominal model (the URDF): the cost adds prior_weight times
+the squared distance of each body's pseudo-inertia from its nominal one, in
+the nominal one's own scale, |J0^-1/2 (J - J0) J0^-1/2|_F^2 (the second-order
+term of the log-det divergence of Lee & Park, invariant to the units and to
+the frame), and of each joint parameter from its nominal value in the joint's
+torque scale. Directions the data do not see stay at the URDF's values;
+directions they see are pulled by prior_weight relative to the data: 1e-4
+moves an excited parameter by some 1e-4 of its error.
+
+The minimisation is scipy's trust-region reflective least squares on the
+residual [L^T p - L^-1 b; prior], A = L L^T (an eigen-square root: A may be
+singular), with the analytic Jacobian.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.optimize
+
+from mbs_dynamics.identification.parameters import ParameterLayout
+
+DEFAULT_PRIOR_WEIGHT = 1e-4
+# A nominal body whose pseudo-inertia is not positive definite (an inconsistent
+# URDF) starts from its eigenvalues raised to this fraction of the largest.
+PRIOR_EIGENVALUE_FLOOR = 1e-6
+# Huber's threshold in units of a joint's residual RMS (95 % efficiency on normal errors).
+HUBER_THRESHOLD = 1.345
+
+
+@dataclass
+class NormalEquations:
+    """Weighted sums over samples (module docstring), and per-joint statistics
+    the prior's scales use: counts and sums of squares of the velocity and the
+    acceleration of each actuated joint."""
+
+    normal_matrix: np.ndarray  # A, (size, size)
+    moment: np.ndarray  # b, (size,)
+    torque_squares: float  # c
+    samples: int
+    velocity_squares: np.ndarray  # (joints,)
+    acceleration_squares: np.ndarray
+
+    def __add__(self, other: NormalEquations) -> NormalEquations:
+        return NormalEquations(self.normal_matrix + other.normal_matrix, self.moment + other.moment,
+                               self.torque_squares + other.torque_squares, self.samples + other.samples,
+                               self.velocity_squares + other.velocity_squares,
+                               self.acceleration_squares + other.acceleration_squares)
+
+    def cost(self, p) -> float:
+        """p^T A p - 2 b^T p + c: the (mean, if these are) weighted squared torque error of p."""
+        return float(p @ self.normal_matrix @ p - 2.0 * self.moment @ p + self.torque_squares)
+
+    def mean(self) -> NormalEquations:
+        """The sums divided by the number of samples."""
+        n = max(self.samples, 1)
+        return NormalEquations(self.normal_matrix / n, self.moment / n, self.torque_squares / n, self.samples,
+                               self.velocity_squares / n, self.acceleration_squares / n)
+
+
+def normal_equations(layout: ParameterLayout, q, v, a, effort, joint_weights, robust_scale=None,
+                     parameters=None) -> NormalEquations:
+    """The sums of the module docstring over the states (q, v, a) (batch, n?)
+    and the measured efforts (batch, nv), on the rows of the actuated joints,
+    weighted by joint_weights (joints,). With robust_scale (joints,) and
+    parameters p: Huber's weights on top, min(1, HUBER_THRESHOLD s_j / |r|) for
+    the residual r = Y_p p - tau of each sample and joint (one step of
+    iteratively reweighted least squares)."""
+    rows = layout.joint_coordinates()
+    Y = layout.regressor(q, v, a)[:, rows, :]  # (batch, joints, size)
+    tau = np.asarray(effort, dtype=float)[:, rows]
+    weights = np.broadcast_to(np.asarray(joint_weights, dtype=float), tau.shape)
+    if robust_scale is not None:
+        residual = np.abs(Y @ parameters - tau)
+        limit = HUBER_THRESHOLD * np.asarray(robust_scale)
+        weights = weights * np.minimum(1.0, limit / np.maximum(residual, 1e-300))
+    weighted = Y * weights[..., None]
+    size = layout.size
+    return NormalEquations(np.einsum("bjk,bjl->kl", weighted, Y).reshape(size, size),
+                           np.einsum("bjk,bj->k", weighted, tau), float(np.sum(weights * tau**2)), len(tau),
+                           np.sum(np.asarray(v)[:, rows] ** 2, axis=0), np.sum(np.asarray(a)[:, rows] ** 2, axis=0))
+
+
+# --- bodies: pseudo-inertia and its log-Cholesky parameters -------------------
+
+def pseudo_inertia(parameters) -> np.ndarray:
+    """J (..., 4, 4) of inertial parameters (..., 10) [m, h, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz]."""
+    parameters = np.asarray(parameters, dtype=float)
+    m, h = parameters[..., 0], parameters[..., 1:4]
+    ixx, ixy, iyy, ixz, iyz, izz = np.moveaxis(parameters[..., 4:], -1, 0)
+    inertia = np.stack([np.stack([ixx, ixy, ixz], -1), np.stack([ixy, iyy, iyz], -1),
+                        np.stack([ixz, iyz, izz], -1)], -2)
+    J = np.zeros(parameters.shape[:-1] + (4, 4))
+    J[..., :3, :3] = 0.5 * np.trace(inertia, axis1=-2, axis2=-1)[..., None, None] * np.eye(3) - inertia
+    J[..., :3, 3] = J[..., 3, :3] = h
+    J[..., 3, 3] = m
+    return J
+
+
+def inertial_parameters_of(J) -> np.ndarray:
+    """The inverse of pseudo_inertia: (..., 10) from J (..., 4, 4); linear."""
+    J = np.asarray(J)
+    sigma = J[..., :3, :3]
+    inertia = np.trace(sigma, axis1=-2, axis2=-1)[..., None, None] * np.eye(3) - sigma
+    return np.concatenate([J[..., 3:4, 3], J[..., :3, 3], inertia[..., 0, 0, None], inertia[..., 0, 1, None],
+                           inertia[..., 1, 1, None], inertia[..., 0, 2, None], inertia[..., 1, 2, None],
+                           inertia[..., 2, 2, None]], axis=-1)
+
+
+# (row, column) of U that each theta after alpha sets: d1, d2, d3 on the
+# diagonal (exponentiated), then s12, s23, s13, t1, t2, t3.
+_ENTRIES = ((0, 0), (1, 1), (2, 2), (0, 1), (1, 2), (0, 2), (0, 3), (1, 3), (2, 3))
+
+
+def cholesky_factor(theta) -> np.ndarray:
+    """U (..., 4, 4) of log-Cholesky parameters theta (..., 10) (module docstring)."""
+    theta = np.asarray(theta, dtype=float)
+    U = np.zeros(theta.shape[:-1] + (4, 4))
+    for k, (r, c) in enumerate(_ENTRIES):
+        U[..., r, c] = np.exp(theta[..., 1 + k]) if r == c else theta[..., 1 + k]
+    U[..., 3, 3] = 1.0
+    return np.exp(theta[..., 0])[..., None, None] * U
+
+
+def log_cholesky(J) -> np.ndarray:
+    """theta (..., 10) of a positive-definite pseudo-inertia J (..., 4, 4): J = U U^T
+    with U upper triangular, from the Cholesky factor of J with rows and columns reversed."""
+    reverse = np.arange(3, -1, -1)
+    L = np.linalg.cholesky(np.asarray(J)[..., reverse[:, None], reverse])
+    U = L[..., reverse[:, None], reverse]
+    alpha = np.log(U[..., 3, 3])
+    U = U / U[..., 3:4, 3:4]
+    entries = [np.log(U[..., r, c]) if r == c else U[..., r, c] for r, c in _ENTRIES]
+    return np.stack([alpha] + entries, axis=-1)
+
+
+def parameters_and_jacobian(theta) -> tuple[np.ndarray, np.ndarray]:
+    """The inertial parameters (..., 10) of theta (..., 10) and their Jacobian
+    (..., 10, 10) [d parameters / d theta]: dJ = dU U^T + U dU^T."""
+    U = cholesky_factor(theta)
+    dU = np.zeros(U.shape[:-2] + (10, 4, 4))
+    dU[..., 0, :, :] = U
+    scale = np.exp(np.asarray(theta)[..., 0])
+    for k, (r, c) in enumerate(_ENTRIES):
+        dU[..., 1 + k, r, c] = U[..., r, c] if r == c else scale
+    dJ = dU @ np.swapaxes(U, -1, -2)[..., None, :, :]
+    dJ = dJ + np.swapaxes(dJ, -1, -2)
+    return inertial_parameters_of(U @ np.swapaxes(U, -1, -2)), np.swapaxes(inertial_parameters_of(dJ), -1, -2)
+
+
+def consistent_prior(J0) -> tuple[np.ndarray, bool]:
+    """J0 made positive definite (eigenvalues raised to PRIOR_EIGENVALUE_FLOOR of
+    the largest), and whether it had to be."""
+    eigenvalues, vectors = np.linalg.eigh(J0)
+    floor = PRIOR_EIGENVALUE_FLOOR * eigenvalues[-1]
+    if eigenvalues[0] > floor:
+        return J0, False
+    return (vectors * np.maximum(eigenvalues, floor)) @ vectors.T, True
+
+
+# --- the fit -------------------------------------------------------------------
+
+@dataclass
+class Fit:
+    """The identified parameters and how the fit went."""
+
+    parameters: np.ndarray  # p
+    identified_bodies: np.ndarray  # body indices whose inertia was fitted
+    inconsistent_priors: list[str]  # bodies whose nominal inertia was not physically consistent
+    cost: float  # mean weighted squared torque error of p (the data term alone)
+    nominal_cost: float
+    iterations: int
+    message: str
+    warnings: list[str] = field(default_factory=list)
+
+
+def fit(layout: ParameterLayout, equations: NormalEquations, prior=None, prior_weight: float = DEFAULT_PRIOR_WEIGHT,
+        torque_scale=None) -> Fit:
+    """The physically consistent p closest to the data of `equations` (mean
+    sums, NormalEquations.mean) with the prior (the layout's nominal p by
+    default) of the module docstring; torque_scale (joints,): each joint's
+    torque RMS, the scale of its friction priors (1 by default)."""
+    problem = _Problem(layout, equations, prior, prior_weight, torque_scale)
+    result = scipy.optimize.least_squares(problem.residual, problem.x0, jac=problem.jacobian,
+                                          bounds=(problem.lower, np.inf), method="trf", x_scale="jac",
+                                          max_nfev=100 * problem.x0.size)
+    p = problem.parameters(result.x)
+    return Fit(p, problem.bodies, problem.inconsistent_priors, equations.cost(p), equations.cost(problem.p0),
+               int(result.nfev), str(result.message))
+
+
+class _Problem:
+    """fit's residual over x = [theta of each identified body | joint parameters]:
+
+        [R p(x) - r;  w (theta - theta0) / (1, 1, 1, 1, l, l, l, l, l, l);  w s_j (x_j - x0_j)]
+
+    with R^T R = A, R^T r = b (an eigen-square root: A may be singular), w =
+    sqrt(prior_weight), l a body's length (the mean of its nominal e^d1, e^d2,
+    e^d3), s_j the joint parameters' scales of the module docstring. Bodies of
+    zero nominal mass stay at p0."""
+
+    def __init__(self, layout, equations, prior, prior_weight, torque_scale):
+        self.layout = layout
+        p0 = layout.nominal() if prior is None else np.array(prior, dtype=float)
+        joints = len(layout.actuated_joints)
+        torque_scale = np.ones(joints) if torque_scale is None else np.asarray(torque_scale, dtype=float)
+        bodies_p0 = layout.body_parameters(p0)  # a view: the projections below land in p0
+        self.bodies = np.flatnonzero(bodies_p0[:, 0] > 0.0)
+        self.inconsistent_priors = []
+        for body in self.bodies:
+            J0, raised = consistent_prior(pseudo_inertia(bodies_p0[body]))
+            if raised:
+                bodies_p0[body] = inertial_parameters_of(J0)
+                self.inconsistent_priors.append(layout.body_names[body])
+        self.p0 = p0
+        self.joint = np.arange(layout.inertial_count, layout.size)
+        self.free = np.concatenate([(10 * self.bodies[:, None] + np.arange(10)).ravel(), self.joint])
+        fixed = np.setdiff1d(np.arange(layout.size), self.free)
+        self.n_theta = 10 * self.bodies.size
+
+        eigenvalues, vectors = np.linalg.eigh(equations.normal_matrix)
+        keep = eigenvalues > eigenvalues[-1] * 1e-15
+        R = np.sqrt(eigenvalues[keep])[:, None] * vectors[:, keep].T
+        self.R = R[:, self.free]
+        self.r = (vectors[:, keep].T @ equations.moment) / np.sqrt(eigenvalues[keep]) - R[:, fixed] @ p0[fixed]
+
+        theta0 = log_cholesky(pseudo_inertia(bodies_p0[self.bodies]))
+        length = np.exp(theta0[:, 1:4]).mean(axis=1)
+        rms_v, rms_a = np.sqrt(equations.velocity_squares), np.sqrt(equations.acceleration_squares)
+        joint_scales = np.column_stack([{"friction": 1.0 / torque_scale, "damping": rms_v / torque_scale,
+                                         "offset": 1.0 / torque_scale, "armature": rms_a / torque_scale}[name]
+                                        for name in layout.joint_parameters]).ravel()  # joint-major, as p
+        self.prior_rows = np.sqrt(prior_weight) * np.concatenate([
+            (1.0 / np.column_stack([np.ones((self.bodies.size, 4)), np.repeat(length[:, None], 6, 1)])).ravel(),
+            joint_scales])
+        bounded = np.isin(np.tile(layout.joint_parameters, joints), ("friction", "damping", "armature"))
+        self.lower = np.full(self.free.size, -np.inf)
+        self.lower[self.n_theta:][bounded] = 0.0
+        self.x0 = np.concatenate([theta0.ravel(), np.maximum(p0[self.joint], self.lower[self.n_theta:])])
+
+    def free_values(self, x):
+        """p[free] at x, and its Jacobian d p[free] / dx."""
+        n_theta = self.n_theta
+        pi, dpi = parameters_and_jacobian(x[:n_theta].reshape(-1, 10))
+        jacobian = np.zeros((self.free.size, x.size))
+        for k in range(self.bodies.size):
+            jacobian[10 * k:10 * k + 10, 10 * k:10 * k + 10] = dpi[k]
+        jacobian[n_theta:, n_theta:] = np.eye(x.size - n_theta)
+        return np.concatenate([pi.ravel(), x[n_theta:]]), jacobian
+
+    def parameters(self, x) -> np.ndarray:
+        p = self.p0.copy()
+        p[self.free] = self.free_values(x)[0]
+        return p
+
+    def residual(self, x):
+        return np.concatenate([self.R @ self.free_values(x)[0] - self.r, self.prior_rows * (x - self.x0)])
+
+    def jacobian(self, x):
+        return np.vstack([self.R @ self.free_values(x)[1], np.diag(self.prior_rows)])
+
+
+def physically_consistent(parameters) -> np.ndarray:
+    """Per body (rows of (..., 10)): is its pseudo-inertia positive definite?"""
+    J = pseudo_inertia(parameters)
+    return np.linalg.eigvalsh(J)[..., 0] > 0.0

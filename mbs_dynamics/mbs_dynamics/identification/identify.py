@@ -1,0 +1,292 @@
+"""Identification from recordings, end to end: read, filter, reduce to normal
+equations chunk by chunk on Dask, fit, evaluate.
+
+    result = identify(["run1_bag", "run2.csv"], nominal_urdf_xml)
+
+Each recording (a ROS 2 bag, MCAP or sqlite3, or a CSV file: data.py) is read
+and low-pass filtered as a whole (zero phase needs the whole signal; the
+first and last EDGE_PERIODS periods of the cut-off are dropped, where the
+filter starts up), then cut in chunks of CHUNK_SAMPLES; every chunk reduces to
+its NormalEquations and the sums add up. These are Dask tasks: on local
+threads by default, or on an existing cluster (`scheduler` = its address,
+tcp://...), where the workers read the files themselves (they must see the
+same paths) and rebuild the model from the URDF text. A second pass over the
+chunks evaluates the torque error of the nominal and the identified
+parameters, joint by joint; with `robust`, Huber-weighted passes
+(estimation.normal_equations) refit before it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import dask
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from mbs_dynamics.identification import data
+from mbs_dynamics.identification.base_parameters import BaseParameters, base_parameters, condition_number
+from mbs_dynamics.identification.estimation import DEFAULT_PRIOR_WEIGHT, Fit, NormalEquations, fit, normal_equations
+from mbs_dynamics.identification.parameters import JOINT_PARAMETERS, ParameterLayout
+from mbs_dynamics.model import Model
+
+CHUNK_SAMPLES = 5000
+# Dropped at each end of a filtered recording: this many periods of the cut-off.
+EDGE_PERIODS = 2.0
+# A joint whose velocity RMS is below this (rad/s or m/s) did not move enough to identify anything of it.
+MIN_VELOCITY_RMS = 1e-3
+# Beyond this condition number the data excite some base parameter too little to fit.
+MAX_CONDITION_NUMBER = 1e6
+# Above this, a warning: the fit leans on the prior for some combinations.
+POOR_CONDITION_NUMBER = 1e3
+# Huber-reweighted refits of robust identification.
+ROBUST_PASSES = 3
+
+
+class IdentificationError(ValueError):
+    """Identification cannot go on: the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """What identify reads and fits (its keyword arguments)."""
+
+    floating_base: bool = False
+    topic: str = "joint_states"
+    odometry_topic: str | None = None
+    cutoff: float = data.DEFAULT_CUTOFF
+    joint_parameters: tuple[str, ...] = JOINT_PARAMETERS
+    prior_weight: float = DEFAULT_PRIOR_WEIGHT
+    robust: bool = False
+
+
+@dataclass(frozen=True)
+class JointReport:
+    """A joint's torque on the data: its RMS, the RMS error of the nominal and the
+    identified model, and which of its parameters are identifiable on their own."""
+
+    joint: str
+    torque_rms: float
+    nominal_rms_error: float
+    identified_rms_error: float
+    identifiable: tuple[str, ...]
+
+
+@dataclass
+class Identification:
+    """The result of identify."""
+
+    layout: ParameterLayout
+    nominal: np.ndarray  # p of the URDF
+    identified: np.ndarray  # p fitted
+    fit: Fit
+    base: BaseParameters
+    condition_number: float
+    joints: list[JointReport]
+    samples: int
+    sources: list[str]
+    warnings: list[str] = field(default_factory=list)
+    # the first recording, for plots: time, measured, nominal and identified torques of the actuated joints
+    series: dict = field(default_factory=dict)
+
+
+@lru_cache(maxsize=4)
+def model_of(urdf_xml: str, floating_base: bool) -> Model:
+    """The model of a URDF, built once per process (Dask workers rebuild it from the text)."""
+    return Model.from_urdf_string(urdf_xml, floating_base=floating_base)
+
+
+@dataclass
+class Samples:
+    """A recording in the model's coordinates, filtered, ends dropped."""
+
+    source: str
+    time: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    a: np.ndarray
+    effort: np.ndarray
+    warnings: list[str]
+
+    def __len__(self):
+        return len(self.time)
+
+
+def read_samples(source: str, urdf_xml: str, options: Options) -> Samples:
+    """A recording (bag or CSV), filtered, in the model's coordinates; IdentificationError if unusable."""
+    model = model_of(urdf_xml, options.floating_base)
+    try:
+        if Path(source).suffix.lower() == ".csv":
+            recording = data.read_csv(source)
+        else:
+            recording = data.read_bag(source, options.topic, options.odometry_topic, progress=False)
+        if recording.effort is None:
+            raise IdentificationError(f"{recording.source}: the joint states carry no efforts; identification "
+                                      "needs the measured joint torques")
+        recording = data.filtered(recording, options.cutoff, filter_effort=False)
+        edge = EDGE_PERIODS / options.cutoff
+        recording = recording.window(recording.time[0] + edge, recording.time[-1] - edge)
+        state = data.model_state(model, recording)
+    except data.DataError as error:
+        raise IdentificationError(str(error)) from None
+    return Samples(recording.source, recording.time, state.q, state.v, state.a, state.effort,
+                   list(recording.warnings) + list(state.warnings))
+
+
+def _chunk_equations(samples: Samples, start: int, urdf_xml: str, options: Options, weights, robust_scale=None,
+                     parameters=None) -> NormalEquations:
+    layout = ParameterLayout(model_of(urdf_xml, options.floating_base), options.joint_parameters)
+    rows = slice(start, start + CHUNK_SAMPLES)
+    with threadpool_limits(1, "blas"):
+        return normal_equations(layout, samples.q[rows], samples.v[rows], samples.a[rows], samples.effort[rows],
+                                weights, robust_scale, parameters)
+
+
+def _chunk_errors(samples: Samples, start: int, urdf_xml: str, options: Options, parameter_sets) -> np.ndarray:
+    """Per parameter set and actuated joint, the sum of squared torque errors on the chunk."""
+    layout = ParameterLayout(model_of(urdf_xml, options.floating_base), options.joint_parameters)
+    rows, joints = slice(start, start + CHUNK_SAMPLES), layout.joint_coordinates()
+    Y = layout.regressor(samples.q[rows], samples.v[rows], samples.a[rows])[:, joints]
+    return np.array([np.sum((Y @ p - samples.effort[rows][:, joints]) ** 2, axis=0) for p in parameter_sets])
+
+
+def _total(parts):
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    return total
+
+
+class _Runner:
+    """Computes Dask tasks on the chosen scheduler, with a progress bar."""
+
+    def __init__(self, scheduler: str | None, progress: bool):
+        self.client = None
+        self.progress = progress
+        if scheduler:
+            from distributed import Client
+
+            try:
+                self.client = Client(scheduler, timeout="10s")
+            except OSError as error:
+                raise IdentificationError(f"cannot reach the Dask scheduler at {scheduler}: {error}") from None
+
+    def compute(self, tasks, description: str):
+        if self.client is not None:
+            futures = self.client.compute(tasks)
+            if self.progress:
+                from distributed import as_completed
+                from tqdm import tqdm
+
+                for _ in tqdm(as_completed(futures), total=len(futures), desc=description, unit="task"):
+                    pass
+            return self.client.gather(futures)
+        if self.progress:
+            from tqdm.dask import TqdmCallback
+
+            with TqdmCallback(desc=description, unit="task"):
+                return dask.compute(*tasks, scheduler="threads")
+        return dask.compute(*tasks, scheduler="threads")
+
+    def persist(self, tasks):
+        if self.client is not None:
+            return self.client.persist(tasks)
+        return [dask.delayed(result) for result in self.compute(tasks, "reading")]
+
+    def close(self):
+        if self.client is not None:
+            self.client.close()
+
+
+def identify(sources, urdf_xml: str, scheduler: str | None = None, progress: bool = True,
+             **options) -> Identification:
+    """Identify the parameters of the URDF's robot (ParameterLayout: inertias, and
+    per joint options['joint_parameters']) from recordings (module docstring).
+    options: the fields of Options."""
+    options = Options(**options)
+    try:
+        model = model_of(urdf_xml, options.floating_base)
+    except ValueError as error:
+        raise IdentificationError(f"the nominal URDF: {error}") from None
+    layout = ParameterLayout(model, options.joint_parameters)
+    joints = layout.joint_coordinates()
+    runner = _Runner(scheduler, progress)
+    try:
+        read = [dask.delayed(read_samples)(str(source), urdf_xml, options) for source in sources]
+        recordings = runner.persist(read)
+        sizes = runner.compute([dask.delayed(len)(r) for r in recordings], "sizing")
+        statistics = runner.compute([dask.delayed(_statistics)(r, joints) for r in recordings], "statistics")
+        samples = sum(sizes)
+        torque_rms, velocity_rms = (np.sqrt(sum(s[k] for s in statistics) / max(samples, 1)) for k in (0, 1))
+        warnings = [w for s in statistics for w in s[2]]
+        _check_excitation(layout, samples, velocity_rms)
+        weights = 1.0 / np.maximum(torque_rms, 1e-3 * max(torque_rms.max(), 1e-12)) ** 2
+
+        def chunks(function, *arguments):
+            return [dask.delayed(function)(r, start, urdf_xml, options, *arguments)
+                    for r, size in zip(recordings, sizes, strict=True) for start in range(0, size, CHUNK_SAMPLES)]
+
+        equations = _total(runner.compute(chunks(_chunk_equations, weights), "normal equations")).mean()
+        base = base_parameters(layout)
+        condition = condition_number(equations.normal_matrix, base)
+        if not condition < MAX_CONDITION_NUMBER:
+            raise IdentificationError(f"too little excitation: the base regressor's condition number is "
+                                      f"{condition:.3g} (above {MAX_CONDITION_NUMBER:.0e}); record an excitation "
+                                      "trajectory (mbs_dynamics_excitation) that moves every joint")
+        if condition > POOR_CONDITION_NUMBER:
+            warnings.append(f"the base regressor's condition number is {condition:.3g}: some combinations of "
+                            "parameters are barely excited and stay near their URDF values")
+        with threadpool_limits(1, "blas"):
+            result = fit(layout, equations, prior_weight=options.prior_weight, torque_scale=torque_rms)
+        for _ in range(ROBUST_PASSES if options.robust else 0):
+            errors = _total(runner.compute(chunks(_chunk_errors, [result.parameters]), "residuals"))[0]
+            scale = np.sqrt(errors / samples)
+            equations = _total(runner.compute(chunks(_chunk_equations, weights, scale, result.parameters),
+                                              "robust normal equations")).mean()
+            with threadpool_limits(1, "blas"):
+                result = fit(layout, equations, prior_weight=options.prior_weight, torque_scale=torque_rms)
+        nominal = layout.nominal()
+        errors = _total(runner.compute(chunks(_chunk_errors, [nominal, result.parameters]), "evaluation"))
+        first = runner.compute([recordings[0]], "plot data")[0]
+    finally:
+        runner.close()
+    rms_errors = np.sqrt(errors / max(samples, 1))
+    identifiable = layout_identifiable(layout, base)
+    reports = [JointReport(name, float(torque_rms[k]), float(rms_errors[0, k]), float(rms_errors[1, k]),
+                           identifiable.get(name, ())) for k, name in enumerate(layout.actuated_joints)]
+    Y = layout.regressor(first.q, first.v, first.a)[:, joints]
+    series = {"time": first.time, "measured": first.effort[:, joints], "nominal": Y @ nominal,
+              "identified": Y @ result.parameters}
+    return Identification(layout, nominal, result.parameters, result, base, condition, reports, samples,
+                          [str(s) for s in sources], warnings + result.warnings, series)
+
+
+def _statistics(samples: Samples, joints) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Sums of squares of the actuated joints' efforts and velocities, and the recording's warnings."""
+    return (np.sum(samples.effort[:, joints] ** 2, axis=0), np.sum(samples.v[:, joints] ** 2, axis=0),
+            [f"{samples.source}: {w}" for w in samples.warnings])
+
+
+def _check_excitation(layout: ParameterLayout, samples: int, velocity_rms) -> None:
+    if samples < layout.size:
+        raise IdentificationError(f"too little data: {samples} samples for {layout.size} parameters")
+    still = [f"{name} ({rms:.2g})" for name, rms in zip(layout.actuated_joints, velocity_rms, strict=True)
+             if rms < MIN_VELOCITY_RMS]
+    if still:
+        raise IdentificationError(f"too little excitation: joints that barely moved (velocity RMS): {', '.join(still)}; "
+                                  "record an excitation trajectory (mbs_dynamics_excitation) that moves every joint")
+
+
+def layout_identifiable(layout: ParameterLayout, base: BaseParameters) -> dict[str, tuple[str, ...]]:
+    """Per actuated joint, the parameters identifiable on their own: its joint
+    parameters, and those of the body it moves."""
+    alone = base.identifiable()
+    names = layout.names
+    bodies = dict(zip(layout.model.body_joint_names, layout.body_names, strict=True))
+    found: dict[str, tuple[str, ...]] = {}
+    for joint in layout.actuated_joints:
+        prefixes = (f"{joint}.", f"{bodies[joint]}.")
+        found[joint] = tuple(name.split(".", 1)[1] if name.startswith(prefixes[0]) else name
+                             for k, name in enumerate(names) if alone[k] and name.startswith(prefixes))
+    return found

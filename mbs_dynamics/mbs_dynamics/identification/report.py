@@ -1,0 +1,57 @@
+"""What identification tells its user: a table per joint, a summary, and an
+SVG of measured against predicted torques."""
+from __future__ import annotations
+
+from mbs_dynamics import svg_plot
+from mbs_dynamics.identification.estimation import physically_consistent
+from mbs_dynamics.identification.identify import Identification
+from mbs_dynamics.model import PRISMATIC
+from mbs_dynamics.svg_plot import Panel
+
+
+def percent(error: float, size: float) -> str:
+    return f"{100.0 * error / size:.2f} %" if size > 0 else "-"
+
+
+def joint_table(result: Identification) -> str:
+    """Per actuated joint: torque RMS, RMS error of the nominal and the identified
+    model on the data (also in % of the RMS), and the parameters identifiable
+    on their own."""
+    header = ("joint", "torque RMS", "nominal error", "identified error", "identifiable on their own")
+    rows = [(j.joint, f"{j.torque_rms:.4g}", f"{j.nominal_rms_error:.4g} ({percent(j.nominal_rms_error, j.torque_rms)})",
+             f"{j.identified_rms_error:.4g} ({percent(j.identified_rms_error, j.torque_rms)})",
+             ", ".join(j.identifiable) or "-") for j in result.joints]
+    widths = [max(len(row[k]) for row in [header, *rows]) for k in range(len(header) - 1)]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1]
+             for row in [header, *rows]]
+    return "\n".join([lines[0], "-" * len(lines[0]), *lines[1:]])
+
+
+def summary(result: Identification) -> str:
+    layout, fit = result.layout, result.fit
+    consistent = physically_consistent(layout.body_parameters(result.identified)[fit.identified_bodies])
+    lines = [(f"{result.samples} samples from {len(result.sources)} recording(s); {layout.size} parameters, "
+             f"{len(result.base.independent)} base parameters; condition number of the base regressor "
+             f"{result.condition_number:.4g}"),
+             (f"fit: {fit.iterations} evaluations ({fit.message}); weighted torque error {fit.nominal_cost:.4g} "
+             f"(nominal) -> {fit.cost:.4g} (identified)"),
+             f"physically consistent bodies: {int(consistent.sum())} of {consistent.size}"]
+    if "offset" in layout.joint_parameters:
+        offsets = layout.joint_values(result.identified, "offset")
+        lines.append("torque offsets (not in the URDF): "
+                     + ", ".join(f"{joint} {value:.3g}" for joint, value in offsets.items()))
+    if fit.inconsistent_priors:
+        lines.append("nominal bodies not physically consistent (prior moved to the nearest consistent one): "
+                     + ", ".join(fit.inconsistent_priors))
+    lines += [f"warning: {warning}" for warning in result.warnings]
+    return "\n".join(lines)
+
+
+def write_svg(path, result: Identification) -> None:
+    """Measured, nominal and identified torques of each actuated joint on the first recording."""
+    series, model = result.series, result.layout.model
+    kinds = dict(zip(model.body_joint_names, model.joint_type, strict=True))
+    panels = [Panel(joint, "N" if kinds[joint] == PRISMATIC else "N m", {
+        "measured": series["measured"][:, k], "nominal URDF": series["nominal"][:, k],
+        "identified": series["identified"][:, k]}) for k, joint in enumerate(result.layout.actuated_joints)]
+    svg_plot.write(path, f"identification: {result.layout.model.name}, {result.sources[0]}", series["time"], panels)

@@ -21,7 +21,7 @@ from pathlib import Path
 from mbs_dynamics.identification import data, report
 from mbs_dynamics.identification.estimation import DEFAULT_PRIOR_WEIGHT
 from mbs_dynamics.identification.identify import IdentificationError, identify
-from mbs_dynamics.identification.parameters import JOINT_PARAMETERS
+from mbs_dynamics.identification.parameters import DEFAULT_JOINT_PARAMETERS, JOINT_PARAMETERS
 from mbs_dynamics.identification.urdf_writer import identified_urdf
 from mbs_dynamics.parsers.urdf import URDFError
 
@@ -46,7 +46,7 @@ def parser() -> argparse.ArgumentParser:
                            help="an existing Dask cluster's scheduler (tcp://host:8786); local threads if not given")
     arguments.add_argument("--cutoff", type=float, default=data.DEFAULT_CUTOFF,
                            help="low-pass cut-off (Hz) of the zero-phase filter before differentiation")
-    arguments.add_argument("--joint-parameters", default=",".join(JOINT_PARAMETERS),
+    arguments.add_argument("--joint-parameters", default=",".join(DEFAULT_JOINT_PARAMETERS),
                            help="the joint parameters to identify, among " + ", ".join(JOINT_PARAMETERS))
     arguments.add_argument("--prior-weight", type=float, default=DEFAULT_PRIOR_WEIGHT,
                            help="pull toward the nominal URDF, relative to the data")

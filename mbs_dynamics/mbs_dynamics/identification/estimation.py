@@ -21,18 +21,22 @@ is a physically consistent body (J positive definite: positive mass, and
 principal moments that satisfy the triangle inequality) and every such body
 has one theta. Friction, damping and armature are bounded below by 0.
 
-The prior is the nominal model (the URDF): the cost adds prior_weight times
-the squared distance of each body's pseudo-inertia from its nominal one, in
-the nominal one's own scale, |J0^-1/2 (J - J0) J0^-1/2|_F^2 (the second-order
-term of the log-det divergence of Lee & Park, invariant to the units and to
-the frame), and of each joint parameter from its nominal value in the joint's
-torque scale. Directions the data do not see stay at the URDF's values;
-directions they see are pulled by prior_weight relative to the data: 1e-4
-moves an excited parameter by some 1e-4 of its error.
+The prior is the nominal model (the URDF), in the same coordinates: the cost
+adds prior_weight |theta - theta0|^2, with the off-diagonal entries s and t
+(lengths) divided by the body's size (the mean of its nominal e^d1, e^d2,
+e^d3), so that the pull is relative, free of units, and keeps every body away
+from the boundary of consistency (which lies at infinity in theta); each
+joint parameter is pulled likewise toward its nominal value in the joint's
+torque scale (friction and offset over the torque RMS, damping times the
+velocity RMS and armature times the acceleration RMS over it). Directions
+the data do not see stay at the URDF's values; directions they see move
+from the data's optimum by about prior_weight over their curvature in the
+(relative) cost: the default 1e-4 costs a held-out prediction some 0.05 %
+on a UR5 whose inertias are off by 30 %.
 
 The minimisation is scipy's trust-region reflective least squares on the
-residual [L^T p - L^-1 b; prior], A = L L^T (an eigen-square root: A may be
-singular), with the analytic Jacobian.
+residual [R p(x) - r; prior], R^T R = A and R^T r = b (an eigen-square root: A
+may be singular), with the analytic Jacobian (_Problem), from the prior.
 """
 from __future__ import annotations
 
@@ -47,6 +51,8 @@ DEFAULT_PRIOR_WEIGHT = 1e-4
 # A nominal body whose pseudo-inertia is not positive definite (an inconsistent
 # URDF) starts from its eigenvalues raised to this fraction of the largest.
 PRIOR_EIGENVALUE_FLOOR = 1e-6
+# Below this many smoothing velocities of the Coulomb law, a joint's torque is left out of the fit.
+STICKING_VELOCITIES = 3.0
 # Huber's threshold in units of a joint's residual RMS (95 % efficiency on normal errors).
 HUBER_THRESHOLD = 1.345
 
@@ -88,11 +94,17 @@ def normal_equations(layout: ParameterLayout, q, v, a, effort, joint_weights, ro
     weighted by joint_weights (joints,). With robust_scale (joints,) and
     parameters p: Huber's weights on top, min(1, HUBER_THRESHOLD s_j / |r|) for
     the residual r = Y_p p - tau of each sample and joint (one step of
-    iteratively reweighted least squares)."""
+    iteratively reweighted least squares).
+
+    With Coulomb friction in the layout, a joint's row of a sample where it
+    moves slower than STICKING_VELOCITIES smoothing velocities is left out:
+    there friction is set-valued (the joint may stick, friction taking any
+    value up to its limit) and no function of the velocity predicts it."""
     rows = layout.joint_coordinates()
     Y = layout.regressor(q, v, a)[:, rows, :]  # (batch, joints, size)
     tau = np.asarray(effort, dtype=float)[:, rows]
     weights = np.broadcast_to(np.asarray(joint_weights, dtype=float), tau.shape)
+    weights = weights * fitted_rows(layout, np.asarray(v)[:, rows])
     if robust_scale is not None:
         residual = np.abs(Y @ parameters - tau)
         limit = HUBER_THRESHOLD * np.asarray(robust_scale)
@@ -102,6 +114,16 @@ def normal_equations(layout: ParameterLayout, q, v, a, effort, joint_weights, ro
     return NormalEquations(np.einsum("bjk,bjl->kl", weighted, Y).reshape(size, size),
                            np.einsum("bjk,bj->k", weighted, tau), float(np.sum(weights * tau**2)), len(tau),
                            np.sum(np.asarray(v)[:, rows] ** 2, axis=0), np.sum(np.asarray(a)[:, rows] ** 2, axis=0))
+
+
+def fitted_rows(layout: ParameterLayout, joint_velocities) -> np.ndarray:
+    """(batch, joints) bool: the joints' rows that a fit with Coulomb friction
+    uses, where the joint moves at STICKING_VELOCITIES smoothing velocities or
+    faster (normal_equations); every row without it."""
+    joint_velocities = np.asarray(joint_velocities)
+    if "friction" not in layout.joint_parameters:
+        return np.ones(joint_velocities.shape, dtype=bool)
+    return np.abs(joint_velocities) >= STICKING_VELOCITIES * layout.smoothing
 
 
 # --- bodies: pseudo-inertia and its log-Cholesky parameters -------------------

@@ -27,8 +27,15 @@ from threadpoolctl import threadpool_limits
 
 from mbs_dynamics.identification import data
 from mbs_dynamics.identification.base_parameters import BaseParameters, base_parameters, condition_number
-from mbs_dynamics.identification.estimation import DEFAULT_PRIOR_WEIGHT, Fit, NormalEquations, fit, normal_equations
-from mbs_dynamics.identification.parameters import JOINT_PARAMETERS, ParameterLayout
+from mbs_dynamics.identification.estimation import (
+    DEFAULT_PRIOR_WEIGHT,
+    Fit,
+    NormalEquations,
+    fit,
+    fitted_rows,
+    normal_equations,
+)
+from mbs_dynamics.identification.parameters import DEFAULT_JOINT_PARAMETERS, ParameterLayout
 from mbs_dynamics.model import Model
 
 CHUNK_SAMPLES = 5000
@@ -56,7 +63,7 @@ class Options:
     topic: str = "joint_states"
     odometry_topic: str | None = None
     cutoff: float = data.DEFAULT_CUTOFF
-    joint_parameters: tuple[str, ...] = JOINT_PARAMETERS
+    joint_parameters: tuple[str, ...] = DEFAULT_JOINT_PARAMETERS
     prior_weight: float = DEFAULT_PRIOR_WEIGHT
     robust: bool = False
 
@@ -144,11 +151,16 @@ def _chunk_equations(samples: Samples, start: int, urdf_xml: str, options: Optio
 
 
 def _chunk_errors(samples: Samples, start: int, urdf_xml: str, options: Options, parameter_sets) -> np.ndarray:
-    """Per parameter set and actuated joint, the sum of squared torque errors on the chunk."""
+    """Per parameter set and actuated joint, the sum of squared torque errors on
+    the chunk's rows that the fit uses (estimation.fitted_rows), then the sum
+    of squared torques on them and their number."""
     layout = ParameterLayout(model_of(urdf_xml, options.floating_base), options.joint_parameters)
     rows, joints = slice(start, start + CHUNK_SAMPLES), layout.joint_coordinates()
     Y = layout.regressor(samples.q[rows], samples.v[rows], samples.a[rows])[:, joints]
-    return np.array([np.sum((Y @ p - samples.effort[rows][:, joints]) ** 2, axis=0) for p in parameter_sets])
+    tau = samples.effort[rows][:, joints]
+    used = fitted_rows(layout, samples.v[rows][:, joints])
+    return np.array([np.sum(used * (Y @ p - tau) ** 2, axis=0) for p in parameter_sets]
+                    + [np.sum(used * tau**2, axis=0), np.sum(used, axis=0)])
 
 
 def _total(parts):
@@ -240,8 +252,8 @@ def identify(sources, urdf_xml: str, scheduler: str | None = None, progress: boo
         with threadpool_limits(1, "blas"):
             result = fit(layout, equations, prior_weight=options.prior_weight, torque_scale=torque_rms)
         for _ in range(ROBUST_PASSES if options.robust else 0):
-            errors = _total(runner.compute(chunks(_chunk_errors, [result.parameters]), "residuals"))[0]
-            scale = np.sqrt(errors / samples)
+            errors = _total(runner.compute(chunks(_chunk_errors, [result.parameters]), "residuals"))
+            scale = np.sqrt(errors[0] / np.maximum(errors[-1], 1))
             equations = _total(runner.compute(chunks(_chunk_equations, weights, scale, result.parameters),
                                               "robust normal equations")).mean()
             with threadpool_limits(1, "blas"):
@@ -251,9 +263,9 @@ def identify(sources, urdf_xml: str, scheduler: str | None = None, progress: boo
         first = runner.compute([recordings[0]], "plot data")[0]
     finally:
         runner.close()
-    rms_errors = np.sqrt(errors / max(samples, 1))
+    rms_errors = np.sqrt(errors[:-1] / np.maximum(errors[-1], 1))
     identifiable = layout_identifiable(layout, base)
-    reports = [JointReport(name, float(torque_rms[k]), float(rms_errors[0, k]), float(rms_errors[1, k]),
+    reports = [JointReport(name, float(rms_errors[2, k]), float(rms_errors[0, k]), float(rms_errors[1, k]),
                            identifiable.get(name, ())) for k, name in enumerate(layout.actuated_joints)]
     Y = layout.regressor(first.q, first.v, first.a)[:, joints]
     series = {"time": first.time, "measured": first.effort[:, joints], "nominal": Y @ nominal,

@@ -11,7 +11,8 @@ JOINT_PARAMETERS of each actuated joint), tau = Y_p(q, v, a) p with
 
 (the smoothed Coulomb law of joint_friction, s its smoothing velocity). The
 offset absorbs a torque sensor's bias; the URDF has no place for it, so it is
-reported, not written. Actuated joints are the revolute and prismatic joints
+reported, not written, and not fitted unless asked for
+(DEFAULT_JOINT_PARAMETERS). Actuated joints are the revolute and prismatic joints
 with a coordinate of their own (not the floating base, not a coupled mimic).
 """
 from __future__ import annotations
@@ -25,6 +26,10 @@ from mbs_dynamics.model import FLOATING, PLANAR, Model
 from mbs_dynamics.regressor import INERTIAL_PARAMETERS, PARAMETERS_PER_BODY, inertial_parameters, joint_torque_regressor
 
 JOINT_PARAMETERS = ("friction", "damping", "offset", "armature")
+# What identification fits by default: the offset has no place in a URDF, and
+# over a limited range of motion it passes for gravity (cos q ~ 1), pulling
+# the inertias with it: fit it only where a torque sensor has a bias.
+DEFAULT_JOINT_PARAMETERS = ("friction", "damping", "armature")
 
 
 @dataclass(frozen=True)
@@ -34,7 +39,7 @@ class ParameterLayout:
     every actuated joint."""
 
     model: Model
-    joint_parameters: tuple[str, ...] = JOINT_PARAMETERS
+    joint_parameters: tuple[str, ...] = DEFAULT_JOINT_PARAMETERS
     smoothing: float = SMOOTHING_VELOCITY
 
     def __post_init__(self):

@@ -16,7 +16,8 @@ def percent(error: float, size: float) -> str:
 def joint_table(result: Identification) -> str:
     """Per actuated joint: torque RMS, RMS error of the nominal and the identified
     model on the data (also in % of the RMS), and the parameters identifiable
-    on their own."""
+    on their own; on the samples the fit uses (where the joint moves, when
+    Coulomb friction is fitted: estimation.fitted_rows)."""
     header = ("joint", "torque RMS", "nominal error", "identified error", "identifiable on their own")
     rows = [(j.joint, f"{j.torque_rms:.4g}", f"{j.nominal_rms_error:.4g} ({percent(j.nominal_rms_error, j.torque_rms)})",
              f"{j.identified_rms_error:.4g} ({percent(j.identified_rms_error, j.torque_rms)})",
@@ -43,7 +44,7 @@ def summary(result: Identification) -> str:
     if fit.inconsistent_priors:
         lines.append("nominal bodies not physically consistent (prior moved to the nearest consistent one): "
                      + ", ".join(fit.inconsistent_priors))
-    lines += [f"warning: {warning}" for warning in result.warnings]
+    lines += [f"note: {note}" for note in result.warnings]
     return "\n".join(lines)
 
 

@@ -48,6 +48,9 @@ def parser() -> argparse.ArgumentParser:
                            help="low-pass cut-off (Hz) of the zero-phase filter before differentiation")
     arguments.add_argument("--joint-parameters", default=",".join(DEFAULT_JOINT_PARAMETERS),
                            help="the joint parameters to identify, among " + ", ".join(JOINT_PARAMETERS))
+    arguments.add_argument("--exclude-joints", default="", metavar="JOINT,...",
+                           help="joints whose torques are not used and whose parameters are not fitted (a "
+                                "gripper's fingers, a joint without a torque sensor)")
     arguments.add_argument("--prior-weight", type=float, default=DEFAULT_PRIOR_WEIGHT,
                            help="pull toward the nominal URDF, relative to the data")
     arguments.add_argument("--robust", action="store_true", help="Huber-weighted refits: outliers count less")
@@ -65,7 +68,8 @@ def main(argv=None) -> int:
                           floating_base=options.floating_base,
                           odometry_topic=options.odometry_topic if options.floating_base else None,
                           topic=options.topic, cutoff=options.cutoff, joint_parameters=joint_parameters,
-                          prior_weight=options.prior_weight, robust=options.robust)
+                          prior_weight=options.prior_weight, robust=options.robust,
+                          excluded_joints=tuple(name for name in options.exclude_joints.split(",") if name))
     except (IdentificationError, URDFError, data.DataError, OSError, ValueError) as error:
         print(f"mbs_dynamics_identify: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -29,6 +29,7 @@ from mbs_dynamics.identification import data
 from mbs_dynamics.identification.base_parameters import BaseParameters, base_parameters, condition_number
 from mbs_dynamics.identification.estimation import (
     DEFAULT_PRIOR_WEIGHT,
+    STICKING_VELOCITIES,
     Fit,
     NormalEquations,
     fit,
@@ -41,8 +42,9 @@ from mbs_dynamics.model import Model
 CHUNK_SAMPLES = 5000
 # Dropped at each end of a filtered recording: this many periods of the cut-off.
 EDGE_PERIODS = 2.0
-# A joint whose velocity RMS is below this (rad/s or m/s) did not move enough to identify anything of it.
-MIN_VELOCITY_RMS = 1e-3
+# A joint whose fitted rows (where it moves: estimation.fitted_rows) are fewer than this
+# fraction of the samples did not move enough to identify anything of it.
+MIN_MOVING_FRACTION = 0.05
 # Beyond this condition number the data excite some base parameter too little to fit.
 MAX_CONDITION_NUMBER = 1e6
 # Above this, a warning: the fit leans on the prior for some combinations.
@@ -66,6 +68,7 @@ class Options:
     joint_parameters: tuple[str, ...] = DEFAULT_JOINT_PARAMETERS
     prior_weight: float = DEFAULT_PRIOR_WEIGHT
     robust: bool = False
+    excluded_joints: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,11 @@ class Identification:
 def model_of(urdf_xml: str, floating_base: bool) -> Model:
     """The model of a URDF, built once per process (Dask workers rebuild it from the text)."""
     return Model.from_urdf_string(urdf_xml, floating_base=floating_base)
+
+
+def layout_of(urdf_xml: str, options: Options) -> ParameterLayout:
+    return ParameterLayout(model_of(urdf_xml, options.floating_base), options.joint_parameters,
+                           excluded_joints=options.excluded_joints)
 
 
 @dataclass
@@ -143,7 +151,7 @@ def read_samples(source: str, urdf_xml: str, options: Options) -> Samples:
 
 def _chunk_equations(samples: Samples, start: int, urdf_xml: str, options: Options, weights, robust_scale=None,
                      parameters=None) -> NormalEquations:
-    layout = ParameterLayout(model_of(urdf_xml, options.floating_base), options.joint_parameters)
+    layout = layout_of(urdf_xml, options)
     rows = slice(start, start + CHUNK_SAMPLES)
     with threadpool_limits(1, "blas"):
         return normal_equations(layout, samples.q[rows], samples.v[rows], samples.a[rows], samples.effort[rows],
@@ -154,7 +162,7 @@ def _chunk_errors(samples: Samples, start: int, urdf_xml: str, options: Options,
     """Per parameter set and actuated joint, the sum of squared torque errors on
     the chunk's rows that the fit uses (estimation.fitted_rows), then the sum
     of squared torques on them and their number."""
-    layout = ParameterLayout(model_of(urdf_xml, options.floating_base), options.joint_parameters)
+    layout = layout_of(urdf_xml, options)
     rows, joints = slice(start, start + CHUNK_SAMPLES), layout.joint_coordinates()
     Y = layout.regressor(samples.q[rows], samples.v[rows], samples.a[rows])[:, joints]
     tau = samples.effort[rows][:, joints]
@@ -218,21 +226,21 @@ def identify(sources, urdf_xml: str, scheduler: str | None = None, progress: boo
     options: the fields of Options."""
     options = Options(**options)
     try:
-        model = model_of(urdf_xml, options.floating_base)
+        layout = layout_of(urdf_xml, options)
     except ValueError as error:
         raise IdentificationError(f"the nominal URDF: {error}") from None
-    layout = ParameterLayout(model, options.joint_parameters)
     joints = layout.joint_coordinates()
     runner = _Runner(scheduler, progress)
     try:
         read = [dask.delayed(read_samples)(str(source), urdf_xml, options) for source in sources]
         recordings = runner.persist(read)
         sizes = runner.compute([dask.delayed(len)(r) for r in recordings], "sizing")
-        statistics = runner.compute([dask.delayed(_statistics)(r, joints) for r in recordings], "statistics")
+        statistics = runner.compute([dask.delayed(_statistics)(r, urdf_xml, options) for r in recordings], "statistics")
         samples = sum(sizes)
-        torque_rms, velocity_rms = (np.sqrt(sum(s[k] for s in statistics) / max(samples, 1)) for k in (0, 1))
+        torque_rms = np.sqrt(sum(s[0] for s in statistics) / max(samples, 1))
+        moving = sum(s[1] for s in statistics)
         warnings = [w for s in statistics for w in s[2]]
-        _check_excitation(layout, samples, velocity_rms)
+        _check_excitation(layout, samples, moving)
         weights = 1.0 / np.maximum(torque_rms, 1e-3 * max(torque_rms.max(), 1e-12)) ** 2
 
         def chunks(function, *arguments):
@@ -274,20 +282,27 @@ def identify(sources, urdf_xml: str, scheduler: str | None = None, progress: boo
                           [str(s) for s in sources], warnings + result.warnings, series)
 
 
-def _statistics(samples: Samples, joints) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Sums of squares of the actuated joints' efforts and velocities, and the recording's warnings."""
-    return (np.sum(samples.effort[:, joints] ** 2, axis=0), np.sum(samples.v[:, joints] ** 2, axis=0),
+def _statistics(samples: Samples, urdf_xml: str, options: Options) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Sums of squares of the actuated joints' efforts, their numbers of fitted
+    rows, and the recording's warnings."""
+    layout = layout_of(urdf_xml, options)
+    joints = layout.joint_coordinates()
+    return (np.sum(samples.effort[:, joints] ** 2, axis=0), np.sum(fitted_rows(layout, samples.v[:, joints]), axis=0),
             [f"{samples.source}: {w}" for w in samples.warnings])
 
 
-def _check_excitation(layout: ParameterLayout, samples: int, velocity_rms) -> None:
+def _check_excitation(layout: ParameterLayout, samples: int, moving) -> None:
     if samples < layout.size:
         raise IdentificationError(f"too little data: {samples} samples for {layout.size} parameters")
-    still = [f"{name} ({rms:.2g})" for name, rms in zip(layout.actuated_joints, velocity_rms, strict=True)
-             if rms < MIN_VELOCITY_RMS]
+    still = [f"{name} ({count} samples)" for name, count in zip(layout.actuated_joints, moving, strict=True)
+             if count < MIN_MOVING_FRACTION * samples]
     if still:
-        raise IdentificationError(f"too little excitation: joints that barely moved (velocity RMS): {', '.join(still)}; "
-                                  "record an excitation trajectory (mbs_dynamics_excitation) that moves every joint")
+        speed = f"{STICKING_VELOCITIES * layout.smoothing:g} rad/s or m/s" if "friction" in layout.joint_parameters \
+            else "all"
+        raise IdentificationError(
+            f"too little excitation: joints that barely moved (faster than {speed} in fewer than "
+            f"{MIN_MOVING_FRACTION:.0%} of the {samples} samples): {', '.join(still)}; record an excitation "
+            "trajectory (mbs_dynamics_excitation) that moves every joint, or leave the joint out (--exclude-joints)")
 
 
 def layout_identifiable(layout: ParameterLayout, base: BaseParameters) -> dict[str, tuple[str, ...]]:

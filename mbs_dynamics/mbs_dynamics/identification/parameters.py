@@ -13,7 +13,9 @@ JOINT_PARAMETERS of each actuated joint), tau = Y_p(q, v, a) p with
 offset absorbs a torque sensor's bias; the URDF has no place for it, so it is
 reported, not written, and not fitted unless asked for
 (DEFAULT_JOINT_PARAMETERS). Actuated joints are the revolute and prismatic joints
-with a coordinate of their own (not the floating base, not a coupled mimic).
+with a coordinate of their own (not the floating base, not a coupled mimic),
+less those the layout leaves out (a gripper's fingers, say: the bodies they
+move are still fitted, through the other joints' torques).
 """
 from __future__ import annotations
 
@@ -41,8 +43,13 @@ class ParameterLayout:
     model: Model
     joint_parameters: tuple[str, ...] = DEFAULT_JOINT_PARAMETERS
     smoothing: float = SMOOTHING_VELOCITY
+    excluded_joints: tuple[str, ...] = ()  # joints left out: their torques unused, their parameters not fitted
 
     def __post_init__(self):
+        unknown_joints = set(self.excluded_joints) - set(self.model.joint_names)
+        if unknown_joints:
+            raise ValueError(f"model '{self.model.name}' has no joints {sorted(unknown_joints)} to leave out")
+        object.__setattr__(self, "excluded_joints", tuple(self.excluded_joints))
         unknown = set(self.joint_parameters) - set(JOINT_PARAMETERS)
         if unknown:
             raise ValueError(f"joint parameters must be among {', '.join(JOINT_PARAMETERS)}, got {sorted(unknown)}")
@@ -59,7 +66,8 @@ class ParameterLayout:
     def actuated_joints(self) -> tuple[str, ...]:
         model = self.model
         kinds = dict(zip(model.body_joint_names, model.joint_type, strict=True))
-        return tuple(name for name in model.joint_names if kinds[name] not in (FLOATING, PLANAR))
+        return tuple(name for name in model.joint_names
+                     if kinds[name] not in (FLOATING, PLANAR) and name not in self.excluded_joints)
 
     @property
     def inertial_count(self) -> int:

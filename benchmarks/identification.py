@@ -34,21 +34,25 @@ import mbs_dynamics as mbs
 def regressor_rows(names, calls: int, rng) -> None:
     print(f"{'robot':8} {'nv':>3} {'function':30} {'ours us':>9} {'pin us':>8} {'ratio':>6}")
     for name in names:
-        model, pin_model, pin_data = load(name)
-        q, v, a = random_state(model, rng)
-        qp, P = to_pinocchio(model, pin_model, q, v)
-        vp, ap = P.T @ v, P.T @ a
-        ours = per_call_us(lambda: mbs.joint_torque_regressor(model, q, v, a), calls)
-        theirs = per_call_us(lambda: pin.computeJointTorqueRegressor(pin_model, pin_data, qp, vp, ap), calls)
-        print(f"{name:8} {model.nv:3d} {'joint_torque_regressor':30} {ours:9.2f} {theirs:8.2f} {ours / theirs:6.2f}")
-        states = [random_state(model, rng) for _ in range(1000)]
-        Q, V, A = (np.array(x) for x in zip(*states, strict=True))
-        pin_states = [(to_pinocchio(model, pin_model, s[0], s[1])[0], P.T @ s[1], P.T @ s[2]) for s in states]
-        ours_ms = min(timeit.repeat(lambda: mbs.joint_torque_regressor(model, Q, V, A), number=3, repeat=3)) / 3e-3
-        theirs_ms = min(timeit.repeat(lambda: [pin.computeJointTorqueRegressor(pin_model, pin_data, *s)
-                                               for s in pin_states], number=3, repeat=3)) / 3e-3
-        print(f"{name:8} {model.nv:3d} {'batch 1000 regressors (ms)':30} {ours_ms:9.2f} {theirs_ms:8.2f} "
-              f"{ours_ms / theirs_ms:6.2f}   (Pinocchio: Python loop)")
+        regressor_row(name, calls, rng)
+
+
+def regressor_row(name: str, calls: int, rng) -> None:
+    model, pin_model, pin_data = load(name)
+    q, v, a = random_state(model, rng)
+    qp, P = to_pinocchio(model, pin_model, q, v)
+    vp, ap = P.T @ v, P.T @ a
+    ours = per_call_us(lambda: mbs.joint_torque_regressor(model, q, v, a), calls)
+    theirs = per_call_us(lambda: pin.computeJointTorqueRegressor(pin_model, pin_data, qp, vp, ap), calls)
+    print(f"{name:8} {model.nv:3d} {'joint_torque_regressor':30} {ours:9.2f} {theirs:8.2f} {ours / theirs:6.2f}")
+    states = [random_state(model, rng) for _ in range(1000)]
+    Q, V, A = (np.array(x) for x in zip(*states, strict=True))
+    pin_states = [(to_pinocchio(model, pin_model, s[0], s[1])[0], P.T @ s[1], P.T @ s[2]) for s in states]
+    ours_ms = min(timeit.repeat(lambda: mbs.joint_torque_regressor(model, Q, V, A), number=3, repeat=3)) / 3e-3
+    theirs_ms = min(timeit.repeat(lambda: [pin.computeJointTorqueRegressor(pin_model, pin_data, *s)
+                                           for s in pin_states], number=3, repeat=3)) / 3e-3
+    print(f"{name:8} {model.nv:3d} {'batch 1000 regressors (ms)':30} {ours_ms:9.2f} {theirs_ms:8.2f} "
+          f"{ours_ms / theirs_ms:6.2f}   (Pinocchio: Python loop)")
 
 
 def synthetic_run(model, duration=60.0, rate=500.0, seed=0) -> data.Recording:

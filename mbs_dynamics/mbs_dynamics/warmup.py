@@ -161,7 +161,15 @@ def contact_step(model):
 # the long tasks first, and the kernels that others call (aba, kinematics, rnea,
 # crba) before those others (simulation, contact), which then load them from
 # the cache rather than compile them a second time.
-NODE_TASKS = (forward_dynamics, kinematics, inverse_dynamics, mass_matrix, centroidal, simulation, contact)
+def regressor(model):
+    """mbs_dynamics_identify (a batch per chunk), and one state."""
+    q, v, qs, vs = _state(model)
+    mbs.joint_torque_regressor(model, q, v, v)
+    mbs.joint_torque_regressor(model, qs, vs, vs)
+
+
+# (mbs_dynamics_identify is a command a user runs like a node: its regressor is warmed with them)
+NODE_TASKS = (forward_dynamics, kinematics, inverse_dynamics, mass_matrix, centroidal, simulation, contact, regressor)
 OTHER_TASKS = (derivatives, rnea_forms, id_rate, frame_motion, coriolis, batches, contact_step)
 TASKS = {task.__name__: task for task in NODE_TASKS + OTHER_TASKS}
 

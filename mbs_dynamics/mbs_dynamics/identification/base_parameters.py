@@ -7,8 +7,9 @@ about a joint axis add to its parent's), so only the base parameters
     beta = p[independent] + K p[dependent]
 
 are identifiable from any data (Gautier & Khalil's base parameters). They are
-a property of the model, found here numerically as Gautier does: the
-regressor of random states stacked (STATES_PER_PARAMETER of them per column),
+a property of the model and of the torques measured (the actuated joints':
+a floating base's wrench is not), found here numerically as Gautier does:
+the rows of those torques in the regressor of random states stacked (STATES_PER_PARAMETER of them per column),
 columns scaled to unit norm, and QR with column pivoting; the columns whose
 pivots fall below RANK_TOLERANCE of the largest are the dependent ones.
 Whether a recording excites the base parameters is another matter: its
@@ -85,9 +86,9 @@ def random_states(model, count: int, rng) -> tuple[np.ndarray, np.ndarray, np.nd
 
 def base_parameters(layout: ParameterLayout, seed: int = 0) -> BaseParameters:
     """The base parameters of layout's model (module docstring)."""
-    count = max(10, STATES_PER_PARAMETER * layout.size // max(1, layout.model.nv) + 1)
+    count = max(10, STATES_PER_PARAMETER * layout.size // max(1, len(layout.actuated_joints)) + 1)
     Y = layout.regressor(*random_states(layout.model, count, np.random.default_rng(seed)))
-    Y = Y.reshape(-1, layout.size)
+    Y = Y[:, layout.joint_coordinates()].reshape(-1, layout.size)
     norms = np.linalg.norm(Y, axis=0)
     moving = np.flatnonzero(norms > RANK_TOLERANCE * norms.max())
     _, R, pivots = scipy.linalg.qr(Y[:, moving] / norms[moving], mode="economic", pivoting=True)

@@ -270,8 +270,7 @@ def test_identify_a_floating_base_robot_from_joint_states_and_odometry(tmp_path)
     only, which leaves a hip's armature and the inertia of its link about the
     hip axis indistinguishable: both see the hip's acceleration alone. So the
     armature is not fitted here, as mbs_dynamics_identify would demand.)"""
-    xml = open(robot_path("solo12"), encoding="utf-8").read()
-    model = mbs.Model.from_urdf_string(xml, floating_base=True)
+    model = mbs.Model.from_urdf_file(robot_path("solo12"), floating_base=True)
     layout = ParameterLayout(model, ("friction", "damping"))
     p_true = perturbed_robot(ParameterLayout(model), np.random.default_rng(6))
     p_true = np.delete(p_true, ParameterLayout(model).joint_columns("armature"))

@@ -20,10 +20,11 @@ from numba import njit, prange
 
 from mbs_dynamics import inputs
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
-from mbs_dynamics.joints import body_acceleration, body_velocity, forward_pass
+from mbs_dynamics.joints import body_acceleration, body_velocity
 from mbs_dynamics.model import Model, body_count, unpack_model
+from mbs_dynamics.rnea import body_motion_views
 from mbs_dynamics.spatial import add, force_cross, force_to_parent
-from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
+from mbs_dynamics.workspace import new_scratch, scratch
 
 # The 10 inertial parameters of a body, in the order of its columns of Y.
 INERTIAL_PARAMETERS = ("m", "mc_x", "mc_y", "mc_z", "I_xx", "I_xy", "I_yy", "I_xz", "I_yz", "I_zz")
@@ -65,11 +66,7 @@ def regressor_kernel(packed, q, v, a, Y, buffer):
     if invalid(model, q, v, a):
         return INVALID_INPUT
     n = model.parent.shape[0]
-    kinematics, o = kinematic_views(buffer, n)
-    R, p, S = kinematics.R, kinematics.p, kinematics.S
-    vel, o = take(buffer, o, (n, 6))
-    acc, o = take(buffer, o, (n, 6))
-    forward_pass(packed, q, R, p, S)
+    R, p, S, vel, acc, _ = body_motion_views(packed, q, buffer)
     Y[:, :] = 0.0
     for i in range(n):
         v_i, vJ = body_velocity(model, i, R, p, S, v, vel)

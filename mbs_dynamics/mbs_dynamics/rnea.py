@@ -30,12 +30,30 @@ from numba import njit, prange
 from mbs_dynamics import inputs
 from mbs_dynamics.crba import world_body_inertias, world_motion_subspaces
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
-from mbs_dynamics.joints import REST, body_acceleration, body_velocity, forward_pass, gravity_acceleration, \
-    joint_bias, parent_row
+from mbs_dynamics.joints import (
+    REST,
+    body_acceleration,
+    body_velocity,
+    forward_pass,
+    gravity_acceleration,
+    joint_bias,
+    parent_row,
+)
 from mbs_dynamics.kinematics import body_poses, body_poses_kernel
 from mbs_dynamics.model import Model, body_count, unpack_model
-from mbs_dynamics.spatial import add, add3, cross, force_to_parent, motion_cross, newton_euler, rotate, rotate_back, \
-    row, store, store_add
+from mbs_dynamics.spatial import (
+    add,
+    add3,
+    cross,
+    force_to_parent,
+    motion_cross,
+    newton_euler,
+    rotate,
+    rotate_back,
+    row,
+    store,
+    store_add,
+)
 from mbs_dynamics.workspace import kinematic_views, new_scratch, scratch, take
 
 # The forms, in the order of their numbers (_KERNELS, _BATCH_KERNELS).
@@ -124,6 +142,20 @@ def world_views(packed, q, buffer, about_world_origin):
 
 
 @njit(cache=True, inline="always")
+def body_motion_views(packed, q, buffer):
+    """The body form's layout of the scratch buffer: the joint placements R, p
+    and subspaces S at q (joints.forward_pass), and the arrays of the body
+    twists vel and accelerations acc; then the offset where the caller's own
+    arrays begin."""
+    n = body_count(packed)
+    kinematics, o = kinematic_views(buffer, n)
+    vel, o = take(buffer, o, (n, 6))
+    acc, o = take(buffer, o, (n, 6))
+    forward_pass(packed, q, kinematics.R, kinematics.p, kinematics.S)
+    return kinematics.R, kinematics.p, kinematics.S, vel, acc, o
+
+
+@njit(cache=True, inline="always")
 def add_armature(model, a, tau):
     """tau += armature a: the rotors' inertia on their coordinates (model.armature)."""
     for k in range(tau.shape[0]):
@@ -172,12 +204,8 @@ def rnea_kernel(packed, q, v, a, f_ext, tau, buffer):
     if invalid(model, q, v, a):
         return INVALID_INPUT
     n = model.parent.shape[0]
-    kinematics, o = kinematic_views(buffer, n)
-    R, p, S = kinematics.R, kinematics.p, kinematics.S
-    vel, o = take(buffer, o, (n, 6))
-    acc, o = take(buffer, o, (n, 6))
+    R, p, S, vel, acc, o = body_motion_views(packed, q, buffer)
     force, o = take(buffer, o, (n, 6))
-    forward_pass(packed, q, R, p, S)
     for i in range(n):
         v_i, vJ = body_velocity(model, i, R, p, S, v, vel)
         a_i = body_acceleration(model, i, R, p, S, v, a, acc, v_i, vJ, model.gravity)

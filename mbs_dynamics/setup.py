@@ -29,6 +29,7 @@ setup(
             "simulator_node = mbs_dynamics.ros.simulator_node:main",
             "mbs_dynamics_bringup = mbs_dynamics.ros.bringup:main",
             "mbs_dynamics_identify = mbs_dynamics.identification.cli:main",
+            "mbs_dynamics_excitation = mbs_dynamics.identification.excitation:main",
         ],
     },
 )

@@ -9,6 +9,7 @@ import pytest
 from mbs_dynamics.identification import cli, data
 from mbs_dynamics.identification import estimation as est
 from mbs_dynamics.identification.base_parameters import base_parameters, random_states
+from mbs_dynamics.identification.excitation import excitation_trajectory
 from mbs_dynamics.identification.identify import identify
 from mbs_dynamics.identification.parameters import ParameterLayout
 from mbs_dynamics.identification.urdf_writer import identified_urdf
@@ -134,13 +135,13 @@ def smooth_trajectory(model, seed: int, duration: float, rate: float = 500.0):
     return t, q, v, a
 
 
-def simulated_run(true_model, nominal_model, seed: int, duration: float, gains=(400.0, 40.0)) -> data.Recording:
+def simulated_run(true_model, nominal_model, reference, gains=(400.0, 40.0)) -> data.Recording:
     """The true robot in our simulator (exact Coulomb friction, implicit damping,
-    armature) following a smooth trajectory under computed-torque control on
-    the nominal model, recorded at 500 Hz: joint positions, velocities and the
-    efforts applied."""
+    armature) following the reference (t, q, v, a at 1 kHz) under
+    computed-torque control on the nominal model, recorded at 500 Hz: joint
+    positions, velocities and the efforts applied."""
     kp, kd = gains
-    t, q_ref, v_ref, a_ref = smooth_trajectory(nominal_model, seed, duration, rate=1000.0)
+    t, q_ref, v_ref, a_ref = reference
     simulation = mbs.Simulation(true_model, mbs.World(ground=None), dt=1e-3, q=q_ref[0], v=v_ref[0])
     samples = {"position": [], "velocity": [], "effort": []}
     for k in range(len(t)):
@@ -169,8 +170,8 @@ def predicted_error(model, recording: data.Recording) -> float:
 @pytest.fixture(scope="module")
 def ur5_runs(tmp_path_factory):
     """The true UR5 (nominal URDF off by 20-40 %, with friction and armature) and
-    three simulated runs: two to identify from, written as MCAP and sqlite3 bags,
-    and a held-out one."""
+    three simulated runs: two along excitation trajectories to identify from,
+    written as MCAP and sqlite3 bags, and a held-out one along sums of sines."""
     directory = tmp_path_factory.mktemp("identification")
     nominal_xml = ur5_xml()
     nominal = mbs.Model.from_urdf_string(nominal_xml)
@@ -178,7 +179,11 @@ def ur5_runs(tmp_path_factory):
     p_true = perturbed_robot(layout, np.random.default_rng(5))
     true_xml = identified_urdf(nominal_xml, layout, p_true, np.flatnonzero(nominal.mass > 0))
     true = mbs.Model.from_urdf_string(true_xml)
-    runs = [simulated_run(true, nominal, seed, duration) for seed, duration in ((1, 30.0), (2, 30.0), (3, 20.0))]
+    t = np.arange(0.0, 30.0, 1e-3)
+    excitations = [(t, *excitation_trajectory(layout, iterations=20, starts=2, seed=seed)[0].sample(t))
+                   for seed in (1, 2)]
+    held_out = smooth_trajectory(nominal, 3, 20.0, rate=1000.0)
+    runs = [simulated_run(true, nominal, reference) for reference in (*excitations, held_out)]
     bags = [data.write_bag(directory / "run_mcap", runs[0], storage="mcap"),
             data.write_bag(directory / "run_sqlite3", runs[1], storage="sqlite3")]
     (directory / "nominal.urdf").write_text(nominal_xml)

@@ -93,3 +93,22 @@ def test_armature_matches_pinocchio(name):
         close(mbs.kinetic_energy(model, q, v), 0.5 * v @ mbs.mass_matrix(model, q) @ v, 1e-12)
         Minv = mbs.InverseMassMatrix(model, q)
         close(Minv @ mbs.mass_matrix(model, q), np.eye(model.nv), 1e-9)
+
+
+def test_the_simulator_moves_the_rotors_too():
+    """A UR5 whose joints carry armature, released from rest in our simulator
+    (no friction, no damping): after one step v = dt M^-1 (tau - g) of the
+    model with armature, not of the one without; and so for rk4."""
+    path = robot_path("ur5")
+    armature = {name: 0.2 for name in ("shoulder_lift_joint", "elbow_joint", "wrist_1_joint")}
+    with_rotors, without = mbs.Model.from_urdf_file(path, armature=armature), mbs.Model.from_urdf_file(path)
+    q = np.array([0.3, -1.0, 1.2, -0.5, 0.8, 0.1])
+    tau = np.array([1.0, -20.0, 5.0, 2.0, 1.0, 0.5])
+    dt = 1e-4
+    expected = mbs.forward_dynamics(with_rotors, q, np.zeros(6), tau)
+    other = mbs.forward_dynamics(without, q, np.zeros(6), tau)
+    assert np.abs(expected - other).max() > 1.0
+    for integrator in ("semi_implicit_euler", "rk4"):
+        simulation = mbs.Simulation(with_rotors, mbs.World(ground=None), dt=dt, q=q, integrator=integrator)
+        simulation.step(tau)
+        assert np.allclose(simulation.v / dt, expected, rtol=1e-3, atol=1e-3)

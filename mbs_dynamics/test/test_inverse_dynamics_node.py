@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import time
 
-import mbs_dynamics as mbs
 import numpy as np
-
 from helpers import close
 from oracles import random_state, robot_path
 from ros_processes import (
     Exchange,
     executable,
     publish_robot_description,
+    set_parameters,
     stamp_key,
     wait_for_node,
 )
+
+import mbs_dynamics as mbs
 
 SOLES = ["left_sole_link", "right_sole_link"]
 
@@ -337,3 +338,82 @@ def test_huge_values_and_many_names_are_dropped_and_cost_little(start_process, t
     assert counts["dropped_invalid"] == "2", counts
     assert "nan" not in node.output.lower().replace("nanosec", "")
     assert node.interrupt() == 0
+
+
+def ur5_with_friction(path) -> str:
+    """The UR5's URDF with Coulomb friction 1.5 N m and damping 0.4 N m s/rad on every joint."""
+    with open(robot_path("ur5"), encoding="utf-8") as file:
+        text = file.read().replace('<dynamics damping="0.0" friction="0.0"/>',
+                                   '<dynamics damping="0.4" friction="1.5"/>')
+    path.write_text(text)
+    return str(path)
+
+
+def test_computed_torque_with_friction_compensation_and_armature(start_process, test_node, tmp_path):
+    """acceleration_source reference with gains: the measured state, a = a_ref +
+    K_d (v_ref - v) + K_p (q_ref - q); friction compensated at the reference's
+    velocities; the armature of two joints set by parameters. Then the gains and
+    the compensation changed at run time, bad values refused with a reason."""
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    urdf = ur5_with_friction(tmp_path / "ur5.urdf")
+    armature = {"elbow_joint": 0.3, "wrist_1_joint": 0.1}
+    model = mbs.Model.from_urdf_file(urdf, armature=armature)
+    assert model.friction.min() == 1.5
+    names = [n for n in model.joint_names]
+    gain_joints = names[::-1]
+    kp = [10.0 * (k + 1) for k in range(len(names))]
+    node = start_process([executable("inverse_dynamics_node"), "--ros-args", "-r", "__node:=id_tracking",
+                          "-p", f"robot_description_file:={urdf}", "-p", "acceleration_source:=reference",
+                          "-p", "friction_compensation:=reference", "-p", "friction_smoothing:=0.05",
+                          "-p", f"armature_joints:=[{','.join(armature)}]",
+                          "-p", f"armature:=[{','.join(str(v) for v in armature.values())}]",
+                          "-p", f"gain_joints:=[{','.join(gain_joints)}]", "-p", f"position_gains:={kp}",
+                          "-p", "velocity_gains:=[7.0]", "-p", "reference_timeout:=10.0"])
+    node.wait_for("\\[id_tracking\\]: inverse dynamics of")
+    wait_for_node(test_node, "id_tracking")
+    exchange = Exchange(test_node, "id_tracking")
+    exchange.wait_connected()
+    rng = np.random.default_rng(12)
+    q, v, _ = random_state(model, rng)
+    q_ref, v_ref, a_ref = random_state(model, rng)
+    reference = exchange.messages["JointTrajectory"]()
+    reference.joint_names = names
+    reference.points = [JointTrajectoryPoint(positions=list(q_ref), velocities=list(v_ref),
+                                             accelerations=list(a_ref))]
+    exchange.reference.publish(reference)
+    exchange.spin(0.2)
+    gains = np.zeros(model.nv)
+    gains[[model.v_index(n) for n in gain_joints]] = kp
+    a = a_ref + 7.0 * (v_ref - v) + gains * (q_ref - q)
+    expected = mbs.inverse_dynamics(model, q, v, a) + mbs.joint_friction_torques(model, v_ref, 0.05)
+    got = efforts_by_name(exchange.ask(exchange.joint_state(names, q, v, 1.0)))
+    close([got[n] for n in names], expected, 1e-9)
+    # the armature is in there: without it the torques differ by armature * a
+    assert abs(got["elbow_joint"] - (expected - model.armature * a)[model.v_index("elbow_joint")]) > 0.01
+
+    results = set_parameters(test_node, "/id_tracking", position_gains=[1.0, 2.0], friction_compensation="sometimes",
+                             velocity_gains=[-1.0])
+    assert results["position_gains"][0] is False and "2 values for 6 joints" in results["position_gains"][1]
+    assert results["friction_compensation"][0] is False and "'sometimes'" in results["friction_compensation"][1]
+    assert results["velocity_gains"][0] is False and ">= 0" in results["velocity_gains"][1]
+    results = set_parameters(test_node, "/id_tracking", position_gains=[0.0], velocity_gains=[0.0],
+                             friction_compensation="measured")
+    assert all(ok for ok, _ in results.values())
+    # no gains: feedforward at the reference state, friction at the measured velocities
+    got = efforts_by_name(exchange.ask(exchange.joint_state(names, q, v, 2.0)))
+    close([got[n] for n in names], mbs.inverse_dynamics(model, q_ref, v_ref, a_ref)
+          + mbs.joint_friction_torques(model, v, 0.05), 1e-9)
+    assert node.interrupt() == 0
+
+
+def test_armature_parameters_that_do_not_fit_stop_the_node(start_process):
+    for parameters, message in ((["armature_joints:=[elbow_joint]", "armature:=[0.1, 0.2]"],
+                                 "armature_joints names 1 joints, armature has 2 values"),
+                                (["armature_joints:=[elbow]", "armature:=[0.1]"], "no revolute or prismatic joint 'elbow'"),
+                                (["armature_joints:=[elbow_joint]", "armature:=[-0.1]"], "must be finite, >= 0")):
+        node = start_process([executable("inverse_dynamics_node"), "--ros-args", "-p",
+                              f"robot_description_file:={robot_path('ur5')}",
+                              *[a for p in parameters for a in ("-p", p)]])
+        node.wait_for(f"{message}.*; stopping")
+        assert node.wait_exit() == 1

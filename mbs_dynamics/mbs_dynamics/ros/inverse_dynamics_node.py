@@ -22,6 +22,15 @@ reference older than reference_timeout falls back to 'zero', said once per
 fall); 'differentiate' (a first-order low-pass derivative of the measured
 velocities over the message stamps, cut-off differentiation_cutoff).
 
+Computed-torque tracking: with acceleration_source 'reference' and
+position_gains or velocity_gains not all 0, the measured state is kept and
+a = a_ref + K_d (v_ref - v) + K_p (q_ref - q) on the joints the reference
+names (mbs_dynamics.tracking); a floating base is not tracked (its rows are
+what the contacts must provide). friction_compensation adds the joint friction
+torques of the URDF's <dynamics> (mbs.joint_friction_torques) at the measured
+or the reference velocities; the armature (transmissions, or the
+armature_joints and armature parameters) is part of the model.
+
 Bad input never stops the node: a message with a missing joint, wrong array
 lengths, non-finite values, more than MAX_JOINT_NAMES names, a state too large
 to compute with, a stamp older than the last one, or (floating base) no
@@ -49,16 +58,19 @@ from trajectory_msgs.msg import JointTrajectory
 
 import mbs_dynamics as mbs
 from mbs_dynamics.differentiation import FilteredDerivative
+from mbs_dynamics.joint_friction import SMOOTHING_VELOCITY
 from mbs_dynamics.ros.conversions import InvalidInput, JointMap, base_state, measured_state, set_vector, stamp_seconds
-from mbs_dynamics.ros.parameters import EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
+from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values, timings
 from mbs_dynamics.ros.spinning import node_main
+from mbs_dynamics.tracking import computed_torque_acceleration
 from mbs_dynamics_interfaces.msg import CentroidalMomentum
 
 # A 1 kHz stream: never block the publisher; a queue that outlasts a 100 ms stall.
 STREAM_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
 COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=50, reliability=ReliabilityPolicy.RELIABLE)
 ACCELERATION_SOURCES = ("zero", "reference", "differentiate")
+FRICTION_COMPENSATIONS = ("none", "measured", "reference")
 CONTACT_TYPES = ("point", "frame")
 # A joint_states stamp this much (s) before the last one means time went back;
 # so do this many late messages in a row: the node then follows the new stamps.
@@ -88,6 +100,20 @@ class InverseDynamicsNode(RobotNode):
         ParameterSpec("contact_frames", EMPTY_STRING_ARRAY,
                       "Frames in contact (floating base): contact-consistent inverse dynamics; "
                       "empty = none."),
+        ParameterSpec("friction_compensation", "none",
+                      "Add the joint friction torques (URDF <dynamics friction damping>: Coulomb smoothed over "
+                      "friction_smoothing, and viscous): 'none', 'measured' (at the measured velocities) or "
+                      "'reference' (at the reference's velocities while it is fresh, else the measured)."),
+        ParameterSpec("friction_smoothing", SMOOTHING_VELOCITY,
+                      "Velocity (rad/s or m/s) over which the Coulomb friction compensation goes from -friction "
+                      "to +friction (tanh).", bounds=(1e-6, 100.0)),
+        ParameterSpec("gain_joints", EMPTY_STRING_ARRAY,
+                      "Joint order of position_gains and velocity_gains; empty = the model's joint order."),
+        ParameterSpec("position_gains", EMPTY_DOUBLE_ARRAY,
+                      "Computed-torque K_p (1/s^2) with acceleration_source 'reference': empty = 0 (pure "
+                      "feedforward), one value for every joint, or one per gain_joints."),
+        ParameterSpec("velocity_gains", EMPTY_DOUBLE_ARRAY,
+                      "Computed-torque K_d (1/s), as position_gains."),
         ParameterSpec("contact_type", "point",
                       "Contacts at contact_frames: 'point' (a force at each frame origin: feet) or 'frame' "
                       "(a wrench: soles)."),
@@ -146,13 +172,20 @@ class InverseDynamicsNode(RobotNode):
     def settings_with(self, changes: dict) -> dict:
         value = {name: changes.get(name, self.parameter(name)) for name in (
             "acceleration_source", "reference_timeout", "differentiation_cutoff", "command_joints",
-            "clamp_to_effort_limits", "contact_frames", "contact_type", "diagnostics_period")}
+            "clamp_to_effort_limits", "contact_frames", "contact_type", "diagnostics_period", "friction_compensation",
+            "friction_smoothing", "gain_joints", "position_gains", "velocity_gains")}
         if value["acceleration_source"] not in ACCELERATION_SOURCES:
             raise ValueError(f"acceleration_source must be one of {ACCELERATION_SOURCES}, "
                              f"got '{value['acceleration_source']}'")
         if value["contact_type"] not in CONTACT_TYPES:
             raise ValueError(f"contact_type must be one of {CONTACT_TYPES}, got '{value['contact_type']}'")
         value["command_order"] = self.joints.command_order(value["command_joints"])
+        if value["friction_compensation"] not in FRICTION_COMPENSATIONS:
+            raise ValueError(f"friction_compensation must be one of {FRICTION_COMPENSATIONS}, "
+                             f"got '{value['friction_compensation']}'")
+        value["position_gains"], value["velocity_gains"] = (
+            self._gains(name, value[name], value["gain_joints"]) for name in ("position_gains", "velocity_gains"))
+        value["tracking"] = bool(np.any(value["position_gains"]) or np.any(value["velocity_gains"]))
         frames = list(value["contact_frames"])
         if frames and not self.model.floating_base:
             raise ValueError("contact_frames need a floating base (floating_base: true)")
@@ -162,6 +195,24 @@ class InverseDynamicsNode(RobotNode):
         contact = mbs.PointContact if value["contact_type"] == "point" else mbs.FrameContact
         value["contacts"] = [contact(frame) for frame in frames]
         return value
+
+    def _gains(self, name: str, values, gain_joints) -> np.ndarray:
+        """(nv,) gains of the parameter `name` (its description); ValueError naming it."""
+        values = np.asarray(list(values), dtype=float)
+        if not np.all(np.isfinite(values) & (values >= 0.0)):
+            raise ValueError(f"{name} must be finite and >= 0, got {values.tolist()}")
+        gains = np.zeros(self.model.nv)
+        if values.size == 1:
+            gains[self.joints.v_index] = values[0]
+        elif values.size:
+            try:
+                index = self.joints.order(list(gain_joints) or list(self.joints.names))
+            except ValueError as error:
+                raise ValueError(f"gain_joints: {error}") from None
+            if values.size != index.size:
+                raise ValueError(f"{name} has {values.size} values for {index.size} joints (gain_joints)")
+            gains[index] = values
+        return gains
 
     # --- inputs -----------------------------------------------------------
 
@@ -237,38 +288,49 @@ class InverseDynamicsNode(RobotNode):
         self._last_stamp = stamp
         return q, v, stamp
 
-    def _accelerations(self, q, v, stamp) -> np.ndarray:
-        """a from the acceleration source (q, v updated in place by a reference)."""
+    def _accelerations(self, q, v, stamp) -> tuple[np.ndarray, np.ndarray | None]:
+        """a from the acceleration source, and the reference's velocities (None
+        without a fresh reference). Without gains, a reference's positions and
+        velocities replace the measured ones in q, v (feedforward at the
+        reference); with gains, q, v stay measured and a is the computed-torque
+        law's (tracking.computed_torque_acceleration)."""
         source = self.settings["acceleration_source"]
         if source == "differentiate":
-            return self._velocity_derivative.update(stamp, v)
+            return self._velocity_derivative.update(stamp, v), None
         a = np.zeros(self.model.nv)
-        if source == "reference":
-            if self._reference is None:
-                self._say_stale("no reference received yet: using zero accelerations")
-                return a
-            received, match, arrays = self._reference
-            age = (self.get_clock().now() - received).nanoseconds * 1e-9
-            if age > self.settings["reference_timeout"]:
-                self._say_stale(f"the reference is {age:.3g} s old (reference_timeout "
-                                f"{self.settings['reference_timeout']:g} s): using zero accelerations")
-                return a
-            if self._reference_stale:
-                self.get_logger().info("the reference is fresh again")
-                self._reference_stale = False
-            if arrays["positions"] is not None:
-                q[match.q_index] = arrays["positions"]
-            if arrays["velocities"] is not None:
-                v[match.v_index] = arrays["velocities"]
-            if arrays["accelerations"] is not None:
-                a[match.v_index] = arrays["accelerations"]
-        return a
+        if source != "reference":
+            return a, None
+        if self._reference is None:
+            self._say_stale("no reference received yet: using zero accelerations")
+            return a, None
+        received, match, arrays = self._reference
+        age = (self.get_clock().now() - received).nanoseconds * 1e-9
+        if age > self.settings["reference_timeout"]:
+            self._say_stale(f"the reference is {age:.3g} s old (reference_timeout "
+                            f"{self.settings['reference_timeout']:g} s): using zero accelerations")
+            return a, None
+        if self._reference_stale:
+            self.get_logger().info("the reference is fresh again")
+            self._reference_stale = False
+        q_ref, v_ref = q.copy(), v.copy()
+        if arrays["positions"] is not None:
+            q_ref[match.q_index] = arrays["positions"]
+        if arrays["velocities"] is not None:
+            v_ref[match.v_index] = arrays["velocities"]
+        if arrays["accelerations"] is not None:
+            a[match.v_index] = arrays["accelerations"]
+        if self.settings["tracking"]:
+            return computed_torque_acceleration(self.model, q, v, q_ref, v_ref, a, self.settings["position_gains"],
+                                                self.settings["velocity_gains"]), v_ref
+        q[:], v[:] = q_ref, v_ref
+        return a, v_ref
 
     def _compute_and_publish(self, message: JointState) -> None:
         """Everything computed first (the core raises rather than return a NaN),
         then published."""
         q, v, stamp = self._state(message)
-        a = self._accelerations(q, v, stamp)
+        measured_v = v.copy()
+        a, v_ref = self._accelerations(q, v, stamp)
         settings, model = self.settings, self.model
         if settings["contacts"]:
             solution = mbs.contact_inverse_dynamics(model, q, v, a, settings["contacts"])
@@ -279,6 +341,9 @@ class InverseDynamicsNode(RobotNode):
                                           throttle_duration_sec=WARNING_PERIOD)
         else:
             tau = mbs.inverse_dynamics(model, q, v, a)
+        if settings["friction_compensation"] != "none":
+            friction_v = v_ref if settings["friction_compensation"] == "reference" and v_ref is not None else measured_v
+            tau = tau + mbs.joint_friction_torques(model, friction_v, settings["friction_smoothing"])
         if settings["clamp_to_effort_limits"]:
             over = np.abs(tau) > self.joints.effort_limit
             if over.any():

@@ -74,6 +74,12 @@ COMMON_PARAMETERS = (
                   "'independent' (free joints).", read_only=True),
     ParameterSpec("gravity", [0.0, 0.0, -9.81],
                   "Gravity in the world frame (m/s^2).", read_only=True),
+    ParameterSpec("armature_joints", EMPTY_STRING_ARRAY,
+                  "Joints whose armature (reflected rotor inertia) the armature parameter sets, over the "
+                  "URDF's transmissions (drake:rotor_inertia x drake:gear_ratio^2).", read_only=True),
+    ParameterSpec("armature", EMPTY_DOUBLE_ARRAY,
+                  "The armature (kg m^2, or kg for a prismatic joint) of each of armature_joints, >= 0.",
+                  read_only=True),
 )
 
 

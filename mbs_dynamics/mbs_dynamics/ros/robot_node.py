@@ -160,11 +160,14 @@ class RobotNode(Node):
         """Called once the robot description is loaded."""
 
     def build_model(self, robot: RobotDescription) -> Model:
-        """The model of `robot` as the common parameters ask (ValueError if
-        unusable); its warnings are logged, once per process (the bringup's
+        """The model of `robot` as the common parameters ask (armature_joints and
+        armature over the URDF's transmissions; ValueError if unusable); its warnings are logged, once per process (the bringup's
         nodes share one robot)."""
+        joints, values = list(self.parameter("armature_joints")), list(self.parameter("armature"))
+        if len(joints) != len(values):
+            raise ValueError(f"armature_joints names {len(joints)} joints, armature has {len(values)} values")
         model = Model(robot, floating_base=self.parameter("floating_base"), mimic=self.parameter("mimic"),
-                      gravity=self.parameter("gravity"))
+                      gravity=self.parameter("gravity"), armature=dict(zip(joints, values, strict=True)))
         for warning in new_warnings(model):
             self.get_logger().warning(f"robot description: {warning}")
         return model

@@ -314,3 +314,22 @@ def test_identify_a_floating_base_robot_from_joint_states_and_odometry(tmp_path)
     nominal_error = np.sqrt(np.mean((Y @ layout.nominal() - truth) ** 2) / np.mean(truth**2))
     assert error < 0.03
     assert nominal_error > 0.1
+
+
+def test_robust_identification_shrugs_off_outliers(ur5_runs, tmp_path):
+    """2 % of the samples carry torque spikes of 3 times the joint's RMS (a
+    glitching sensor): least squares follows them, Huber's reweighting does not."""
+    directory, bags, held_out, _, _ = ur5_runs
+    run = data.read_bag(bags[0], progress=False)
+    rng = np.random.default_rng(9)
+    spikes = (rng.random(run.effort.shape) < 0.02) * rng.choice([-3.0, 3.0], run.effort.shape)
+    bag = data.write_bag(tmp_path / "spiky", run.replace(effort=run.effort + spikes * np.sqrt(np.mean(
+        run.effort**2, axis=0))))
+    xml = (directory / "nominal.urdf").read_text()
+    errors = {}
+    for robust in (False, True):
+        result = identify([bag], xml, progress=False, robust=robust)
+        text = identified_urdf(xml, result.layout, result.identified, result.fit.identified_bodies)
+        errors[robust] = predicted_error(mbs.Model.from_urdf_string(text), held_out)
+    assert errors[True] < 0.5 * errors[False]
+    assert errors[True] < 0.03

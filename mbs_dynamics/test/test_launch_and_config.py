@@ -87,7 +87,8 @@ def test_config_defaults_are_the_nodes_own():
             return math.isclose(a, b, rel_tol=0, abs_tol=0)
         return a == b
 
-    common = defaults(COMMON_PARAMETERS)
+    common = {name: value for name, value in defaults(COMMON_PARAMETERS).items()
+              if value not in (EMPTY_STRING_ARRAY, EMPTY_DOUBLE_ARRAY)}  # a params file cannot hold an empty array
     written = config["/**"]["ros__parameters"]
     assert set(written) == set(common)
     for name, value in written.items():

@@ -55,7 +55,8 @@ def launch_file_arguments() -> dict:
 def test_console_scripts_are_declared():
     scripts = console_scripts()
     assert set(scripts) == {"inverse_dynamics_node", "dynamics_server_node", "simulator_node",
-                            "mbs_dynamics_bringup"}
+                            "mbs_dynamics_bringup", "mbs_dynamics_record", "mbs_dynamics_play_trajectory",
+                            "mbs_dynamics_identify", "mbs_dynamics_excitation"}
     for script in scripts:
         assert (Path(sys.executable).parent / script).exists(), script
 

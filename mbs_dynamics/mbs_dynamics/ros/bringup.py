@@ -31,7 +31,7 @@ from mbs_dynamics.ros.launch_plan import NODES as EXECUTABLES
 from mbs_dynamics.ros.launch_plan import PlanError, node_names, normalized_namespace, plan
 from mbs_dynamics.ros.run_monitor import RunMonitor
 from mbs_dynamics.ros.simulator_node import SimulatorNode
-from mbs_dynamics.ros.spinning import spin_nodes
+from mbs_dynamics.ros.spinning import spin_nodes, split_ros_args
 
 # Default node name -> node class (the launch plan's nodes).
 NODES = {
@@ -88,10 +88,7 @@ def node_parameters(ros_args: list[str], names) -> tuple[list[str], dict[str, di
 
 def parse_arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     """Our own arguments, and the --ros-args part for rclpy."""
-    ros_args: list[str] = []
-    if "--ros-args" in argv:
-        index = argv.index("--ros-args")
-        argv, ros_args = argv[:index], argv[index:]
+    argv, ros_args = split_ros_args(argv)
     parser = argparse.ArgumentParser(
         prog="mbs_dynamics_bringup",
         description="Start mbs_dynamics nodes in one process from a params file.",

@@ -47,26 +47,52 @@ ROBOT_DESCRIPTION_QOS = QoSProfile(
 )
 
 
-class RobotNode(Node):
+class ProcessNode(Node):
+    """A node that spin_nodes serves in a process of its own or with others:
+    EXECUTOR makes the executor that serves it (called without arguments;
+    spin_nodes gives a MultiThreadedExecutor a thread per node and two spare);
+    `stop`, a future it completes to end the process: with None when its work
+    is done (finish), with the reason when it cannot go on (fail)."""
+
+    EXECUTOR: Callable = SingleThreadedExecutor
+
+    def __init__(self, node_name: str, stop: Future | None = None, **kwargs):
+        super().__init__(node_name, **kwargs)
+        self._stop = stop if stop is not None else Future()
+        self.fatal_error: str | None = None
+
+    def stopping(self) -> None:
+        """The process is about to stop: end what a callback may be waiting for
+        (the executor waits for running callbacks before the nodes are destroyed)."""
+
+    def finish(self) -> None:
+        """End the process normally (exit code 0): the node's work is done."""
+        if not self._stop.done():
+            self._stop.set_result(None)
+
+    def fail(self, message: str) -> None:
+        """End the process with exit code 1, `message` logged as the reason."""
+        self.fatal_error = message
+        self.get_logger().fatal(f"{message}; stopping")
+        if not self._stop.done():
+            self._stop.set_result(message)
+
+
+class RobotNode(ProcessNode):
     """A node of one robot: declares its parameters (COMMON_PARAMETERS and the
     subclass's PARAMETERS), obtains the robot and counts what it drops.
 
     A subclass implements on_robot(robot), called once with the checked robot
     description; settings_with(changes), its settings checked, if it takes
     parameter changes at run time (check_parameters_at_run_time); and
-    diagnostics(), the status report_diagnostics publishes. EXECUTOR makes
-    the executor that serves it (called without arguments; spin_nodes gives a
-    MultiThreadedExecutor a thread per node and two spare).
+    diagnostics(), the status report_diagnostics publishes.
     """
 
     PARAMETERS: Sequence[ParameterSpec] = ()
-    EXECUTOR: Callable = SingleThreadedExecutor
 
     def __init__(self, node_name: str, stop: Future | None = None, **kwargs):
         """stop: completed, with the reason, when the node cannot go on."""
-        super().__init__(node_name, **kwargs)
-        self._stop = stop if stop is not None else Future()
-        self.fatal_error: str | None = None
+        super().__init__(node_name, stop, **kwargs)
         self.robot: RobotDescription | None = None
         self.settings: dict | None = None
         self.counts: Counter = Counter()
@@ -140,21 +166,6 @@ class RobotNode(Node):
         self.robot = robot
         self.get_logger().info(f"robot '{robot.name}' from {source}: {describe_joints(robot)}")
         self.on_robot(robot)
-
-    def stopping(self) -> None:
-        """The process is about to stop: end what a callback may be waiting for
-        (the executor waits for running callbacks before the nodes are destroyed)."""
-
-    def finish(self) -> None:
-        """End the process normally (exit code 0): the node's work is done."""
-        if not self._stop.done():
-            self._stop.set_result(None)
-
-    def fail(self, message: str) -> None:
-        self.fatal_error = message
-        self.get_logger().fatal(f"{message}; stopping")
-        if not self._stop.done():
-            self._stop.set_result(message)
 
     def on_robot(self, robot: RobotDescription) -> None:
         """Called once the robot description is loaded."""

@@ -1,9 +1,10 @@
 """A process of nodes: rclpy initialised, the nodes created and served, each
-by the executor its class asks for (RobotNode.EXECUTOR) on a thread of its
+by the executor its class asks for (ProcessNode.EXECUTOR) on a thread of its
 own, until Ctrl-C (or SIGTERM) or a node's finish() or fatal error, and an
-orderly stop."""
+orderly stop; and a console command's arguments split from rcl's."""
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 import threading
@@ -19,7 +20,7 @@ from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
 
 from mbs_dynamics.ros.parameters import ParameterError
-from mbs_dynamics.ros.robot_node import RobotNode
+from mbs_dynamics.ros.robot_node import ProcessNode
 
 # The longest a thread waits for the GIL that another holds (Python's default:
 # 5 ms). The nodes' threads (the simulator's stepping, its commands) give it
@@ -35,7 +36,7 @@ SPIN_TIMEOUT = 1.0
 STOP_TIMEOUT = 5.0
 
 
-def executor_kind(node: RobotNode) -> Callable:
+def executor_kind(node: ProcessNode) -> Callable:
     """What makes the executor of `node`: its class's EXECUTOR."""
     return type(node).EXECUTOR
 
@@ -112,7 +113,7 @@ class SubscriptionsThread:
         self.helper.destroy_node()
 
 
-def spin_nodes(node_factories: Sequence[Callable[[Future], RobotNode]], args=None) -> int:
+def spin_nodes(node_factories: Sequence[Callable[[Future], ProcessNode]], args=None) -> int:
     """Init rclpy, create the nodes, serve them until Ctrl-C (or SIGTERM) or a
     node's finish() or fatal error, and stop in order: the executors, then the
     nodes (their threads), then the context. rclpy's own signal handler would
@@ -133,7 +134,7 @@ def spin_nodes(node_factories: Sequence[Callable[[Future], RobotNode]], args=Non
         signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C: KeyboardInterrupt
 
     previous = {number: signal.signal(number, interrupt) for number in (signal.SIGINT, signal.SIGTERM)}
-    nodes: list[RobotNode] = []
+    nodes: list[ProcessNode] = []
     threads: list[ExecutorThread] = []
     try:
         for factory in node_factories:
@@ -168,7 +169,23 @@ def spin_nodes(node_factories: Sequence[Callable[[Future], RobotNode]], args=Non
     return 1 if failed else 0
 
 
-def node_main(node_class: type[RobotNode], default_name: str) -> Callable[[], None]:
+def split_ros_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """A console command's own arguments, and from --ros-args on those for rcl."""
+    argv = list(argv)
+    if "--ros-args" in argv:
+        index = argv.index("--ros-args")
+        return argv[:index], argv[index:]
+    return argv, []
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An argument parser that says what is wrong on one line (exit code 2)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def node_main(node_class: type[ProcessNode], default_name: str) -> Callable[[], None]:
     """The console-script entry point of one node: NAME [--ros-args ...]."""
 
     def main(args=None) -> None:

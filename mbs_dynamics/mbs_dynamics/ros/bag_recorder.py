@@ -1,0 +1,395 @@
+"""mbs_dynamics_record: topics recorded to a ROS 2 bag where ROS 2 came from
+pip (no ``ros2 bag``); the bag is rosbag2's format version 9, MCAP or sqlite3,
+read by rosbags and by ``ros2 bag`` alike.
+
+    mbs_dynamics_record [--output DIR] [--storage mcap|sqlite3] [--duration S]
+                        [--use-sim-time] TOPIC[:TYPE] ... [--ros-args ...]
+
+A topic is a name relative to the recorder's namespace (remappings apply);
+its type comes from its publishers, or after the colon
+(``joint_states:sensor_msgs/msg/JointState``). The recorder subscribes once
+it sees a publisher, with a QoS that hears every publisher seen (reliable
+only if all are, transient local only if all are: a reliable subscription
+hears nothing from a best-effort publisher); a publisher it sees later and
+cannot hear is warned about. Messages arrive serialized (never deserialized)
+and are stamped on arrival with the node's clock (simulated time with
+--use-sim-time), as ``ros2 bag record`` stamps them; a thread of its own
+writes them, so that a callback never waits for the disk. Each topic's
+message definition is ROS 2 kilted's (rosbags' typestore), else the
+interface file installed with its package (share/<package>/msg/<Type>.msg).
+
+It stops at Ctrl-C (SIGINT), SIGTERM or --duration seconds (wall clock)
+after recording began (its first subscription), and closes the bag with every message received; then it prints the
+count of each topic.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import queue
+import sys
+import threading
+import time
+from concurrent.futures import Future
+from pathlib import Path
+
+from rclpy.clock import Clock, ClockType
+from rclpy.exceptions import InvalidTopicNameException
+from rclpy.experimental import EventsExecutor
+from rclpy.parameter import Parameter
+from rclpy.qos import (
+    DurabilityPolicy,
+    HistoryPolicy,
+    QoSCompatibility,
+    QoSProfile,
+    ReliabilityPolicy,
+    qos_check_compatible,
+)
+from rclpy.validate_topic_name import validate_topic_name
+from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
+from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+from mbs_dynamics.ros.parameters import ParameterError
+from mbs_dynamics.ros.robot_node import ProcessNode
+from mbs_dynamics.ros.spinning import OneLineErrorParser, spin_nodes, split_ros_args
+
+STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
+# Messages a subscription holds before the executor takes them: a 1 kHz
+# stream outlasts a 1 s stall.
+RECORD_DEPTH = 1000
+# Seconds between looks at the graph for publishers.
+DISCOVERY_PERIOD = 0.2
+
+
+class BagWriter:
+    """A rosbag2 bag (version 9) that a thread of its own creates, writes and
+    closes (sqlite3 objects work only in the thread that made them): topics
+    are added (add_topic) and messages queued (put) from any thread, and
+    written in the order queued; close() writes what is queued, then the
+    thread closes the bag (a second Ctrl-C during close() does not lose it)."""
+
+    def __init__(self, path: str, storage: str):
+        """Create the bag at `path` (a directory that must not exist);
+        WriterError or OSError if it cannot."""
+        self.path = Path(path)
+        self.typestore = get_typestore(Stores.ROS2_KILTED)
+        self.error: str | None = None
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()  # (connection, timestamp, data) or (future, call)
+        opened = Future()
+        self._thread = threading.Thread(target=self._write, args=(storage, opened), name="bag writer")
+        self._thread.start()
+        opened.result()
+
+    def add_topic(self, topic: str, message_class: type, offered_qos: list[QoSProfile]):
+        """The bag's connection for `topic`, of the type of `message_class`."""
+        msgtype = type_name(message_class)
+        self._know_type(message_class)
+        added = Future()
+        self._queue.put((added, lambda: self._writer.add_connection(
+            topic, msgtype, typestore=self.typestore, offered_qos_profiles=[bag_qos(qos) for qos in offered_qos])))
+        return added.result()
+
+    def _know_type(self, message_class: type) -> None:
+        """Register the type, and the types it holds, that the typestore lacks,
+        from their installed interface files."""
+        name = type_name(message_class)
+        if name in self.typestore.fielddefs:
+            return
+        for held in held_types(message_class):
+            self._know_type(held)
+        self.typestore.register(get_types_from_msg(interface_file(name).read_text(), name))
+
+    def put(self, connection, timestamp: int, data: bytes) -> None:
+        """Queue a serialized message received at `timestamp` (ns)."""
+        self._queue.put((connection, timestamp, data))
+
+    def count(self, connection) -> int:
+        """The messages of `connection` written so far."""
+        return self._writer.counts[connection.id]
+
+    def close(self) -> None:
+        """Write what is queued and close the bag."""
+        self._queue.put(None)
+        self._thread.join()
+
+    def _write(self, storage: str, opened: Future) -> None:
+        try:
+            self._writer = Writer(self.path, version=9, storage_plugin=STORAGES[storage])
+            self._writer.open()
+        except Exception as error:  # noqa: BLE001  handed to the caller
+            opened.set_exception(error)
+            return
+        opened.set_result(None)
+        try:
+            while (item := self._queue.get()) is not None:
+                if len(item) == 3:
+                    if self.error is None:
+                        self._writer.write(*item)
+                else:
+                    future, call = item
+                    try:
+                        future.set_result(call())
+                    except Exception as error:  # noqa: BLE001  handed to the caller
+                        future.set_exception(error)
+        except Exception as error:  # noqa: BLE001  a full disk: said, the rest of the messages dropped
+            self.error = f"writing {self.path} failed: {type(error).__name__}: {error}"
+            while self._queue.get() is not None:
+                pass
+        try:
+            self._writer.close()
+        except Exception as error:  # noqa: BLE001
+            self.error = self.error or f"closing {self.path} failed: {type(error).__name__}: {error}"
+
+
+class RecordedTopic:
+    """A topic to record: its name as given and resolved, its type (given, or
+    None until a publisher shows it), and once subscribed its connection in
+    the bag, the QoS of the subscription and the messages received."""
+
+    def __init__(self, name: str, resolved: str, message_class: type | None):
+        self.name, self.resolved, self.message_class = name, resolved, message_class
+        self.connection = None
+        self.qos: QoSProfile | None = None
+        self.received = 0
+        self.warned: set[str] = set()  # what was said about it, once each
+
+
+class BagRecorder(ProcessNode):
+    """Subscribes to its topics once they have publishers and queues what
+    arrives (serialized) in the bag; ends its process `duration` s (wall
+    clock) after its first subscription, if positive."""
+
+    # rclpy's executor in C++: a message costs it tens of microseconds, where the Python executors rebuild
+    # their wait set for each one
+    EXECUTOR = EventsExecutor
+
+    def __init__(self, node_name: str, bag: BagWriter, topics: list[tuple[str, str | None]], duration: float = 0.0,
+                 **kwargs):
+        """topics: (name, type or None) each; a type as pkg/msg/Type."""
+        super().__init__(node_name, **kwargs)
+        self.bag = bag
+        self.topics = [RecordedTopic(name, self.resolve_topic_name(name), message_class(kind) if kind else None)
+                       for name, kind in topics]
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)  # the graph is looked at even while sim time stands
+        self._discovery = self.create_timer(DISCOVERY_PERIOD, self._discover, clock=self._steady)
+        self._duration = duration
+        self._duration_timer = None
+        self._discover()
+        waiting = [topic.resolved for topic in self.topics if topic.connection is None]
+        if waiting:
+            self.get_logger().info(f"waiting for publishers on {', '.join(waiting)}")
+
+    def _duration_over(self) -> None:
+        self.get_logger().info("duration over")
+        self.finish()
+
+    def _discover(self) -> None:
+        if self.bag.error is not None:
+            self.fail(self.bag.error)
+            return
+        for topic in self.topics:
+            publishers = self.get_publishers_info_by_topic(topic.resolved)
+            if topic.connection is None and publishers:
+                self._subscribe(topic, publishers)
+            elif topic.connection is not None:
+                self._check_later_publishers(topic, publishers)
+
+    def _subscribe(self, topic: RecordedTopic, publishers) -> None:
+        if topic.message_class is None:
+            kinds = sorted({info.topic_type for info in publishers})
+            if len(kinds) > 1:
+                self._say_once(topic, "types", f"{topic.resolved} has publishers of several types {kinds}: give "
+                                               f"the one to record as {topic.name}:TYPE")
+                return
+            try:
+                topic.message_class = message_class(kinds[0])
+            except ValueError as error:
+                self.fail(str(error))
+                return
+        publishers = [info for info in publishers if info.topic_type == type_name(topic.message_class)]
+        if not publishers:
+            return
+        offered = [info.qos_profile for info in publishers]
+        topic.qos = subscription_qos(offered)
+        try:
+            topic.connection = self.bag.add_topic(topic.resolved, topic.message_class, offered)
+        except (OSError, WriterError, ValueError) as error:
+            self.fail(f"no message definition for {type_name(topic.message_class)} of {topic.resolved}: {error}")
+            return
+        connection, bag, clock = topic.connection, self.bag, self.get_clock()
+
+        def record(data: bytes) -> None:
+            topic.received += 1
+            bag.put(connection, clock.now().nanoseconds, data)
+
+        self.create_subscription(topic.message_class, topic.resolved, record, topic.qos, raw=True)
+        if self._duration > 0 and self._duration_timer is None:
+            self._duration_timer = self.create_timer(self._duration, self._duration_over, clock=self._steady)
+        self.get_logger().info(
+            f"recording {topic.resolved} ({type_name(topic.message_class)}, "
+            f"{topic.qos.reliability.name.lower().replace('_', ' ')}, "
+            f"{topic.qos.durability.name.lower().replace('_', ' ')}; {len(publishers)} publisher(s))")
+
+    def _check_later_publishers(self, topic: RecordedTopic, publishers) -> None:
+        for info in publishers:
+            key = f"{info.node_namespace.rstrip('/')}/{info.node_name}"
+            if info.topic_type != type_name(topic.message_class):
+                self._say_once(topic, key, f"{key} publishes {topic.resolved} as {info.topic_type}, not "
+                                           f"{type_name(topic.message_class)}: not recorded")
+                continue
+            compatibility, reason = qos_check_compatible(info.qos_profile, topic.qos)
+            if compatibility == QoSCompatibility.ERROR:
+                self._say_once(topic, key, f"{key} publishes {topic.resolved} with a QoS this recording cannot "
+                                           f"hear ({reason}): not recorded; record again with it running")
+
+    def _say_once(self, topic: RecordedTopic, key: str, message: str) -> None:
+        if key not in topic.warned:
+            topic.warned.add(key)
+            self.get_logger().warning(message)
+
+    def summary(self) -> str:
+        """One line per topic: what was recorded of it."""
+        lines = []
+        for topic in self.topics:
+            if topic.connection is None:
+                lines.append(f"  {topic.resolved}: no publisher seen, nothing recorded")
+            else:
+                lines.append(f"  {topic.resolved} ({type_name(topic.message_class)}): "
+                             f"{self.bag.count(topic.connection)} messages")
+        return "\n".join(lines)
+
+
+def type_name(message_class: type) -> str:
+    """pkg/msg/Type of a message class."""
+    package = message_class.__module__.split(".")[0]
+    return f"{package}/msg/{message_class.__name__}"
+
+
+def message_class(name: str) -> type:
+    """The message class of `name` (pkg/msg/Type or pkg/Type); ValueError if
+    none is installed."""
+    parts = name.split("/")
+    if len(parts) == 2:
+        parts = [parts[0], "msg", parts[1]]
+    if len(parts) != 3 or parts[1] != "msg" or not all(parts):
+        raise ValueError(f"'{name}' is not a message type (package/msg/Type)")
+    try:
+        return getattr(importlib.import_module(f"{parts[0]}.msg"), parts[2])
+    except (ImportError, AttributeError):
+        raise ValueError(f"no message type {'/'.join(parts)} is installed") from None
+
+
+def held_types(message_class: type) -> list[type]:
+    """The message classes of the fields of `message_class` (in arrays and
+    sequences too)."""
+    from rosidl_parser.definition import NamespacedType
+
+    held = []
+    for slot in message_class.SLOT_TYPES:
+        while hasattr(slot, "value_type"):
+            slot = slot.value_type
+        if isinstance(slot, NamespacedType):
+            held.append(message_class_of(slot))
+    return held
+
+
+def message_class_of(slot) -> type:
+    return getattr(importlib.import_module(".".join(slot.namespaces)), slot.name)
+
+
+def interface_file(name: str) -> Path:
+    """The installed .msg file of pkg/msg/Type: share/pkg/msg/Type.msg under
+    an ament prefix or this Python's; OSError if there is none."""
+    package, _, kind = name.split("/")
+    prefixes = [*os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep), sys.prefix]
+    for prefix in filter(None, prefixes):
+        path = Path(prefix, "share", package, "msg", f"{kind}.msg")
+        if path.is_file():
+            return path
+    raise OSError(f"its interface file share/{package}/msg/{kind}.msg is not under {', '.join(filter(None, prefixes))}")
+
+
+def subscription_qos(offered: list[QoSProfile]) -> QoSProfile:
+    """A QoS that hears every publisher offering `offered`: reliable only if
+    all are, transient local only if all are; RECORD_DEPTH deep."""
+    reliable = all(qos.reliability == ReliabilityPolicy.RELIABLE for qos in offered)
+    latched = all(qos.durability == DurabilityPolicy.TRANSIENT_LOCAL for qos in offered)
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=RECORD_DEPTH,
+                      reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE)
+
+
+def bag_qos(qos: QoSProfile) -> Qos:
+    """A publisher's offered QoS (rclpy's) as the bag's metadata holds it."""
+
+    def duration(value) -> QosTime:
+        return QosTime(*divmod(value.nanoseconds, 1_000_000_000))
+
+    return Qos(QosHistory[qos.history.name], qos.depth, QosReliability[qos.reliability.name],
+               QosDurability[qos.durability.name], duration(qos.deadline), duration(qos.lifespan),
+               QosLiveliness[qos.liveliness.name], duration(qos.liveliness_lease_duration),
+               qos.avoid_ros_namespace_conventions)
+
+
+def parse_arguments(argv: list[str]) -> argparse.Namespace:
+    parser = OneLineErrorParser(prog="mbs_dynamics_record",
+                           description="Record topics to a ROS 2 bag (rosbag2 version 9) until Ctrl-C.")
+    parser.add_argument("topics", nargs="+", metavar="TOPIC[:TYPE]",
+                        help="topics relative to the namespace; TYPE (pkg/msg/Type) when the graph should not "
+                             "tell it")
+    parser.add_argument("--output", "-o", metavar="DIR", default=time.strftime("rosbag2_%Y_%m_%d-%H_%M_%S"),
+                        help="the bag's directory, which must not exist (default: rosbag2_<date>-<time>)")
+    parser.add_argument("--storage", "-s", choices=tuple(STORAGES), default="mcap", help="default: mcap")
+    parser.add_argument("--duration", "-d", type=float, default=0.0, metavar="S",
+                        help="stop S seconds (wall clock) after recording began (default: at Ctrl-C)")
+    parser.add_argument("--use-sim-time", action="store_true", help="stamp messages with /clock's time")
+    arguments = parser.parse_args(argv)
+    if not 0 <= arguments.duration < float("inf"):
+        parser.error("--duration must be finite and >= 0")
+    arguments.topics = [tuple(topic.split(":", 1)) if ":" in topic else (topic, None) for topic in arguments.topics]
+    for name, kind in arguments.topics:
+        try:
+            validate_topic_name(name)
+            if kind is not None:
+                message_class(kind)
+        except (InvalidTopicNameException, ValueError) as error:
+            parser.error(str(error).replace("\n", " "))
+    if os.path.lexists(arguments.output):
+        parser.error(f"--output {arguments.output} exists already: give a new directory")
+    return arguments
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv, ros_args = split_ros_args(sys.argv[1:] if argv is None else argv)
+    arguments = parse_arguments(argv)
+    bags: list[BagWriter] = []
+    recorders: list[BagRecorder] = []
+
+    def recorder(stop):  # the bag made once ROS has started: nothing is left on disk when it cannot
+        try:
+            bags.append(BagWriter(arguments.output, arguments.storage))
+        except (OSError, WriterError) as error:
+            raise ParameterError(f"--output: cannot create the bag {arguments.output}: {error}") from None
+        recorders.append(BagRecorder("bag_recorder", bags[0], arguments.topics, arguments.duration, stop=stop,
+                                     parameter_overrides=[Parameter("use_sim_time", value=True)]
+                                     if arguments.use_sim_time else []))
+        return recorders[0]
+
+    try:
+        code = spin_nodes([recorder], args=["mbs_dynamics_record", *ros_args])
+    finally:
+        for bag in bags:
+            bag.close()
+    for bag in bags:
+        if bag.error is not None:
+            print(f"mbs_dynamics_record: error: {bag.error}", file=sys.stderr)
+            code = 1
+        print(f"bag {bag.path} ({arguments.storage}):")
+        print(recorders[0].summary() if recorders else "  nothing recorded")
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -29,7 +29,7 @@ setup(
             "simulator_node = mbs_dynamics.ros.simulator_node:main",
             "mbs_dynamics_bringup = mbs_dynamics.ros.bringup:main",
             "mbs_dynamics_identify = mbs_dynamics.identification.cli:main",
-            "mbs_dynamics_excitation = mbs_dynamics.identification.excitation:main",
+            "mbs_dynamics_excitation = mbs_dynamics.identification.excitation_cli:main",
             "mbs_dynamics_record = mbs_dynamics.ros.bag_recorder:main",
             "mbs_dynamics_play_trajectory = mbs_dynamics.ros.trajectory_player:main",
         ],

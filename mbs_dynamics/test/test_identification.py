@@ -9,7 +9,7 @@ import pytest
 from mbs_dynamics.identification import cli, data
 from mbs_dynamics.identification import estimation as est
 from mbs_dynamics.identification.base_parameters import base_parameters, random_states
-from mbs_dynamics.identification.excitation import excitation_trajectory
+from mbs_dynamics.identification.excitation import optimise_excitation
 from mbs_dynamics.identification.identify import identify
 from mbs_dynamics.identification.parameters import ParameterLayout
 from mbs_dynamics.identification.urdf_writer import identified_urdf
@@ -180,7 +180,7 @@ def ur5_runs(tmp_path_factory):
     true_xml = identified_urdf(nominal_xml, layout, p_true, np.flatnonzero(nominal.mass > 0))
     true = mbs.Model.from_urdf_string(true_xml)
     t = np.arange(0.0, 30.0, 1e-3)
-    excitations = [(t, *excitation_trajectory(layout, iterations=20, starts=2, seed=seed)[0].sample(t))
+    excitations = [(t, *optimise_excitation(nominal, layout=layout, seed=seed, max_iterations=20).sample(t))
                    for seed in (1, 2)]
     held_out = smooth_trajectory(nominal, 3, 20.0, rate=1000.0)
     runs = [simulated_run(true, nominal, reference) for reference in (*excitations, held_out)]

@@ -84,16 +84,21 @@ def random_states(model, count: int, rng) -> tuple[np.ndarray, np.ndarray, np.nd
     return q, rng.normal(size=(count, model.nv)), rng.normal(size=(count, model.nv))
 
 
-def base_parameters(layout: ParameterLayout, seed: int = 0) -> BaseParameters:
-    """The base parameters of layout's model (module docstring)."""
+def base_parameters(layout: ParameterLayout, seed: int = 0, states=None,
+                    tolerance: float = RANK_TOLERANCE) -> BaseParameters:
+    """The base parameters of layout's model (module docstring), on the
+    states(model, count, rng) -> (q, v, a) drawn (default random_states: a
+    motion that keeps some coordinates still has fewer); the columns whose
+    pivots fall below tolerance of the largest are the dependent ones."""
     count = max(10, STATES_PER_PARAMETER * layout.size // max(1, len(layout.actuated_joints)) + 1)
-    Y = layout.regressor(*random_states(layout.model, count, np.random.default_rng(seed)))
+    states = random_states if states is None else states
+    Y = layout.regressor(*states(layout.model, count, np.random.default_rng(seed)))
     Y = Y[:, layout.joint_coordinates()].reshape(-1, layout.size)
     norms = np.linalg.norm(Y, axis=0)
     moving = np.flatnonzero(norms > RANK_TOLERANCE * norms.max())
     _, R, pivots = scipy.linalg.qr(Y[:, moving] / norms[moving], mode="economic", pivoting=True)
     diagonal = np.abs(np.diag(R))
-    rank = int(np.sum(diagonal > RANK_TOLERANCE * diagonal[0]))
+    rank = int(np.sum(diagonal > tolerance * diagonal[0]))
     independent, dependent = moving[pivots[:rank]], moving[pivots[rank:]]
     # scaled: x_1 + K_s x_2 with K_s = R11^-1 R12; in p: K = D1 K_s D2^-1, D = 1 / norms
     K_scaled = scipy.linalg.solve_triangular(R[:rank, :rank], R[:rank, rank:])

@@ -1,241 +1,598 @@
-"""Excitation trajectories for identification: a finite Fourier series per
-joint (Swevers, Ganseman, Tükel, De Schutter & Van Brussel 1997),
+"""Excitation trajectories: periodic joint motions whose recorded torques
+tell the base parameters well.
 
-    q_j(t) = q0_j + sum_{l=1..L} a_jl / (w l) sin(w l t) - b_jl / (w l) cos(w l t),
-    v_j = sum_l a_jl cos(w l t) + b_jl sin(w l t),
-    a_j = sum_l w l (-a_jl sin(w l t) + b_jl cos(w l t)),          w = 2 pi / period,
+Each excited joint j follows a finite Fourier series of L harmonics of the
+base pulsation w_f = 2 pi / T (J. Swevers, C. Ganseman, D. B. Tukel, J. De
+Schutter, H. Van Brussel, "Optimal robot excitation and identification", IEEE
+Transactions on Robotics and Automation 13(5), 1997):
 
-periodic (it loops, and repeated periods average the noise), with
-coefficients optimised for the condition number of the stacked base
-regressor (base_parameters: the base columns of Y_p, scaled to unit norm, at
-SAMPLES_PER_HARMONIC_PERIOD points per period of the highest harmonic), inside the position limits (less a
-margin), the velocity limits and acceleration limits (URDFs have none: by
-default ACCELERATION_PER_VELOCITY times the velocity limit, per second).
-The optimiser is scipy's SLSQP from the best of a few random starts, with
-the limits as constraints on the sampled trajectory.
+    q_j(t) = q0_j + sum_{l=1..L} a_jl / (w_f l) sin(w_f l t) - b_jl / (w_f l) cos(w_f l t)
+    v_j(t) = sum_l a_jl cos(w_f l t) + b_jl sin(w_f l t)
+    a_j(t) = sum_l w_f l (b_jl cos(w_f l t) - a_jl sin(w_f l t))
 
-A period starts where the robot is at rest only if the series says so: the
-robot is brought to q(0), v(0) first (e.g. by a joint trajectory controller,
-or the player's start delay).
+(rad, rad/s, rad/s^2 or m, m/s, m/s^2; t in s). It has period T, so it loops.
+The first harmonic is tied to the others,
+
+    a_j1 = -sum_{l>=2} a_jl,    b_j1 = -sum_{l>=2} l b_jl,
+
+so that v(0) = a(0) = 0: the motion starts, and passes once every period, at
+rest at q(0) = q0 - sum_l b_jl / (w_f l). The robot gets there from wherever it
+stands by a rest-to-rest quintic (`approach`).
+
+The free coefficients x = (q0_j, a_j2..a_jL, b_j2..b_jL per joint) minimise
+log cond(W), W the base regressor (the base parameters' columns of the
+identification regressor Y_p, parameters.py) stacked over N = SAMPLES_PER_HARMONIC
+L times of one period, each column scaled to unit norm (base_parameters.
+condition_number), subject to the limits at the same times: positions within
+the range less a margin, velocities and accelerations within their limits,
+and, optionally, the torques of the model as loaded (tau = Y_p p_nominal:
+inverse dynamics, the URDF's friction and damping, the armature) within a
+fraction of the effort limits. q, v and a are linear in x, so are their
+constraints; they are tightened by Bernstein's inequality so that they also
+hold between the samples: a trigonometric polynomial of degree L sampled N
+times a period peaks at most a factor 1 / (1 - eps), eps = (pi L / N)^2 / 2,
+above its largest sample (1.2 % at 20 samples a harmonic). The torques are
+held at the samples only. The gradient of log cond is analytic in W
+(d log s_i = u_i^T dA v_i / s_i for the singular values s_i of A, W with
+its columns scaled, and through the scaling: log_condition_gradient) and W's
+derivatives in q, v and a are finite differences of Y_p (exact in a, where Y_p
+is affine); SLSQP (scipy.optimize) then moves x.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import scipy.optimize
-from threadpoolctl import threadpool_limits
 
-from mbs_dynamics.identification import data
-from mbs_dynamics.identification.base_parameters import base_parameters
+from mbs_dynamics.identification.base_parameters import BaseParameters, base_parameters, condition_number, random_states
+from mbs_dynamics.identification.data import Recording, write_csv
 from mbs_dynamics.identification.parameters import ParameterLayout
+from mbs_dynamics.joint_friction import joint_friction_torques
+from mbs_dynamics.model import Model
+from mbs_dynamics.rnea import inverse_dynamics
 
-DEFAULT_PERIOD = 10.0  # s: the fundamental 0.1 Hz, harmonics up to 0.5 Hz with 5
-DEFAULT_HARMONICS = 5
-# Samples of a period for the condition number and the limits: this many per period of the highest harmonic.
-SAMPLES_PER_HARMONIC_PERIOD = 20
-POSITION_MARGIN = 0.05  # of each joint's range, kept free at both ends
-ACCELERATION_PER_VELOCITY = 2.0  # default acceleration limit: this times the velocity limit per second
-VELOCITY_FRACTION = 0.8  # of the URDF's velocity limit used
-# Joints with no (or infinite) limits: this range around 0 (rad or m) and velocity limit.
-UNLIMITED_RANGE = np.pi
-UNLIMITED_VELOCITY = 2.0
-
-
-@dataclass(frozen=True)
-class ExcitationTrajectory:
-    """The Fourier series of the module docstring for `joints` (in order)."""
-
-    joints: tuple[str, ...]
-    period: float
-    offset: np.ndarray  # q0 (joints,)
-    sine: np.ndarray  # a (joints, harmonics)
-    cosine: np.ndarray  # b (joints, harmonics)
-    condition_number: float = float("nan")  # of the stacked base regressor, as optimised
-
-    def sample(self, times) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Positions, velocities and accelerations (len(times), joints)."""
-        times = np.asarray(times, dtype=float)
-        w = 2.0 * np.pi / self.period
-        harmonic = np.arange(1, self.sine.shape[1] + 1)
-        angle = w * harmonic * times[:, None, None]  # (N, 1, L)
-        sin, cos = np.sin(angle), np.cos(angle)
-        a, b = self.sine[None], self.cosine[None]
-        q = self.offset + np.sum((a * sin - b * cos) / (w * harmonic), axis=-1)
-        v = np.sum(a * cos + b * sin, axis=-1)
-        acceleration = np.sum(w * harmonic * (b * cos - a * sin), axis=-1)
-        return q, v, acceleration
-
-    def recording(self, rate: float = 500.0, periods: int = 1) -> data.Recording:
-        """The trajectory sampled at `rate` (Hz) over `periods` periods, both ends included."""
-        times = np.arange(round(periods * self.period * rate) + 1) / rate
-        q, v, a = self.sample(times)
-        return data.Recording(self.joints, times, position=q, velocity=v, acceleration=a)
-
-    def to_json(self) -> str:
-        return json.dumps({"joints": list(self.joints), "period": self.period, "offset": self.offset.tolist(),
-                           "sine": self.sine.tolist(), "cosine": self.cosine.tolist(),
-                           "condition_number": self.condition_number}, indent=1)
-
-    @classmethod
-    def from_json(cls, text: str) -> ExcitationTrajectory:
-        values = json.loads(text)
-        return cls(tuple(values["joints"]), float(values["period"]), np.array(values["offset"], dtype=float),
-                   np.array(values["sine"], dtype=float), np.array(values["cosine"], dtype=float),
-                   float(values.get("condition_number", "nan")))
+PERIOD = 10.0  # s: w_f = 0.2 pi rad/s, the highest harmonic 0.5 Hz at L = 5
+HARMONICS = 5
+SAMPLES_PER_HARMONIC = 20  # times a period at which the regressor and the limits are evaluated, per harmonic
+POSITION_MARGIN = 0.05  # fraction of each joint's range kept free at either end
+VELOCITY_SCALE = 0.8  # fraction of the URDF velocity limit used
+ACCELERATION_PER_VELOCITY = 2.0  # 1/s: the default acceleration limit is this times the URDF velocity limit
+EFFORT_SCALE = 0.8  # fraction of the URDF effort limit the model's torques may use
+DEFAULT_VELOCITY_LIMIT = 1.0  # rad/s or m/s, for a joint whose URDF gives none (0 or absent)
+UNLIMITED_RANGE = (-math.pi, math.pi)  # where q0 of a joint without position limits may lie
+MAX_ITERATIONS = 100
+FEASIBILITY_TOLERANCE = 1e-6  # relative: how far past a bound SLSQP's result may end
+CACHED = 2  # x at which ExcitationProblem keeps its results
+SHRINK_STEPS = 10  # halvings at most of the random start's oscillation to bring its torques within bounds
+# Pivots (base_parameters, on random states) below this fraction of the largest count as dependent here: a
+# URDF's rounded angles (rpy 1.5708 for pi / 2) leave columns dependent to some 1e-5, which no motion can
+# part and which would fix the condition number near 1e5 whatever the motion; independent columns pivot
+# above 1e-2 on the robots tried.
+RANK_TOLERANCE = 1e-3
+CHECK_SAMPLES_PER_HARMONIC = 200  # times a period, per harmonic, at which the result's margins are measured
+POSITION_STEP = 1e-6  # rad or m: finite differences of Y_p in q
+VELOCITY_STEP = 1e-6  # rad/s or m/s: in v (in a, Y_p is affine: a unit step is exact)
+QUINTIC_PEAK_VELOCITY = 15.0 / 8.0  # peak of d/ds of 10 s^3 - 15 s^4 + 6 s^5 on [0, 1]
+QUINTIC_PEAK_ACCELERATION = 10.0 / math.sqrt(3.0)  # peak of its second derivative
 
 
 @dataclass(frozen=True)
-class Limits:
-    """Per joint: position range (after the margin), velocity and acceleration limits."""
+class ExcitationLimits:
+    """The bounds an excitation keeps, per excited joint (arrays in joint_names'
+    order): positions within [lower, upper] (the URDF's range less the margin;
+    -inf, inf for a joint without limits), |v| <= velocity, |a| <= acceleration,
+    and the model's |tau| <= effort (inf: unchecked)."""
 
+    joint_names: tuple[str, ...]
     lower: np.ndarray
     upper: np.ndarray
     velocity: np.ndarray
     acceleration: np.ndarray
+    effort: np.ndarray
+
+    @classmethod
+    def from_model(cls, model: Model, joint_names, position_margin: float = POSITION_MARGIN,
+                   velocity_scale: float = VELOCITY_SCALE, acceleration=None,
+                   effort_scale: float | None = EFFORT_SCALE) -> ExcitationLimits:
+        """The limits of model's URDF: the range less position_margin of it at
+        either end, velocity_scale of the velocity limit (DEFAULT_VELOCITY_LIMIT
+        where the URDF has none), acceleration (one number, {joint: value}, or
+        None for ACCELERATION_PER_VELOCITY times the velocity limit), and
+        effort_scale of the effort limit (None: torques unchecked)."""
+        joint_names = tuple(joint_names)
+        rows = np.array([model.q_index(name) for name in joint_names], dtype=np.int64)
+        columns = np.array([model.v_index(name) for name in joint_names], dtype=np.int64)
+        lower, upper = model.lower_position_limit[rows], model.upper_position_limit[rows]
+        if not 0.0 <= position_margin < 0.5:
+            raise ValueError(f"position_margin must be in [0, 0.5), got {position_margin}")
+        for name, scale in (("velocity_scale", velocity_scale), ("effort_scale", effort_scale)):
+            if scale is not None and not (np.isfinite(scale) and scale > 0.0):
+                raise ValueError(f"{name} must be positive, got {scale}")
+        margin = np.where(np.isfinite(upper - lower), position_margin * (upper - lower), 0.0)
+        velocity = model.velocity_limit[columns].copy()
+        velocity[~np.isfinite(velocity) | (velocity <= 0.0)] = DEFAULT_VELOCITY_LIMIT
+        if acceleration is None:
+            acceleration = ACCELERATION_PER_VELOCITY * velocity
+        elif isinstance(acceleration, dict):
+            unknown = set(acceleration) - set(joint_names)
+            if unknown:
+                raise ValueError(f"acceleration limits name joints that are not excited: {sorted(unknown)}")
+            acceleration = np.array([acceleration.get(name, ACCELERATION_PER_VELOCITY * v)
+                                     for name, v in zip(joint_names, velocity, strict=True)], dtype=float)
+        acceleration = np.broadcast_to(np.asarray(acceleration, dtype=float), velocity.shape).copy()
+        effort = model.effort_limit[columns].copy()
+        effort[effort <= 0.0] = np.inf
+        effort = np.full(len(joint_names), np.inf) if effort_scale is None else effort_scale * effort
+        limits = cls(joint_names, lower + margin, upper - margin, velocity_scale * velocity, acceleration, effort)
+        for name, value in (("velocity", limits.velocity), ("acceleration", limits.acceleration)):
+            if not np.all(np.isfinite(value) & (value > 0.0)):
+                raise ValueError(f"{name} limits must be positive and finite, got {value}")
+        return limits
+
+    def describe(self) -> list[str]:
+        """One line per joint: its bounds, in SI units."""
+        return [f"{name}: position [{lo:.4g}, {up:.4g}], |velocity| <= {v:.4g}, |acceleration| <= {a:.4g}, "
+                f"|effort| <= {e:.4g}" for name, lo, up, v, a, e in
+                zip(self.joint_names, self.lower, self.upper, self.velocity, self.acceleration, self.effort,
+                    strict=True)]
 
 
-def joint_limits(layout: ParameterLayout, acceleration_limits=None) -> Limits:
-    """The actuated joints' limits from the URDF, used as the module docstring says."""
-    model = layout.model
-    q_index = [model.q_index(name) for name in layout.actuated_joints]
-    v_index = layout.joint_coordinates()
-    lower, upper = model.lower_position_limit[q_index], model.upper_position_limit[q_index]
-    unlimited = ~(np.isfinite(lower) & np.isfinite(upper))
-    lower, upper = np.where(unlimited, -UNLIMITED_RANGE, lower), np.where(unlimited, UNLIMITED_RANGE, upper)
-    margin = POSITION_MARGIN * (upper - lower)
-    velocity = model.velocity_limit[v_index]
-    velocity = VELOCITY_FRACTION * np.where(np.isfinite(velocity) & (velocity > 0), velocity, UNLIMITED_VELOCITY)
-    acceleration = (ACCELERATION_PER_VELOCITY * velocity if acceleration_limits is None
-                    else np.broadcast_to(np.asarray(acceleration_limits, dtype=float), velocity.shape))
-    return Limits(lower + margin, upper - margin, velocity, acceleration)
+@dataclass(frozen=True)
+class ExcitationTrajectory:
+    """The Fourier series of the module docstring for each of joint_names:
+    offsets q0 (n,), sine a (n, L) and cosine b (n, L) coefficients, period T
+    (s). What the optimisation found: condition_number (of the base regressor
+    sampled CHECK_SAMPLES_PER_HARMONIC L times a period), initial_condition_number
+    (of the random start, likewise), the seed it was drawn with, the
+    optimiser's message, the limits kept and margins: per quantity
+    ("position", "velocity", "acceleration", "effort"), per joint, the fraction
+    of the limit left unused at the worst time (of the half-range about its
+    middle for positions; negative: exceeded)."""
+
+    joint_names: tuple[str, ...]
+    period: float
+    offsets: np.ndarray
+    sine: np.ndarray
+    cosine: np.ndarray
+    condition_number: float = math.nan
+    initial_condition_number: float = math.nan
+    limits: ExcitationLimits | None = None
+    margins: dict[str, np.ndarray] = field(default_factory=dict)
+    seed: int | None = None
+    message: str = ""  # the optimiser's closing words
+
+    @property
+    def harmonics(self) -> int:
+        return self.sine.shape[1]
+
+    def sample(self, times) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """q, v, a (len(times), n) at times (s), columns in joint_names' order."""
+        coefficients = np.hstack([self.offsets[:, None], self.sine, self.cosine])
+        return tuple(basis @ coefficients.T for basis in fourier_basis(times, self.period, self.harmonics))
+
+    def start(self) -> np.ndarray:
+        """q(0) (n,), where the motion is at rest."""
+        return self.sample([0.0])[0][0]
+
+    def to_recording(self, rate: float, periods: int = 1) -> Recording:
+        """q, v, a over `periods` periods sampled at about `rate` Hz: the times
+        spaced evenly from 0 to periods T, both ends included (at rest)."""
+        if not (np.isfinite(rate) and rate > 0.0) or int(periods) != periods or periods < 1:
+            raise ValueError(f"rate must be positive and periods a positive integer, got {rate}, {periods}")
+        duration = periods * self.period
+        times = np.linspace(0.0, duration, max(2, round(duration * rate) + 1))
+        q, v, a = self.sample(times)
+        return Recording(self.joint_names, times, position=q, velocity=v, acceleration=a,
+                         source=f"excitation trajectory, period {self.period:g} s, {self.harmonics} harmonics")
+
+    def to_dict(self) -> dict:
+        """What regenerates the trajectory exactly (floats in JSON keep every bit),
+        and what the optimisation reported."""
+        return {"joint_names": list(self.joint_names), "period": self.period, "harmonics": self.harmonics,
+                "offsets": self.offsets.tolist(), "sine": self.sine.tolist(), "cosine": self.cosine.tolist(),
+                "condition_number": self.condition_number, "initial_condition_number": self.initial_condition_number,
+                "seed": self.seed, "message": self.message,
+                "margins": {name: [value if math.isfinite(value) else None for value in values.tolist()]
+                            for name, values in self.margins.items()}}  # None: no such limit
+
+    @classmethod
+    def from_dict(cls, values: dict) -> ExcitationTrajectory:
+        return cls(tuple(values["joint_names"]), float(values["period"]), np.array(values["offsets"], dtype=float),
+                   np.array(values["sine"], dtype=float), np.array(values["cosine"], dtype=float),
+                   float(values.get("condition_number", math.nan)),
+                   float(values.get("initial_condition_number", math.nan)),
+                   margins={name: np.array([np.inf if value is None else value for value in margins], dtype=float)
+                            for name, margins in values.get("margins", {}).items()},
+                   seed=values.get("seed"), message=values.get("message", ""))
+
+    def save_coefficients(self, path) -> None:
+        """to_dict as JSON."""
+        with open(path, "w", encoding="utf-8") as stream:
+            json.dump(self.to_dict(), stream, indent=1)
+            stream.write("\n")
+
+    @classmethod
+    def load_coefficients(cls, path) -> ExcitationTrajectory:
+        with open(path, encoding="utf-8") as stream:
+            return cls.from_dict(json.load(stream))
 
 
-class _Design:
-    """The optimisation problem: x = [q0 | a | b] (joints x (1 + 2 L))."""
+def fourier_basis(times, period: float, harmonics: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The matrices (len(times), 2 L + 1) that map a joint's coefficients
+    [q0, a_1..a_L, b_1..b_L] to its q, v and a at times (module docstring)."""
+    t = np.asarray(times, dtype=float).reshape(-1, 1)
+    w = 2.0 * np.pi / period * np.arange(1, harmonics + 1)
+    sine, cosine = np.sin(w * t), np.cos(w * t)
+    ones, zeros = np.ones_like(t), np.zeros_like(t)
+    return (np.hstack([ones, sine / w, -cosine / w]), np.hstack([zeros, cosine, sine]),
+            np.hstack([zeros, -w * sine, w * cosine]))
 
-    def __init__(self, layout: ParameterLayout, limits: Limits, period: float, harmonics: int):
-        self.layout, self.limits, self.period, self.harmonics = layout, limits, period, harmonics
-        self.joints = len(layout.actuated_joints)
-        samples = SAMPLES_PER_HARMONIC_PERIOD * harmonics
+
+def tied_coefficients(harmonics: int) -> np.ndarray:
+    """E (2 L + 1, 2 L - 1): [q0, a_1..a_L, b_1..b_L] = E [q0, a_2..a_L, b_2..b_L],
+    the first harmonic tied so that v(0) = a(0) = 0 (module docstring)."""
+    if harmonics < 2:
+        raise ValueError(f"an excitation that starts at rest needs at least 2 harmonics, got {harmonics}")
+    L = harmonics
+    E = np.zeros((2 * L + 1, 2 * L - 1))
+    E[0, 0] = 1.0
+    E[2:L + 1, 1:L] = E[L + 2:, L:] = np.eye(L - 1)
+    E[1, 1:L] = -1.0
+    E[L + 1, L:] = -np.arange(2, L + 1)
+    return E
+
+
+def bernstein_factor(harmonics: int, samples: int) -> float:
+    """eps: a trigonometric polynomial of degree `harmonics` sampled `samples`
+    times a period exceeds its largest sample by at most eps / (1 - eps) of its
+    largest deviation from any constant (module docstring)."""
+    eps = 0.5 * (np.pi * harmonics / samples) ** 2
+    if eps >= 0.5:
+        raise ValueError(f"{samples} samples a period are too few for {harmonics} harmonics")
+    return eps
+
+
+class ExcitationProblem:
+    """log cond(W), the constraints and their derivatives in the free
+    coefficients x (module docstring), for model's joint_names moving and its
+    other coordinates held at `hold` (nq) at rest."""
+
+    def __init__(self, layout: ParameterLayout, base: BaseParameters, joint_names, limits: ExcitationLimits,
+                 period: float, harmonics: int, hold: np.ndarray, samples: int):
+        model = layout.model
+        self.layout, self.base, self.limits, self.hold = layout, base, limits, hold
+        self.joint_names, self.period, self.harmonics = tuple(joint_names), period, harmonics
+        self.rows = np.array([model.q_index(name) for name in self.joint_names], dtype=np.int64)
+        self.columns = np.array([model.v_index(name) for name in self.joint_names], dtype=np.int64)
         self.times = np.arange(samples) * period / samples
-        self.base = base_parameters(layout)
-        self.rows = layout.joint_coordinates()
-        self.state = layout.model.neutral_configuration()
-        self.q_index = [layout.model.q_index(name) for name in layout.actuated_joints]
+        E = tied_coefficients(harmonics)
+        self.bases = tuple(basis @ E for basis in fourier_basis(self.times, period, harmonics))  # (N, m) each
+        self.eps = bernstein_factor(harmonics, samples)
+        self.nominal = layout.nominal()
+        # the last CACHED results of each, by x: SLSQP asks for the objective at x clipped to the bounds and
+        # for the constraints at x itself
+        self._cache = {"values": [], "derivatives": []}
 
-    def trajectory(self, x, condition=float("nan")) -> ExcitationTrajectory:
-        x = x.reshape(self.joints, 1 + 2 * self.harmonics)
-        return ExcitationTrajectory(tuple(self.layout.actuated_joints), self.period, x[:, 0].copy(),
-                                    x[:, 1:1 + self.harmonics].copy(), x[:, 1 + self.harmonics:].copy(), condition)
+    @property
+    def free(self) -> int:
+        """Free coefficients per joint, m = 2 L - 1."""
+        return 2 * self.harmonics - 1
 
-    def log_condition(self, x) -> float:
-        q, v, a = self.trajectory(x).sample(self.times)
-        model = self.layout.model
-        Q = np.tile(self.state, (len(self.times), 1))
-        Q[:, self.q_index] = q
-        V, A = np.zeros((len(self.times), model.nv)), np.zeros((len(self.times), model.nv))
-        V[:, self.rows], A[:, self.rows] = v, a
-        Y = self.layout.regressor(Q, V, A)[:, self.rows][..., self.base.independent].reshape(-1,
-                                                                                          self.base.independent.size)
-        Y = Y / np.maximum(np.linalg.norm(Y, axis=0), 1e-300)
-        singular = np.linalg.svd(Y, compute_uv=False)
-        return float(np.log(singular[0] / max(singular[-1], 1e-300 * singular[0])))
+    def coefficients(self, x) -> np.ndarray:
+        """[q0, a_1..a_L, b_1..b_L] per joint (n, 2 L + 1) from x."""
+        return np.reshape(x, (len(self.joint_names), self.free)) @ tied_coefficients(self.harmonics).T
 
-    def margins(self, x) -> np.ndarray:
-        """Non-negative where every sample respects the limits (SLSQP's inequality constraints)."""
-        q, v, a = self.trajectory(x).sample(self.times)
-        limits = self.limits
-        span = limits.upper - limits.lower
-        return np.concatenate([((q - limits.lower) / span).ravel(), ((limits.upper - q) / span).ravel(),
-                               (1.0 - np.abs(v) / limits.velocity).ravel(), (1.0 - np.abs(a) / limits.acceleration).ravel()])
+    def states(self, x) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The model's q, v, a (N, nq or nv) at the samples."""
+        X = np.reshape(x, (len(self.joint_names), self.free))
+        q = np.tile(self.hold, (self.times.size, 1))
+        v, a = np.zeros((self.times.size, self.layout.model.nv)), np.zeros((self.times.size, self.layout.model.nv))
+        q[:, self.rows] = self.bases[0] @ X.T
+        v[:, self.columns] = self.bases[1] @ X.T
+        a[:, self.columns] = self.bases[2] @ X.T
+        return q, v, a
 
-    def random_start(self, rng) -> np.ndarray:
-        """Coefficients within the limits: amplitudes falling with the harmonic, scaled down until they fit."""
-        limits, L = self.limits, self.harmonics
-        w = 2 * np.pi / self.period
-        x = np.zeros((self.joints, 1 + 2 * L))
-        x[:, 0] = 0.5 * (limits.lower + limits.upper)
-        coefficients = rng.normal(size=(self.joints, 2 * L)) / np.tile(np.arange(1, L + 1), 2)
-        x[:, 1:] = coefficients * (0.25 * (limits.upper - limits.lower) * w)[:, None]
-        for _ in range(60):
-            if np.all(self.margins(x.ravel()) >= 0):
-                break
-            x[:, 1:] *= 0.8
-        return x.ravel()
+    def values(self, x) -> tuple[float, np.ndarray]:
+        """log cond(W) and the excited joints' torques (N, n) at x."""
+        return self._cached("values", x, self._values)
 
+    def _values(self, x):
+        Y = self.layout.regressor(*self.states(x))
+        stacked = Y.reshape(-1, self.layout.size)
+        return math.log(condition_number(stacked.T @ stacked, self.base)), (Y @ self.nominal)[:, self.columns]
 
-def excitation_trajectory(layout: ParameterLayout, period: float = DEFAULT_PERIOD,
-                          harmonics: int = DEFAULT_HARMONICS, acceleration_limits=None, seed: int = 0,
-                          starts: int = 4, iterations: int = 100) -> tuple[ExcitationTrajectory, float]:
-    """The optimised trajectory of the module docstring for the layout's
-    actuated joints, and the condition number of the best random start
-    (before optimisation), for comparison."""
-    if not (period > 0 and harmonics >= 1):
-        raise ValueError(f"need a positive period and at least one harmonic, got {period!r}, {harmonics!r}")
-    design = _Design(layout, joint_limits(layout, acceleration_limits), float(period), int(harmonics))
-    rng = np.random.default_rng(seed)
-    candidates = [design.random_start(rng) for _ in range(starts)]
-    start = min(candidates, key=design.log_condition)
-    initial = float(np.exp(design.log_condition(start)))
-    with threadpool_limits(1, "blas"):  # small SVDs: BLAS threads only contend with numba's (identify.py)
-        result = scipy.optimize.minimize(design.log_condition, start, method="SLSQP",
-                                         constraints=[{"type": "ineq", "fun": design.margins}],
-                                         options={"maxiter": iterations, "ftol": 1e-6})
-    x = result.x if np.all(design.margins(result.x) >= -1e-9) and design.log_condition(result.x) < \
-        design.log_condition(start) else start
-    return design.trajectory(x, float(np.exp(design.log_condition(x)))), initial
+    def derivatives(self, x) -> tuple[np.ndarray, np.ndarray]:
+        """The gradient of log cond in x (n m,) and the Jacobian of the torques
+        (N n, n m) at x."""
+        return self._cached("derivatives", x, self._derivatives)
 
+    def _cached(self, kind: str, x, compute):
+        x = np.asarray(x, dtype=float)
+        for known, result in self._cache[kind]:
+            if np.array_equal(x, known):
+                return result
+        result = compute(x)
+        self._cache[kind] = [(x.copy(), result)] + self._cache[kind][:CACHED - 1]
+        return result
 
-def main(argv=None) -> int:
-    """mbs_dynamics_excitation: an optimised excitation trajectory for a URDF's
-    joints, written as a trajectory CSV (data.write_csv: time, position/,
-    velocity/, acceleration/ columns), its coefficients beside it (.json)."""
-    import argparse
-    import sys
-    from pathlib import Path
+    def _derivatives(self, x):
+        q, v, a = self.states(x)
+        n, N, nq, nv = len(self.joint_names), self.times.size, q.shape[1], v.shape[1]
+        # the batch: (q, v, a), then q, v and a of each excited joint stepped
+        Q, V, A = (np.repeat(state[None], 1 + 3 * n, axis=0) for state in (q, v, a))
+        joints = np.arange(n)
+        Q[1 + joints, :, self.rows] += POSITION_STEP
+        V[1 + n + joints, :, self.columns] += VELOCITY_STEP
+        A[1 + 2 * n + joints, :, self.columns] += 1.0
+        Y = self.layout.regressor(Q.reshape(-1, nq), V.reshape(-1, nv), A.reshape(-1, nv))
+        Y = Y.reshape(1 + 3 * n, N, nv, self.layout.size)
+        steps = np.repeat([POSITION_STEP, VELOCITY_STEP, 1.0], n)
+        dY = (Y[1:] - Y[0]) / steps[:, None, None, None]  # (3 n, N, nv, size): d/dq_j, d/dv_j, d/da_j
 
-    from mbs_dynamics.model import Model
-    from mbs_dynamics.parsers.urdf import URDFError
+        independent = self.base.independent
+        G = log_condition_gradient(Y[0][..., independent].reshape(-1, independent.size))
+        # d log cond / d(state) per sample, then through the bases to x
+        dstate = np.einsum("kc,skc->sk", G.reshape(N, -1), dY[..., independent].reshape(3 * n, N, -1))
+        gradient = np.concatenate([sum(basis.T @ dstate[s * n + j] for s, basis in enumerate(self.bases))
+                                   for j in range(n)])
+        dtorque = (dY @ self.nominal)[..., self.columns].reshape(3, n, N, n)  # (state, joint moved, k, joint)
+        jacobian = np.einsum("sjke,skm->kejm", dtorque, np.stack(self.bases)).reshape(N * n, n * self.free)
+        return gradient, jacobian
 
-    arguments = argparse.ArgumentParser(prog="mbs_dynamics_excitation", description=main.__doc__.split("\n\n")[0],
-                                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    arguments.add_argument("--urdf", required=True)
-    arguments.add_argument("--output", required=True, help="the trajectory CSV; the coefficients go to .json beside it")
-    arguments.add_argument("--exclude-joints", default="", metavar="JOINT,...", help="joints held at their middle")
-    arguments.add_argument("--period", type=float, default=DEFAULT_PERIOD, help="s")
-    arguments.add_argument("--harmonics", type=int, default=DEFAULT_HARMONICS)
-    arguments.add_argument("--periods", type=int, default=6, help="periods written (the run's length)")
-    arguments.add_argument("--rate", type=float, default=500.0, help="samples per second written")
-    arguments.add_argument("--acceleration-limit", type=float,
-                           help=f"rad/s^2 or m/s^2 for every joint (default: {ACCELERATION_PER_VELOCITY:g} times "
-                                "each joint's velocity limit per second)")
-    arguments.add_argument("--iterations", type=int, default=100, help="of the optimiser")
-    arguments.add_argument("--seed", type=int, default=0)
-    options = arguments.parse_args(argv)
-    try:
-        layout = ParameterLayout(Model.from_urdf_file(options.urdf), excluded_joints=tuple(
-            name for name in options.exclude_joints.split(",") if name))
-        trajectory, initial = excitation_trajectory(layout, options.period, options.harmonics,
-                                                    options.acceleration_limit, options.seed,
-                                                    iterations=options.iterations)
-        output = Path(options.output)
-        data.write_csv(output, trajectory.recording(options.rate, options.periods))
-        output.with_suffix(".json").write_text(trajectory.to_json(), encoding="utf-8")
-    except (URDFError, ValueError, OSError) as error:
-        print(f"mbs_dynamics_excitation: error: {error}", file=sys.stderr)
-        return 2
-    limits = joint_limits(layout, options.acceleration_limit)
-    print(f"joints: {', '.join(trajectory.joints)}; period {trajectory.period:g} s, {options.harmonics} harmonics")
-    print(f"condition number of the base regressor: {initial:.4g} (best random start) -> "
-          f"{trajectory.condition_number:.4g} (optimised)")
-    for k, joint in enumerate(trajectory.joints):
-        print(f"  {joint}: positions [{limits.lower[k]:.4g}, {limits.upper[k]:.4g}], |v| <= {limits.velocity[k]:.4g}, "
-              f"|a| <= {limits.acceleration[k]:.4g}")
-    print(f"wrote {output} ({options.periods} periods at {options.rate:g} Hz) and {output.with_suffix('.json')}")
-    return 0
+    def linear_constraints(self):
+        """(C, d): the position, velocity and acceleration limits at the samples
+        as C x + d >= 0, tightened by the Bernstein factor."""
+        n, m, limits, eps = len(self.joint_names), self.free, self.limits, self.eps
+        blocks, offsets = [], []
+        slack = 1.0 - eps
+        # positions: within [lower + delta, upper - delta], delta = eps / (1 - eps) of the range
+        delta = eps / (1.0 - eps) * (limits.upper - limits.lower)
+        for j in range(n):
+            if not np.isfinite(limits.upper[j] - limits.lower[j]):
+                continue
+            rows = np.zeros((self.times.size, n * m))
+            rows[:, j * m:(j + 1) * m] = self.bases[0]
+            blocks += [rows, -rows]
+            offsets += [np.full(self.times.size, -(limits.lower[j] + delta[j])),
+                        np.full(self.times.size, limits.upper[j] - delta[j])]
+        for basis, bound in ((self.bases[1], limits.velocity), (self.bases[2], limits.acceleration)):
+            for j in range(n):
+                rows = np.zeros((self.times.size, n * m))
+                rows[:, j * m:(j + 1) * m] = basis
+                blocks += [rows, -rows]
+                offsets += [np.full(self.times.size, slack * bound[j])] * 2
+        return np.vstack(blocks), np.concatenate(offsets)
+
+    def q0_bounds(self) -> list[tuple[float, float]]:
+        """Bounds of x: q0 within the kept range (UNLIMITED_RANGE where none),
+        the other coefficients free."""
+        bounds = []
+        for lower, upper in zip(self.limits.lower, self.limits.upper, strict=True):
+            if not np.isfinite(upper - lower):
+                lower, upper = UNLIMITED_RANGE
+            bounds += [(float(lower), float(upper))] + [(None, None)] * (self.free - 1)
+        return bounds
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def log_condition_gradient(W: np.ndarray) -> np.ndarray:
+    """d log cond / dW (same shape as W) for cond that of W with its columns
+    scaled to unit norm (base_parameters.condition_number): with A = W / norms
+    and v_1, v_n the eigenvectors of A^T A of its largest and smallest
+    eigenvalues l_1, l_n, d log cond = (A v_1)^T dA v_1 / l_1 - (A v_n)^T dA v_n / l_n,
+    and dA_i = dW_i / n_i - W_i (W_i . dW_i) / n_i^3 for column i."""
+    norms = np.linalg.norm(W, axis=0)
+    norms = np.maximum(norms, 1e-12 * norms.max())  # a column that never moves: cond is at its cap anyway
+    A = W / norms
+    eigenvalues, vectors = np.linalg.eigh(A.T @ A)
+    largest, smallest = vectors[:, -1], vectors[:, 0]
+    H = (np.outer(A @ largest, largest) / eigenvalues[-1]
+         - np.outer(A @ smallest, smallest) / max(eigenvalues[0], eigenvalues[-1] * 1e-32))
+    return H / norms - W * (np.sum(W * H, axis=0) / norms**3)
+
+
+def middle_configuration(model: Model) -> np.ndarray:
+    """The model's neutral configuration with each joint that has position
+    limits at the middle of its range."""
+    q = model.neutral_configuration()
+    bounded = np.isfinite(model.upper_position_limit - model.lower_position_limit)
+    q[bounded] = 0.5 * (model.lower_position_limit[bounded] + model.upper_position_limit[bounded])
+    return q
+
+
+def excitation_base_parameters(layout: ParameterLayout, joint_names, hold: np.ndarray, seed: int = 0):
+    """The base parameters a motion of joint_names alone (the other
+    coordinates at hold, at rest) can excite: those of base_parameters, found
+    on random_states with the held coordinates overwritten, with pivots above
+    RANK_TOLERANCE."""
+    model = layout.model
+    rows = [model.q_index(name) for name in joint_names]
+    columns = [model.v_index(name) for name in joint_names]
+    held_rows = np.setdiff1d(np.arange(model.nq), rows)
+    held_columns = np.setdiff1d(np.arange(model.nv), columns)
+
+    def states(model, count, rng):
+        q, v, a = random_states(model, count, rng)
+        q[:, held_rows] = hold[held_rows]
+        v[:, held_columns] = 0.0
+        a[:, held_columns] = 0.0
+        return q, v, a
+
+    return base_parameters(layout, seed, states=states, tolerance=RANK_TOLERANCE)
+
+
+def random_start(problem: ExcitationProblem, rng) -> np.ndarray:
+    """Random coefficients, normal, q0 at the middle of the kept range, each
+    joint's oscillation scaled to reach the nearest of its position, velocity
+    and acceleration bounds, then shrunk (up to SHRINK_STEPS times) until the
+    model's torques are within their bounds. The start is infeasible when the
+    torques at rest at q0 exceed them; SLSQP may still find a feasible q0."""
+    n, m, limits = len(problem.joint_names), problem.free, problem.limits
+    X = np.zeros((n, m))
+    X[:, 1:] = rng.normal(size=(n, m - 1))
+    for j, (lower, upper) in enumerate(zip(limits.lower, limits.upper, strict=True)):
+        X[j, 0] = 0.5 * (lower + upper) if np.isfinite(upper - lower) else 0.0
+    C, d = problem.linear_constraints()
+    # C x + d >= 0 at x = [q0, 0...] with margin d0; scale s of the oscillation: d0 + s C x_osc >= 0
+    oscillation = X.copy()
+    oscillation[:, 0] = 0.0
+    centre = X.ravel() - oscillation.ravel()
+    room, pull = C @ centre + d, C @ oscillation.ravel()
+    scale = np.min(room[pull < 0] / -pull[pull < 0]) if np.any(pull < 0) else 1.0
+    x = centre + scale * oscillation.ravel()
+    for _ in range(SHRINK_STEPS):
+        worst = np.max(np.abs(problem.values(x)[1]) / limits.effort)
+        if worst <= 1.0:
+            break
+        x = centre + (x - centre) * max(0.5, 0.9 / worst)
+    return x
+
+
+def optimise_excitation(model: Model, joint_names=None, *, period: float = PERIOD, harmonics: int = HARMONICS,
+                        limits: ExcitationLimits | None = None, layout: ParameterLayout | None = None,
+                        hold=None, seed: int = 0, max_iterations: int = MAX_ITERATIONS,
+                        samples_per_harmonic: int = SAMPLES_PER_HARMONIC) -> ExcitationTrajectory:
+    """The excitation of joint_names (default: the layout's actuated joints)
+    that minimises the condition number of layout's base regressor (default
+    layout: all joint parameters) within limits (default
+    ExcitationLimits.from_model), from random coefficients drawn with seed; the
+    model's other coordinates stay at hold (nq; default middle_configuration)
+    at rest (module docstring)."""
+    layout = ParameterLayout(model) if layout is None else layout
+    if layout.model is not model:
+        raise ValueError("layout must be built on the same model")
+    joint_names = layout.actuated_joints if joint_names is None else tuple(joint_names)
+    unknown = [name for name in joint_names if name not in layout.actuated_joints]
+    if unknown or not joint_names or len(set(joint_names)) != len(joint_names):
+        raise ValueError(f"joint_names must be distinct actuated joints of '{model.name}' "
+                         f"({', '.join(layout.actuated_joints)}), got {list(joint_names)}")
+    if not (np.isfinite(period) and period > 0.0):
+        raise ValueError(f"period must be positive, got {period}")
+    limits = ExcitationLimits.from_model(model, joint_names) if limits is None else limits
+    if tuple(limits.joint_names) != joint_names:
+        raise ValueError(f"limits are for joints {list(limits.joint_names)}, not {list(joint_names)}")
+    hold = middle_configuration(model) if hold is None else np.asarray(hold, dtype=float)
+    if hold.shape != (model.nq,):
+        raise ValueError(f"hold must have shape ({model.nq},), got {hold.shape}")
+
+    base = excitation_base_parameters(layout, joint_names, hold, seed)
+    problem = ExcitationProblem(layout, base, joint_names, limits, period, harmonics, hold,
+                                samples_per_harmonic * harmonics)
+    x0 = random_start(problem, np.random.default_rng(seed))
+    C, d = problem.linear_constraints()
+    effort_rows = np.tile(np.isfinite(limits.effort), problem.times.size)
+    effort = np.tile(limits.effort, problem.times.size)[effort_rows]
+    constraints = [{"type": "ineq", "fun": lambda x: C @ x + d, "jac": lambda x: C}]
+    if effort_rows.any():
+        def torque_room(x):
+            torque = problem.values(x)[1].ravel()[effort_rows]
+            return np.concatenate([effort - torque, effort + torque])
+
+        def torque_jacobian(x):
+            jacobian = problem.derivatives(x)[1][effort_rows]
+            return np.vstack([-jacobian, jacobian])
+
+        constraints.append({"type": "ineq", "fun": torque_room, "jac": torque_jacobian})
+    result = scipy.optimize.minimize(lambda x: problem.values(x)[0], x0, jac=lambda x: problem.derivatives(x)[0],
+                                     method="SLSQP",
+                                     bounds=problem.q0_bounds(), constraints=constraints,
+                                     options={"maxiter": max_iterations, "ftol": 1e-6})
+    x, message = result.x, f"SLSQP: {result.message} ({result.nit} iterations)"
+    if not _feasible(problem, x, C, d, effort_rows, effort):
+        if not _feasible(problem, x0, C, d, effort_rows, effort):
+            torque = np.max(np.abs(problem.values(x0)[1]), axis=0)
+            raise ValueError(f"no excitation within the limits found ({message}); the model's torques at the "
+                             "random start reach " + ", ".join(
+                                 f"{name} {value:.4g} (bound {bound:.4g})" for name, value, bound in
+                                 zip(joint_names, torque, limits.effort, strict=True) if value > bound)
+                             + ": the effort bounds may be below the torques at rest")
+        x, message = x0, message + "; it ended outside the limits: the random start kept"
+    return _trajectory(problem, x, x0, model, seed, message)
+
+
+def _feasible(problem, x, C, d, effort_rows, effort) -> bool:
+    """Whether x keeps the linear constraints and the torque bounds, within
+    FEASIBILITY_TOLERANCE of each bound (SLSQP ends on them up to rounding; the
+    linear ones have the Bernstein slack besides)."""
+    torque = problem.values(x)[1].ravel()[effort_rows]
+    return bool(np.all(C @ x + d >= -FEASIBILITY_TOLERANCE * np.maximum(1.0, np.abs(d)))
+                and np.all(np.abs(torque) <= effort * (1.0 + FEASIBILITY_TOLERANCE)))
+
+
+def _trajectory(problem: ExcitationProblem, x, x0, model: Model, seed, message: str) -> ExcitationTrajectory:
+    """The trajectory of x, its condition number and margins measured at
+    CHECK_SAMPLES_PER_HARMONIC samples a harmonic."""
+    coefficients = problem.coefficients(x)
+    L = problem.harmonics
+    trajectory = ExcitationTrajectory(problem.joint_names, problem.period, coefficients[:, 0],
+                                      coefficients[:, 1:L + 1], coefficients[:, L + 1:], seed=seed)
+    fine = ExcitationProblem(problem.layout, problem.base, problem.joint_names, problem.limits, problem.period, L,
+                             problem.hold, CHECK_SAMPLES_PER_HARMONIC * L)
+    margins = limit_margins(trajectory, problem.limits, model, problem.hold, fine.times)
+    return ExcitationTrajectory(trajectory.joint_names, trajectory.period, trajectory.offsets, trajectory.sine,
+                                trajectory.cosine, float(np.exp(fine.values(x)[0])),
+                                float(np.exp(fine.values(x0)[0])), problem.limits, margins, seed, message)
+
+
+def limit_margins(trajectory: ExcitationTrajectory, limits: ExcitationLimits, model: Model, hold, times):
+    """Per quantity, per joint, the fraction of the limit left unused at the
+    worst of times (ExcitationTrajectory); the torques by the model's inverse
+    dynamics and joint friction (mbs.inverse_dynamics, joint_friction_torques)."""
+    q_j, v_j, a_j = trajectory.sample(times)
+    rows = [model.q_index(name) for name in trajectory.joint_names]
+    columns = [model.v_index(name) for name in trajectory.joint_names]
+    q = np.tile(np.asarray(hold, dtype=float), (len(times), 1))
+    v, a = np.zeros((len(times), model.nv)), np.zeros((len(times), model.nv))
+    q[:, rows], v[:, columns], a[:, columns] = q_j, v_j, a_j
+    torque = (inverse_dynamics(model, q, v, a) + joint_friction_torques(model, v))[:, columns]
+    middle, half_range = 0.5 * (limits.upper + limits.lower), 0.5 * (limits.upper - limits.lower)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {"position": np.where(np.isfinite(half_range), 1.0 - np.max(np.abs(q_j - middle), axis=0) / half_range,
+                                     np.inf),
+                "velocity": 1.0 - np.max(np.abs(v_j), axis=0) / limits.velocity,
+                "acceleration": 1.0 - np.max(np.abs(a_j), axis=0) / limits.acceleration,
+                "effort": np.where(np.isfinite(limits.effort), 1.0 - np.max(np.abs(torque), axis=0) / limits.effort,
+                                   np.inf)}
+
+
+def approach_duration(start, goal, limits: ExcitationLimits) -> float:
+    """The shortest duration (s) of the quintic from start to goal (arrays in
+    limits' joint order) within the velocity and acceleration limits."""
+    distance = np.abs(np.asarray(goal, dtype=float) - np.asarray(start, dtype=float))
+    return float(max(np.max(QUINTIC_PEAK_VELOCITY * distance / limits.velocity),
+                     np.max(np.sqrt(QUINTIC_PEAK_ACCELERATION * distance / limits.acceleration)), 0.0))
+
+
+def approach(start, goal, times, duration: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """q, v, a (len(times), n) of the rest-to-rest quintic from start to goal
+    in duration (s): q = start + (goal - start) (10 s^3 - 15 s^4 + 6 s^5),
+    s = t / duration clipped to [0, 1]."""
+    start, goal = np.asarray(start, dtype=float), np.asarray(goal, dtype=float)
+    t = np.asarray(times, dtype=float).reshape(-1, 1)
+    if duration <= 0.0:
+        return np.tile(goal, (t.shape[0], 1)), np.zeros((t.shape[0], goal.size)), np.zeros((t.shape[0], goal.size))
+    s = np.clip(t / duration, 0.0, 1.0)
+    inside = (t > 0.0) & (t < duration)
+    shape = s**3 * (10.0 - 15.0 * s + 6.0 * s**2)
+    rate = np.where(inside, 30.0 * s**2 * (1.0 - s) ** 2 / duration, 0.0)
+    curvature = np.where(inside, 60.0 * s * (1.0 - s) * (1.0 - 2.0 * s) / duration**2, 0.0)
+    return start + (goal - start) * shape, (goal - start) * rate, (goal - start) * curvature
+
+
+def write_trajectory(path, trajectory: ExcitationTrajectory, rate: float, periods: int = 1):
+    """The trajectory as a CSV file (data.write_csv: time, position/<joint>,
+    velocity/<joint>, acceleration/<joint>), to_recording(rate, periods), and
+    its coefficients as JSON beside it (the same name, suffix .json), which
+    regenerate it exactly (ExcitationTrajectory.load_coefficients). Returns
+    both paths."""
+    path = Path(path)
+    coefficients = path.with_suffix(".json")
+    if coefficients == path:
+        raise ValueError(f"the trajectory file {path} must not end in .json: its coefficients go there")
+    recording = trajectory.to_recording(rate, periods)
+    write_csv(path, recording.replace(source=f"{recording.source}, coefficients in {coefficients.name}"))
+    trajectory.save_coefficients(coefficients)
+    return path, coefficients

@@ -1,0 +1,124 @@
+"""mbs_dynamics_excitation: optimise an excitation trajectory for a URDF
+(excitation.py) and write it as a CSV file with its Fourier coefficients as
+JSON beside it.
+
+    mbs_dynamics_excitation --urdf robot.urdf --output excitation.csv [--joints j1 j2 ...]
+        [--period 10] [--harmonics 5] [--rate 500] [--periods 5] [--seed 0]
+
+It prints the limits kept, the condition number of the base regressor before
+(the random start) and after the optimisation, and the margins left to each
+limit. Exit status 0 on success, 1 when the robot, the options or the files
+are unusable (the message says why), 2 for a malformed command line.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from mbs_dynamics.identification import excitation
+from mbs_dynamics.identification.parameters import JOINT_PARAMETERS, ParameterLayout
+from mbs_dynamics.model import Model
+
+DEFAULT_RATE = 500.0  # Hz: the rows of the CSV file; a player interpolates between them
+# Periods written: a recording of several lets the identification average them (noise down by sqrt(periods))
+# and drop the first, where the controller settles onto the motion.
+DEFAULT_PERIODS = 5
+
+
+def arguments(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="mbs_dynamics_excitation",
+        description="Optimise a periodic excitation trajectory (finite Fourier series, Swevers et al. 1997) for "
+                    "identifying a robot's inertial and joint parameters, within its limits; write it as CSV "
+                    "(time, position/<joint>, velocity/<joint>, acceleration/<joint>) and its coefficients as "
+                    "JSON beside it.")
+    parser.add_argument("--urdf", required=True, help="the robot's URDF file")
+    parser.add_argument("--output", required=True, help="the CSV file to write (its coefficients go to .json)")
+    parser.add_argument("--joints", nargs="+", help="the joints to move (default: every actuated joint); the "
+                        "others stay still at the middle of their range")
+    parser.add_argument("--period", type=float, default=excitation.PERIOD, help="base period T in s (default "
+                        "%(default)s)")
+    parser.add_argument("--harmonics", type=int, default=excitation.HARMONICS, help="harmonics L (default "
+                        "%(default)s)")
+    parser.add_argument("--rate", type=float, default=DEFAULT_RATE, help="rows per second in the CSV (default "
+                        "%(default)s)")
+    parser.add_argument("--periods", type=int, default=DEFAULT_PERIODS, help="periods written (default "
+                        "%(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random start (default %(default)s)")
+    parser.add_argument("--iterations", type=int, default=excitation.MAX_ITERATIONS, help="SLSQP iterations at "
+                        "most (default %(default)s)")
+    parser.add_argument("--floating-base", action="store_true", help="load the URDF with a floating base, held "
+                        "at rest at the origin: its wrench rows count (a robot on a force plate)")
+    parser.add_argument("--parameters", nargs="*", default=list(JOINT_PARAMETERS), choices=JOINT_PARAMETERS,
+                        help="the joint parameters identified besides the inertias (default: all)")
+    parser.add_argument("--position-margin", type=float, default=excitation.POSITION_MARGIN,
+                        help="fraction of each joint's range kept free at either end (default %(default)s)")
+    parser.add_argument("--velocity-scale", type=float, default=excitation.VELOCITY_SCALE,
+                        help="fraction of the URDF velocity limits used (default %(default)s)")
+    parser.add_argument("--acceleration-limit", nargs="+", metavar="A|JOINT=A",
+                        help="acceleration limit in rad/s^2 or m/s^2, for every joint or per joint (default: "
+                             f"{excitation.ACCELERATION_PER_VELOCITY:g}/s times the URDF velocity limit)")
+    parser.add_argument("--effort-scale", type=float, default=excitation.EFFORT_SCALE,
+                        help="fraction of the URDF effort limits the model's torques may use (default "
+                             "%(default)s)")
+    parser.add_argument("--no-effort-limits", action="store_true", help="do not check the model's torques")
+    return parser.parse_args(argv)
+
+
+def acceleration_limits(values):
+    """--acceleration-limit: None, one number, or {joint: number}."""
+    if not values:
+        return None
+    if len(values) == 1 and "=" not in values[0]:
+        return float(values[0])
+    limits = {}
+    for value in values:
+        joint, separator, number = value.partition("=")
+        if not separator:
+            raise ValueError(f"--acceleration-limit takes one number or JOINT=VALUE pairs, got {value!r}")
+        limits[joint] = float(number)
+    return limits
+
+
+def run(options: argparse.Namespace) -> None:
+    model = Model.from_urdf_file(options.urdf, floating_base=options.floating_base)
+    layout = ParameterLayout(model, tuple(options.parameters))
+    joints = tuple(options.joints) if options.joints else layout.actuated_joints
+    limits = excitation.ExcitationLimits.from_model(
+        model, joints, options.position_margin, options.velocity_scale, acceleration_limits(options.acceleration_limit),
+        None if options.no_effort_limits else options.effort_scale)
+    print(f"{model.name}: exciting {len(joints)} joints, period {options.period:g} s, {options.harmonics} harmonics; "
+          "limits kept (SI units):")
+    for line in limits.describe():
+        print(f"  {line}")
+    start = time.perf_counter()
+    trajectory = excitation.optimise_excitation(model, joints, period=options.period, harmonics=options.harmonics,
+                                                limits=limits, layout=layout, seed=options.seed,
+                                                max_iterations=options.iterations)
+    print(f"condition number of the base regressor: {trajectory.initial_condition_number:.4g} (random start, "
+          f"seed {options.seed}) -> {trajectory.condition_number:.4g} ({trajectory.message}; "
+          f"{time.perf_counter() - start:.1f} s)")
+    print("margins left (fraction of each limit unused at the worst time):")
+    for quantity, margins in trajectory.margins.items():
+        print(f"  {quantity}: " + ", ".join(f"{name} {value:.3f}" for name, value in zip(
+            joints, np.asarray(margins), strict=True)))
+    csv_path, json_path = excitation.write_trajectory(options.output, trajectory, options.rate, options.periods)
+    print(f"wrote {csv_path} ({options.periods} periods at {options.rate:g} Hz, starting and ending at rest at "
+          f"q = {np.array2string(trajectory.start(), precision=4)}) and its coefficients {json_path}")
+
+
+def main(argv=None) -> int:
+    options = arguments(argv)
+    try:
+        run(options)
+    except (ValueError, OSError) as error:  # URDFError and DataError are ValueErrors
+        print(f"mbs_dynamics_excitation: error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

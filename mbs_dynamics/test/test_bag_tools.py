@@ -104,11 +104,11 @@ def test_a_1_khz_best_effort_stream_is_recorded_whole(start_process, test_node, 
     """3000 JointState messages at 1 kHz, best effort, and the project's own
     message type (its definition from its interface file) on a reliable,
     latched topic in a namespace: every message in the bag, in order, equal."""
-    from mbs_dynamics_interfaces.msg import CentroidalMomentum
+    from mbs_dynamics.identification.data import read_bag
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 
-    from mbs_dynamics.identification.data import read_bag
+    from mbs_dynamics_interfaces.msg import CentroidalMomentum
 
     output = tmp_path / "bag"
     process = recorder(start_process, output, "joint_states", "inverse_dynamics/centroidal_momentum",
@@ -320,9 +320,8 @@ def test_the_player_publishes_every_sample_in_order(start_process, test_node, tm
 def test_the_player_follows_a_simulated_clock(start_process, test_node, tmp_path):
     """--use-sim-time: the samples are stamped and released on /clock, which
     here runs five times faster than the wall clock from t = 1000 s."""
-    from rosgraph_msgs.msg import Clock
-
     from mbs_dynamics.identification.data import read_csv
+    from rosgraph_msgs.msg import Clock
 
     path = trajectory_file(tmp_path / "trajectory.csv", samples=30)
     clock = test_node.create_publisher(Clock, "/clock", 10)

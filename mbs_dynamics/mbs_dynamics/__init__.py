@@ -49,8 +49,8 @@ from mbs_dynamics.contact import (
 from mbs_dynamics.integrators import INTEGRATORS, step
 from mbs_dynamics.joint_friction import joint_friction_torques
 from mbs_dynamics.regressor import inertial_parameters, joint_torque_regressor
-from mbs_dynamics.time_stepping import ContactStep, Ground, contact_step
-from mbs_dynamics.simulation import Simulation, World
+from mbs_dynamics.time_stepping import Box, ContactStep, Ground, contact_step
+from mbs_dynamics.simulation import Actuators, Simulation, World
 from mbs_dynamics import simulation
 from mbs_dynamics.centroidal import (
     center_of_mass,
@@ -71,6 +71,7 @@ __all__ = [
     "ContactStep",
     "Frame",
     "FrameContact",
+    "Box",
     "Ground",
     "LoopClosure",
     "PointContact",
@@ -112,6 +113,7 @@ __all__ = [
     "nonlinear_effects",
     "potential_energy",
     "simulation",
+    "Actuators",
     "Simulation",
     "step",
     "World",

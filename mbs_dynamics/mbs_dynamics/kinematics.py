@@ -64,6 +64,28 @@ def frame_pose(model: Model, q, frame: str) -> np.ndarray:
 REPRESENTATIONS = ("body", "spatial", "hybrid", "mixed")
 
 
+@njit(cache=True, inline="always")
+def add_point_jacobian(model, S, body_R, body_p, b, x, jacobian):
+    """jacobian (6, nv) += the hybrid Jacobian [w; dx/dt] of the world point x
+    moving with body b (body_R, body_p: the bodies' world placements; S their
+    motion subspaces in the body frames): each joint's screw on the path to the
+    root, in world axes, its linear part moved to x."""
+    x0, x1, x2 = x[0], x[1], x[2]
+    j = b
+    while j >= 0:
+        for m in range(model.nv_joint[j]):
+            column = motion_to_parent(body_R, body_p, j, (S[j, 0, m], S[j, 1, m], S[j, 2, m], S[j, 3, m],
+                                                          S[j, 4, m], S[j, 5, m]))
+            c = model.v_start[j] + m
+            jacobian[0, c] += column[0]
+            jacobian[1, c] += column[1]
+            jacobian[2, c] += column[2]
+            jacobian[3, c] += column[1] * x2 - column[2] * x1 + column[3]
+            jacobian[4, c] += column[2] * x0 - column[0] * x2 + column[4]
+            jacobian[5, c] += column[0] * x1 - column[1] * x0 + column[5]
+        j = model.parent[j]
+
+
 @njit(cache=True)
 def frames_motion_kernel(packed, q, v, bodies, local_R, local_p, jacobians, motion, world_R, world_p, buffer):
     """For frames fixed in bodies (placement local_R, local_p in the body; body
@@ -75,8 +97,7 @@ def frames_motion_kernel(packed, q, v, bodies, local_R, local_p, jacobians, moti
     model = unpack_model(packed)
     if invalid(model, q, v, v):
         return INVALID_INPUT
-    parent, v_start, nv_joint = model.parent, model.v_start, model.nv_joint
-    n = parent.shape[0]
+    n = model.parent.shape[0]
     kinematics, o = kinematic_views(buffer, n)
     R, p, S, body_R, body_p = kinematics.R, kinematics.p, kinematics.S, kinematics.world_R, kinematics.world_p
     vel, o = take(buffer, o, (n, 6))
@@ -103,20 +124,7 @@ def frames_motion_kernel(packed, q, v, bodies, local_R, local_p, jacobians, moti
                 world_R[k, r, c] = Rb[r, 0] * local_R[k, 0, c] + Rb[r, 1] * local_R[k, 1, c] \
                     + Rb[r, 2] * local_R[k, 2, c]
             world_p[k, r] = body_p[b, r] + Rb[r, 0] * x[0] + Rb[r, 1] * x[1] + Rb[r, 2] * x[2]
-        x0, x1, x2 = world_p[k, 0], world_p[k, 1], world_p[k, 2]
-        j = b
-        while j >= 0:
-            for m in range(nv_joint[j]):
-                column = motion_to_parent(body_R, body_p, j, (S[j, 0, m], S[j, 1, m], S[j, 2, m], S[j, 3, m],
-                                                              S[j, 4, m], S[j, 5, m]))
-                c = v_start[j] + m
-                jacobians[k, 0, c] += column[0]
-                jacobians[k, 1, c] += column[1]
-                jacobians[k, 2, c] += column[2]
-                jacobians[k, 3, c] += column[1] * x2 - column[2] * x1 + column[3]
-                jacobians[k, 4, c] += column[2] * x0 - column[0] * x2 + column[4]
-                jacobians[k, 5, c] += column[0] * x1 - column[1] * x0 + column[5]
-            j = parent[j]
+        add_point_jacobian(model, S, body_R, body_p, b, world_p[k], jacobians[k])
         # in body axes: the origin's velocity v_b + w_b x x and acceleration
         # dv_b/dt + dw_b/dt x x + w_b x (origin velocity); then to world axes
         w, u, dw, du = vel[b, :3], vel[b, 3:], acc[b, :3], acc[b, 3:]

@@ -1,14 +1,24 @@
-"""A robot in a world: gravity, a ground plane touched at listed points, and
-the joints' URDF position limits, damping and friction; the state (t, q, v)
-advanced by step(tau). What the simulator node integrates, without ROS.
+"""A robot in a world: gravity, obstacles (a ground plane, static boxes)
+touched at the robot's contact points, the joints' URDF position limits,
+damping and friction, and actuators; the state (t, q, v) advanced by
+step(tau, steps). What the simulator node integrates, without ROS.
 
-Every step is first taken by velocity-level time stepping (time_stepping.contact_step:
-semi-implicit Euler with the contact, limit and joint-friction impulses,
-damping implicit). With integrator 'rk4' or 'rkmk4', a step in which no
-constraint engages (no point within reach of the ground, no joint at or
-reaching a limit, no joint friction) is taken again by that integrator, with
-the damping as a force: smooth motion gets its order, and contacts and limits
-their impulses (first order).
+Every step is compiled (time_stepping.simulate_kernel), many per call: by
+velocity-level time stepping (semi-implicit Euler with the contact, limit and
+joint-friction impulses, damping and actuator gains implicit), or, with
+integrator 'rk4' (the default) or 'rkmk4', by that integrator when nothing
+acts by impulses or implicitly in the step (no point within reach of an
+obstacle, no joint at or reaching a limit, no joint friction, no actuator
+gain). Measured on an undamped UR5 released from a pose off equilibrium,
+60 s at dt = 1 ms (test_simulation.py): rk4 and rkmk4 keep the energy to
+|ΔE|/E < 1e-6, semi_implicit_euler drifts by tens of percent (its update is
+symplectic only for a constant mass matrix), which is why it is not the
+default.
+
+Actuators (Actuators): a joint with a stiffness is position-controlled, one
+with only a damping velocity-controlled, toward the targets of set_targets;
+the others take the efforts of step(tau). Each actuator's effort is clamped
+to the joint's URDF effort limit.
 """
 from __future__ import annotations
 
@@ -17,34 +27,94 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mbs_dynamics import inputs
-from mbs_dynamics.aba import forward_dynamics
+from mbs_dynamics.aba import singular_mass_matrix
 from mbs_dynamics.contact import PointContact
-from mbs_dynamics.integrators import INTEGRATORS, step
+from mbs_dynamics.integrators import INTEGRATORS
 from mbs_dynamics.model import Model
 from mbs_dynamics.rnea import nonlinear_effects
-from mbs_dynamics.time_stepping import DEFAULT_GROUND, ContactStep, Ground, contact_step, position_limits
+from mbs_dynamics.time_stepping import (
+    INTEGRATOR_CODES,
+    OBSTACLE_FLOATS,
+    SINGULAR_MASS_MATRIX,
+    Box,
+    ContactStep,
+    Ground,
+    _resolve,
+    joint_terms,
+    position_limits,
+    simulate_kernel,
+)
+from mbs_dynamics.workspace import scratch
+
+DEFAULT_INTEGRATOR = "rk4"
 
 
 @dataclass(frozen=True)
 class World:
-    """What the robot meets: `ground` (None: no ground) touched at
-    `contact_points` (PointContact: points fixed in link frames, e.g. the
-    feet), and which of the joints' URDF properties act."""
+    """What the robot meets: `ground` (None: no ground) and static `boxes`
+    (Box), touched at `contact_points` (PointContact: points fixed in link
+    frames, e.g. the feet) and at the points of `contact_geometry` (an object
+    with arrays bodies (k,), points (k, 3) in the bodies' frames and radii (k,),
+    e.g. contact_geometry.collision_contacts of the URDF's collision elements);
+    which of the joints' URDF properties act; and `compliance`, the softness of
+    the contact rows (time_stepping: 0 is rigid)."""
 
     ground: Ground | None = field(default_factory=Ground)
     contact_points: tuple = ()
     joint_limits: bool = True
     joint_damping: bool = True
     joint_friction: bool = True
+    boxes: tuple = ()
+    contact_geometry: object = None
+    compliance: float = 0.0
 
     def __post_init__(self):
         points = tuple(self.contact_points)
         for point in points:
             if not isinstance(point, PointContact):
                 raise ValueError(f"contact points must be PointContact(frame, point), got {point!r}")
-        if points and self.ground is None:
-            raise ValueError("contact points need a ground")
+        boxes = tuple(self.boxes)
+        for box in boxes:
+            if not isinstance(box, Box):
+                raise ValueError(f"boxes must be Box(size, position, orientation), got {box!r}")
+        if self.ground is not None and not isinstance(self.ground, Ground):
+            raise ValueError(f"ground must be a Ground or None, got {self.ground!r}")
+        if not (np.isfinite(self.compliance) and 0.0 <= self.compliance <= 1.0):
+            raise ValueError(f"compliance must be in [0, 1], got {self.compliance!r}")
+        if (points or self.contact_geometry is not None) and self.ground is None and not boxes:
+            raise ValueError("contact points need a ground (or boxes) to touch")
         object.__setattr__(self, "contact_points", points)
+        object.__setattr__(self, "boxes", boxes)
+
+    @property
+    def obstacles(self) -> np.ndarray:
+        """(m, OBSTACLE_FLOATS): the ground first, then the boxes."""
+        rows = ([self.ground.row] if self.ground is not None else []) + [box.row for box in self.boxes]
+        return np.array(rows).reshape(len(rows), OBSTACLE_FLOATS)
+
+
+@dataclass(frozen=True)
+class Actuators:
+    """PD actuators on `joints` (one-coordinate joints: revolute, continuous,
+    prismatic): stiffness (N m/rad or N/m) and damping (N m s/rad or N s/m)
+    each; a stiffness > 0 makes the joint position-controlled, a damping alone
+    velocity-controlled. Joints not listed take efforts."""
+
+    joints: tuple = ()
+    stiffness: tuple = ()
+    damping: tuple = ()
+
+    def __post_init__(self):
+        for name in ("joints", "stiffness", "damping"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        if not len(self.joints) == len(self.stiffness) == len(self.damping):
+            raise ValueError(f"actuators need a stiffness and a damping per joint: {len(self.joints)} joints, "
+                             f"{len(self.stiffness)} stiffnesses, {len(self.damping)} dampings")
+        gains = np.array(self.stiffness + self.damping, dtype=float)
+        if not np.all(np.isfinite(gains)) or np.any(gains < 0):
+            raise ValueError(f"actuator gains must be finite and >= 0, got {gains.tolist()}")
+        if len(set(self.joints)) != len(self.joints):
+            raise ValueError(f"actuator joints listed twice: {sorted({j for j in self.joints if self.joints.count(j) > 1})}")
 
 
 def outside_limits(model: Model, q) -> list[str]:
@@ -71,33 +141,116 @@ def initial_configuration(model: Model, positions: dict | None = None) -> np.nda
     return q
 
 
+def contact_arrays(model: Model, world: World) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bodies, points in the bodies, radii) of the world's contact points,
+    then its contact geometry's."""
+    bodies, points, radii = _resolve(model, world.contact_points)
+    geometry = world.contact_geometry
+    if geometry is None:
+        return bodies, points, radii
+    more_bodies = np.asarray(geometry.bodies, dtype=np.int64)
+    more_points, more_radii = np.asarray(geometry.points, dtype=float), np.asarray(geometry.radii, dtype=float)
+    k = more_bodies.shape[0]
+    if more_bodies.shape != (k,) or more_points.shape != (k, 3) or more_radii.shape != (k,):
+        raise ValueError(f"contact geometry must have bodies (k,), points (k, 3) and radii (k,), got "
+                         f"{more_bodies.shape}, {more_points.shape}, {more_radii.shape}")
+    if k and (more_bodies.min() < -1 or more_bodies.max() >= model.nbodies):
+        raise ValueError(f"contact geometry bodies must be body indices of model '{model.name}' "
+                         f"(0 to {model.nbodies - 1}, or -1)")
+    if not (np.all(np.isfinite(more_points)) and np.all(np.isfinite(more_radii)) and np.all(more_radii >= 0)):
+        raise ValueError("contact geometry points must be finite, radii finite and >= 0")
+    return (np.concatenate([bodies, more_bodies]), np.concatenate([points, more_points]),
+            np.concatenate([radii, more_radii]))
+
+
 class Simulation:
-    """The state (time, q, v) of `model` in `world`, advanced by step(tau) at dt
-    (module docstring); `steps` counts the steps since reset. `last` is the last step's ContactStep (its contact
-    forces, solver sweeps and residual)."""
+    """The state (time, q, v) of `model` in `world`, advanced by step(tau,
+    steps) at dt (module docstring); `steps` counts the steps since reset.
+    `last` is the last call's ContactStep (the contact forces of its last step,
+    solver sweeps and largest residual; applied: the actuators' efforts;
+    acceleration: (v⁺ - v) / dt; unconverged_steps)."""
 
     def __init__(self, model: Model, world: World = World(), dt: float = 1e-3,
-                 integrator: str = "semi_implicit_euler", q=None, v=None):
+                 integrator: str = DEFAULT_INTEGRATOR, q=None, v=None, actuators: Actuators = Actuators(),
+                 tolerance: float = 1e-10, max_iterations: int = 200, stabilization: float = 0.2,
+                 margin: float = 1e-4):
         if integrator not in INTEGRATORS:
             raise ValueError(f"integrator must be one of {', '.join(INTEGRATORS)}, got {integrator!r}")
         dt = float(dt)
         if not np.isfinite(dt) or dt <= 0:
             raise ValueError(f"dt must be a positive finite number, got {dt}")
+        if not 0.0 <= stabilization <= 1.0:
+            raise ValueError(f"stabilization must be in [0, 1], got {stabilization}")
         self.model, self.dt, self.integrator = model, dt, integrator
+        self._settings = np.array((dt, stabilization, margin, tolerance, max_iterations, INTEGRATOR_CODES[integrator],
+                                   0.0, 1))
+        self.tolerance = tolerance
+        self._buffer = scratch(model)
+        nv = model.nv
+        self._effort = np.zeros(nv)
+        self._position_target, self._velocity_target = np.zeros(nv), np.zeros(nv)
+        self._results_joint = (np.zeros(nv), np.zeros(nv), np.zeros(nv))
+        self.set_actuators(actuators)
         self.set_world(world)
         self.set_initial_state(initial_configuration(model) if q is None else q,
-                               np.zeros(model.nv) if v is None else v)
+                               np.zeros(nv) if v is None else v)
         self.reset()
+
+    # --- what the robot meets and how it is driven -------------------------------
 
     def set_world(self, world: World) -> None:
         """What the robot meets from now on; the state goes on."""
         if not isinstance(world, World):
             raise ValueError(f"world must be a World, got {world!r}")
+        contacts = contact_arrays(self.model, world)
+        obstacles = world.obstacles
         self.world = world
-        self._smooth_possible = self.integrator != "semi_implicit_euler" and not (
-            world.joint_friction and np.any(self.model.friction > 0))
-        self._warm_start = np.zeros((len(world.contact_points), 3))
+        self._contacts, self._obstacles = contacts, obstacles
+        self._world = (contacts, obstacles,
+                       joint_terms(self.model, world.joint_limits, world.joint_damping, world.joint_friction))
+        self._settings[6] = world.compliance
+        npoints = contacts[0].shape[0]
+        self._impulses = np.zeros((npoints, obstacles.shape[0], 3))
+        self._results = (np.zeros((npoints, 3)), np.full(npoints, np.inf), np.zeros(npoints, dtype=np.bool_),
+                         *self._results_joint)
         self.last = None  # its forces are of the old contact points
+
+    @property
+    def contact_count(self) -> int:
+        """The number of contact points (contact_points, then contact_geometry's)."""
+        return self._contacts[0].shape[0]
+
+    def set_actuators(self, actuators: Actuators) -> None:
+        """The PD actuators from now on (Actuators); their targets stay."""
+        if not isinstance(actuators, Actuators):
+            raise ValueError(f"actuators must be Actuators, got {actuators!r}")
+        model = self.model
+        stiffness, damping = np.zeros(model.nv), np.zeros(model.nv)
+        target_q = np.full(model.nv, -1, dtype=np.int64)
+        for name, k, d in zip(actuators.joints, actuators.stiffness, actuators.damping, strict=True):
+            if name not in model.joint_names:
+                raise ValueError(f"actuators: model '{model.name}' has no joint '{name}'")
+            body = model.body_joint_names.index(name)
+            if model.nv_joint[body] != 1:
+                raise ValueError(f"actuators: joint '{name}' has {model.nv_joint[body]} coordinates: only "
+                                 "one-coordinate joints (revolute, continuous, prismatic) take an actuator")
+            iv = model.v_index(name)
+            stiffness[iv], damping[iv] = k, d
+            target_q[iv] = model.q_index(name)
+        self.actuators = actuators
+        self._gains = (stiffness, damping, target_q)
+
+    def set_targets(self, positions=None, velocities=None) -> None:
+        """The actuators' targets (nv,), by velocity index: positions of the
+        position-controlled coordinates, velocities of all actuated ones (None:
+        unchanged). Read where a coordinate has an actuator, ignored elsewhere."""
+        for value, target, name in ((positions, self._position_target, "position targets"),
+                                    (velocities, self._velocity_target, "velocity targets")):
+            if value is not None:
+                array = inputs.vector(self.model, value, self.model.nv, name, batch=False)
+                target[:] = array
+
+    # --- the state -----------------------------------------------------------------
 
     def set_initial_state(self, q, v) -> None:
         """The state reset() goes back to (checked as set_state checks)."""
@@ -121,36 +274,51 @@ class Simulation:
     def set_state(self, q, v) -> None:
         """Put the robot at (q, v) now (quaternions normalised); time goes on."""
         self.q, self.v = self._checked(q, v)
-        self._warm_start = np.zeros((len(self.world.contact_points), 3))
-        self._joint_warm_start = np.zeros(self.model.nv)
+        self._impulses[:] = 0.0
+        self._joint_impulses = np.zeros(self.model.nv)
         self.last: ContactStep | None = None
 
     @property
     def contact_forces(self) -> np.ndarray:
-        """(k, 3) the mean force of the ground on each contact point over the
+        """(k, 3) the mean force of the obstacles on each contact point over the
         last step, world axes."""
-        if self.last is None:
-            return np.zeros((len(self.world.contact_points), 3))
-        return self.last.forces
+        return self._results[0].copy() if self.last is not None else np.zeros((self.contact_count, 3))
 
-    def step(self, tau) -> ContactStep:
-        """One step of dt under the joint efforts tau (nv,)."""
-        world, model = self.world, self.model
-        tau = inputs.vector(model, tau, model.nv, "tau", batch=False)
-        result = contact_step(model, self.q, self.v, tau, self.dt, world.contact_points,
-                              world.ground if world.ground is not None else DEFAULT_GROUND,
-                              warm_start=self._warm_start, joint_warm_start=self._joint_warm_start,
-                              joint_limits=world.joint_limits,
-                              joint_damping=world.joint_damping, joint_friction=world.joint_friction)
-        if self._smooth_possible and not result.active.any() and result.limits_active == 0:
-            damping = model.damping if world.joint_damping else 0.0
-            q, v = step(model, self.q, self.v, None, self.dt, self.integrator,
-                        acceleration=lambda q, v: forward_dynamics(model, q, v, tau - damping * v))
-            result = ContactStep(q, v, result.forces, result.impulses, result.active, result.gaps, 0, 0.0, True,
-                                 np.zeros(model.nv), 0)
-        self.q, self.v = result
-        self._warm_start, self._joint_warm_start = result.impulses, result.joint_impulses
-        self.steps += 1
+    # --- stepping ------------------------------------------------------------------
+
+    def step(self, tau=None, steps: int = 1) -> ContactStep:
+        """`steps` steps of dt under the joint efforts tau (nv,; None: zero) and
+        the actuators toward their targets; returns the ContactStep of the call
+        (module and class docstrings). On a step that cannot be taken it raises,
+        the state left at the step before."""
+        model = self.model
+        if tau is not None:
+            self._effort[:] = inputs.vector(model, tau, model.nv, "tau", batch=False)
+        else:
+            self._effort[:] = 0.0
+        steps = int(steps)
+        if steps < 1:
+            raise ValueError(f"steps must be >= 1, got {steps}")
+        self._settings[7] = steps
+        stiffness, damping, target_q = self._gains
+        actuation = (self._effort, stiffness, damping, model.effort_limit, target_q, self._position_target,
+                     self._velocity_target)
+        q_before, v_before = self.q.copy(), self.v.copy()
+        report = simulate_kernel(model.packed, model.dof_parent, self._world, actuation, self._settings,
+                                 (self.q, self.v, self._impulses, self._joint_impulses), self._results, self._buffer)
+        self.steps += report.steps
+        if report.status:
+            if report.status == SINGULAR_MASS_MATRIX:
+                raise singular_mass_matrix(model, model.velocity_joint(report.pivot))
+            inputs.refuse(model, report.status, "the simulation step", q_before, (v_before, "v"),
+                          (self._effort, "tau"))
+        forces, gaps, touching, joint_impulses, applied, acceleration = self._results
+        result = ContactStep(self.q.copy(), self.v.copy(), forces.copy(), self._impulses[:, 0, :].copy()
+                             if self._impulses.shape[1] else np.zeros((self.contact_count, 3)), touching.copy(),
+                             gaps.copy(), report.sweeps, report.residual, report.residual <= self.tolerance,
+                             joint_impulses.copy(), report.limits)
+        result.applied, result.acceleration = applied.copy(), acceleration.copy()
+        result.unconverged_steps, result.smooth_steps, result.steps = report.unconverged, report.smooth, report.steps
         self.last = result
         return result
 
@@ -158,3 +326,4 @@ class Simulation:
     def time(self) -> float:
         """Simulated time (s): steps times dt, so that 1000 steps of 1 ms are 1.0 s exactly."""
         return self.steps * self.dt
+

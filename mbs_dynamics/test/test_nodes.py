@@ -90,7 +90,7 @@ def test_node_name_and_parameters_can_be_set_from_the_command_line(start_process
     node.wait_for("\\[sim2\\]: robot 'mbs_quadruped' .* 12 moving joints")
     wait_for_node(test_node, "sim2")
     assert get_parameters(test_node, "sim2", ["floating_base", "dt", "integrator"]) == {
-        "floating_base": True, "dt": 0.002, "integrator": "semi_implicit_euler"}
+        "floating_base": True, "dt": 0.002, "integrator": "rk4"}
     assert node.interrupt() == 0
 
 
@@ -288,7 +288,7 @@ def test_two_closed_loops_run_side_by_side_in_namespaces(start_process, test_nod
         output = run.output
         assert f"[{namespace}.simulator]: first effort command: running from t = 0 s" in output, output
         # -p simulator:...:= reached the simulator in its namespace (rcl matches it only against /simulator)
-        assert "(semi_implicit_euler), real-time factor 2, waiting for the first effort command" in output
+        assert "(rk4), real-time factor 2, waiting for the first effort command" in output
         assert f"[{namespace}.run_monitor]: run over after 8 s of simulated time" in output
         summaries = [line for line in output.splitlines() if f"[{namespace}.run_monitor]: t = " in line]
         assert len(summaries) >= 3, output

@@ -3,7 +3,7 @@ that no node compiles on first use."""
 import mbs_dynamics as mbs
 import numpy as np
 from mbs_dynamics import warmup
-from mbs_dynamics.time_stepping import contact_step_kernel
+from mbs_dynamics.time_stepping import simulate_kernel
 
 
 def test_every_task_runs():
@@ -17,14 +17,14 @@ def test_the_warm_up_runs_in_worker_processes():
     assert warmup.warm_up(jobs=2) > 0
 
 
-def test_contact_step_compiles_once_with_the_joint_terms_on_or_off():
+def test_the_step_compiles_once_with_the_joint_terms_on_or_off():
     """The simulator steps with the URDF's damping and friction (read-only
     model arrays); contact_step's defaults leave them out: one signature for
     both, or the simulator's first step compiled for seconds."""
     model = mbs.Model.from_urdf_file(mbs.bundled_robot("arm7"))
     q, v = model.neutral_configuration(), np.zeros(model.nv)
     mbs.contact_step(model, q, v, v, 1e-3)
-    signatures = set(contact_step_kernel.signatures)
+    signatures = set(simulate_kernel.signatures)
     mbs.contact_step(model, q, v, v, 1e-3, joint_limits=True, joint_damping=True, joint_friction=True)
     mbs.Simulation(model).step(v)
-    assert set(contact_step_kernel.signatures) == signatures
+    assert set(simulate_kernel.signatures) == signatures

@@ -82,9 +82,10 @@ class SimulatorNode(RobotNode):
     EXECUTOR = MultiThreadedExecutor  # ~/pause is answered while a ~/step runs
     PARAMETERS = (
         ParameterSpec("dt", 0.001, "Integration step (s).", read_only=True, bounds=(1e-5, 0.1)),
-        ParameterSpec("integrator", "semi_implicit_euler",
-                      "'semi_implicit_euler', 'rk4' or 'rkmk4' (Munthe-Kaas on SE(3) for the floating base); "
-                      "steps with contact, a joint limit or joint friction are time-stepped (first order).",
+        ParameterSpec("integrator", mbs.simulation.DEFAULT_INTEGRATOR,
+                      "'rk4', 'rkmk4' (Munthe-Kaas on SE(3) for the floating base) or 'semi_implicit_euler' (which "
+                      "does not keep energy); steps with contact, a joint limit, joint friction or actuator gains "
+                      "are time-stepped (first order).",
                       read_only=True),
         ParameterSpec("real_time_factor", 1.0,
                       "Simulated seconds per wall-clock second (at least 0.001); 0 = as fast as possible.",

@@ -6,52 +6,8 @@ The core (this package minus ``mbs_dynamics.ros``) never imports ROS.
     model = mbs.Model.from_urdf_file(mbs.bundled_robot("arm7"))
     tau = mbs.inverse_dynamics(model, q, v, a)
 """
-from mbs_dynamics.parsers.urdf import (
-    JointDescription,
-    LinkDescription,
-    RobotDescription,
-    URDFError,
-    parse_urdf_file,
-    parse_urdf_string,
-)
-from mbs_dynamics.robots import BUNDLED_ROBOTS, bundled_robot
-from mbs_dynamics.model import Frame, Model
-from mbs_dynamics.kinematics import (
-    body_poses,
-    frame_acceleration,
-    frame_bias_acceleration,
-    frame_jacobian,
-    frame_jerk,
-    frame_pose,
-    frame_velocity,
-)
-from mbs_dynamics import lie
-from mbs_dynamics.rnea import gravity_torques, inverse_dynamics, nonlinear_effects
-from mbs_dynamics.crba import mass_matrix
-from mbs_dynamics.derivatives import (
-    coriolis_matrix,
-    forward_dynamics_derivatives,
-    inverse_dynamics_derivatives,
-    inverse_dynamics_rate,
-    linearize,
-)
-from mbs_dynamics.configuration import difference, integrate
+from mbs_dynamics import lie, sensors, simulation
 from mbs_dynamics.aba import InverseMassMatrix, SingularMassMatrix, forward_dynamics
-from mbs_dynamics.contact import (
-    ConstraintSolution,
-    FrameContact,
-    LoopClosure,
-    PointContact,
-    contact_forward_dynamics,
-    contact_inverse_dynamics,
-    impact,
-)
-from mbs_dynamics.integrators import INTEGRATORS, step
-from mbs_dynamics.joint_friction import joint_friction_torques
-from mbs_dynamics.regressor import inertial_parameters, joint_torque_regressor
-from mbs_dynamics.time_stepping import Box, ContactStep, Ground, contact_step
-from mbs_dynamics.simulation import Actuators, Simulation, World
-from mbs_dynamics import simulation
 from mbs_dynamics.centroidal import (
     center_of_mass,
     center_of_mass_velocity,
@@ -61,24 +17,75 @@ from mbs_dynamics.centroidal import (
     kinetic_energy,
     potential_energy,
 )
+from mbs_dynamics.configuration import difference, integrate
+from mbs_dynamics.contact import (
+    ConstraintSolution,
+    FrameContact,
+    LoopClosure,
+    PointContact,
+    contact_forward_dynamics,
+    contact_inverse_dynamics,
+    impact,
+)
+from mbs_dynamics.crba import mass_matrix
+from mbs_dynamics.derivatives import (
+    coriolis_matrix,
+    forward_dynamics_derivatives,
+    inverse_dynamics_derivatives,
+    inverse_dynamics_rate,
+    linearize,
+)
+from mbs_dynamics.integrators import INTEGRATORS, step
+from mbs_dynamics.joint_friction import joint_friction_torques
+from mbs_dynamics.kinematics import (
+    body_poses,
+    frame_acceleration,
+    frame_bias_acceleration,
+    frame_jacobian,
+    frame_jerk,
+    frame_pose,
+    frame_velocity,
+)
+from mbs_dynamics.model import Frame, Model
+from mbs_dynamics.parsers.urdf import (
+    JointDescription,
+    LinkDescription,
+    RobotDescription,
+    URDFError,
+    parse_urdf_file,
+    parse_urdf_string,
+)
+from mbs_dynamics.regressor import inertial_parameters, joint_torque_regressor
+from mbs_dynamics.rnea import gravity_torques, inverse_dynamics, nonlinear_effects
+from mbs_dynamics.robots import BUNDLED_ROBOTS, bundled_robot
+from mbs_dynamics.simulation import Actuators, Simulation, World
+from mbs_dynamics.time_stepping import Box, ContactStep, Ground, contact_step
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BUNDLED_ROBOTS",
     "INTEGRATORS",
+    "Actuators",
+    "Box",
     "ConstraintSolution",
     "ContactStep",
     "Frame",
     "FrameContact",
-    "Box",
     "Ground",
-    "LoopClosure",
-    "PointContact",
     "InverseMassMatrix",
+    "JointDescription",
+    "LinkDescription",
+    "LoopClosure",
     "Model",
+    "PointContact",
+    "RobotDescription",
+    "Simulation",
     "SingularMassMatrix",
+    "URDFError",
+    "World",
     "body_poses",
+    "bundled_robot",
     "center_of_mass",
     "center_of_mass_velocity",
     "centroidal_momentum",
@@ -97,31 +104,24 @@ __all__ = [
     "frame_jerk",
     "frame_pose",
     "frame_velocity",
-    "lie",
-    "mass_matrix",
     "gravity_torques",
     "impact",
-    "integrate",
     "inertial_parameters",
+    "integrate",
     "inverse_dynamics",
-    "joint_friction_torques",
-    "joint_torque_regressor",
     "inverse_dynamics_derivatives",
     "inverse_dynamics_rate",
+    "joint_friction_torques",
+    "joint_torque_regressor",
     "kinetic_energy",
+    "lie",
     "linearize",
+    "mass_matrix",
     "nonlinear_effects",
-    "potential_energy",
-    "simulation",
-    "Actuators",
-    "Simulation",
-    "step",
-    "World",
-    "JointDescription",
-    "LinkDescription",
-    "RobotDescription",
-    "URDFError",
-    "bundled_robot",
     "parse_urdf_file",
     "parse_urdf_string",
+    "potential_energy",
+    "sensors",
+    "simulation",
+    "step",
 ]

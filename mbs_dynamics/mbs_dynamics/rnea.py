@@ -190,19 +190,13 @@ def world_backward_pass(model, views, about_world_origin, tau):
 # --- the three kernels -------------------------------------------------------
 
 
-@njit(cache=True)
-def rnea_kernel(packed, q, v, a, f_ext, tau, buffer):
-    """tau = ID(q, v, a), body form; f_ext[i]: wrench on body i (body frame,
-    about its origin), or none (0 rows). Body by body (F&O eqs. 1-8, MD eqs.
-    66-67; spatial_v2's ID):
-        v_i = ^iX_λ v_λ + S qd,  a_i = ^iX_λ a_λ + S qdd + c_J + v_i x S qd,
-        f_i = I a_i + v_i x* I v_i - f_ext_i,  tau_i = S^T f_i,  f_λ += ^λX_i^* f_i.
-    Returns INVALID_INPUT without computing (inputs.invalid), NONFINITE_RESULT
-    when tau overflows, else 0.
-    """
+@njit(cache=True, inline="always")
+def body_form_pass(packed, q, v, a, f_ext, tau, buffer):
+    """The body form's passes (rnea_kernel) on valid inputs: tau, and the view
+    `force` (n, 6) of the buffer, f_i after the backward pass: the wrench the
+    parent applies to body i through its joint (body frame, about its
+    origin), which carries i's subtree."""
     model = unpack_model(packed)
-    if invalid(model, q, v, a):
-        return INVALID_INPUT
     n = model.parent.shape[0]
     R, p, S, vel, acc, o = body_motion_views(packed, q, buffer)
     force, o = take(buffer, o, (n, 6))
@@ -224,7 +218,37 @@ def rnea_kernel(packed, q, v, a, f_ext, tau, buffer):
         if lam >= 0:
             store_add(force, lam, force_to_parent(R, p, i, row(force, i)))
     add_armature(model, a, tau)
+    return force
+
+
+@njit(cache=True)
+def rnea_kernel(packed, q, v, a, f_ext, tau, buffer):
+    """tau = ID(q, v, a), body form; f_ext[i]: wrench on body i (body frame,
+    about its origin), or none (0 rows). Body by body (F&O eqs. 1-8, MD eqs.
+    66-67; spatial_v2's ID):
+        v_i = ^iX_λ v_λ + S qd,  a_i = ^iX_λ a_λ + S qdd + c_J + v_i x S qd,
+        f_i = I a_i + v_i x* I v_i - f_ext_i,  tau_i = S^T f_i,  f_λ += ^λX_i^* f_i.
+    Returns INVALID_INPUT without computing (inputs.invalid), NONFINITE_RESULT
+    when tau overflows, else 0.
+    """
+    model = unpack_model(packed)
+    if invalid(model, q, v, a):
+        return INVALID_INPUT
+    body_form_pass(packed, q, v, a, f_ext, tau, buffer)
     return 0 if all_finite(tau) else NONFINITE_RESULT
+
+
+@njit(cache=True)
+def joint_wrenches_kernel(packed, q, v, a, f_ext, wrenches, buffer):
+    """wrenches (n, 6) = f_i of the RNEA (body_form_pass): what each joint
+    transmits to its child body, [torque; force] in the child's frame about its
+    origin. Returns the status of rnea_kernel."""
+    model = unpack_model(packed)
+    if invalid(model, q, v, a):
+        return INVALID_INPUT
+    force = body_form_pass(packed, q, v, a, f_ext, np.empty(v.shape[0]), buffer)
+    wrenches[:] = force
+    return 0 if all_finite(wrenches) else NONFINITE_RESULT
 
 
 @njit(cache=True)

@@ -168,7 +168,9 @@ class Simulation:
     steps) at dt (module docstring); `steps` counts the steps since reset.
     `last` is the last call's ContactStep (the contact forces of its last step,
     solver sweeps and largest residual; applied: the actuators' efforts;
-    acceleration: (v⁺ - v) / dt; unconverged_steps)."""
+    acceleration: (v⁺ - v) / dt; body_wrenches: the contact forces on each
+    body, [torque; force] in its frame about its origin, what sensors.
+    joint_wrenches takes; unconverged_steps)."""
 
     def __init__(self, model: Model, world: World = World(), dt: float = 1e-3,
                  integrator: str = DEFAULT_INTEGRATOR, q=None, v=None, actuators: Actuators = Actuators(),
@@ -212,7 +214,7 @@ class Simulation:
         npoints = contacts[0].shape[0]
         self._impulses = np.zeros((npoints, obstacles.shape[0], 3))
         self._results = (np.zeros((npoints, 3)), np.full(npoints, np.inf), np.zeros(npoints, dtype=np.bool_),
-                         *self._results_joint)
+                         *self._results_joint, np.zeros((self.model.nbodies, 6)))
         self.last = None  # its forces are of the old contact points
 
     @property
@@ -312,12 +314,13 @@ class Simulation:
                 raise singular_mass_matrix(model, model.velocity_joint(report.pivot))
             inputs.refuse(model, report.status, "the simulation step", q_before, (v_before, "v"),
                           (self._effort, "tau"))
-        forces, gaps, touching, joint_impulses, applied, acceleration = self._results
+        forces, gaps, touching, joint_impulses, applied, acceleration, body_wrenches = self._results
         result = ContactStep(self.q.copy(), self.v.copy(), forces.copy(), self._impulses[:, 0, :].copy()
                              if self._impulses.shape[1] else np.zeros((self.contact_count, 3)), touching.copy(),
                              gaps.copy(), report.sweeps, report.residual, report.residual <= self.tolerance,
                              joint_impulses.copy(), report.limits)
         result.applied, result.acceleration = applied.copy(), acceleration.copy()
+        result.body_wrenches = body_wrenches.copy()
         result.unconverged_steps, result.smooth_steps, result.steps = report.unconverged, report.smooth, report.steps
         self.last = result
         return result

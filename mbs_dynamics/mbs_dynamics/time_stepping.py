@@ -210,8 +210,9 @@ StepState = namedtuple("StepState", "q v impulses joint_impulses")
 # What the last step of a call did: forces (k, 3) on each point (world, summed
 # over the obstacles), gaps (k,) from the nearest obstacle at its start, touching
 # (k,) whether the point was in the solver, joint_impulses (nv,) of the limits and
-# joint friction, applied (nv,) the actuators' efforts, acceleration (nv,) (v⁺ - v) / dt
-StepResults = namedtuple("StepResults", "forces gaps touching joint_impulses applied acceleration")
+# joint friction, applied (nv,) the actuators' efforts, acceleration (nv,) (v⁺ - v) / dt,
+# body_wrenches (nbodies, 6) the contact forces on each body, [torque; force] in its frame about its origin
+StepResults = namedtuple("StepResults", "forces gaps touching joint_impulses applied acceleration body_wrenches")
 # The joints' velocity walls (nv,): -inf and inf where none; walls: how many are finite
 VelocityWalls = namedtuple("VelocityWalls", "lowest highest walls")
 # The constraint rows: G (m, nv), each row zero off the path from coordinate `deepest`
@@ -340,12 +341,14 @@ def point_velocity(body_R, body_p, vel, b, x0, x1, x2):
 
 
 @njit(cache=True, inline="always")
-def point_positions(packed, q, contacts, buffer, positions):
+def point_positions(packed, q, contacts, buffer, positions, placed):
     """positions (k, 3) = the world positions of the contact points' centres at
-    q; the bodies' placements and subspaces stay in buffer's kinematic views."""
-    n = body_count(packed)
-    kinematics, o = kinematic_views(buffer, n)
-    body_poses_kernel(packed, q, kinematics.R, kinematics.p, kinematics.S, kinematics.world_R, kinematics.world_p)
+    q, from the bodies' placements in buffer's kinematic views, computed there
+    first unless `placed` (crba_kernel leaves them at its q)."""
+    kinematics, o = kinematic_views(buffer, body_count(packed))
+    if not placed:
+        body_poses_kernel(packed, q, kinematics.R, kinematics.p, kinematics.S, kinematics.world_R,
+                          kinematics.world_p)
     body_R, body_p = kinematics.world_R, kinematics.world_p
     for k in range(contacts.bodies.shape[0]):
         b, x = contacts.bodies[k], contacts.points[k]
@@ -390,17 +393,16 @@ def within_reach(contacts, obstacles, positions, kinematics, vel, dt, margin, ga
 
 
 @njit(cache=True, inline="always")
-def contact_pairs(contacts, obstacles, positions, kinematics, vel, free_vel, step, gaps, axes, location):
+def contact_pairs(contacts, obstacles, positions, kinematics, vel, free_vel, step, gaps, work):
     """The point-obstacle pairs within `margin` or reaching each other within
     the step at the free velocity (body twists free_vel), with the bias b of
     their normal rows (module docstring: a gap closed, a penetration pushed
     out, or an impact's bounce), their contact axes and contact points. gaps
-    (k,) each point's distance from the nearest obstacle at the step's start.
-    axes (k * obstacles, 3, 3), location (k * obstacles, 3): room for them."""
+    (k,) each point's distance from the nearest obstacle at the step's start;
+    the pairs are laid out in work's pair arrays."""
     npoints, nobstacles, dt = contacts.bodies.shape[0], obstacles.shape[0], step.dt
-    size = npoints * nobstacles
-    point, obstacle = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
-    bias, friction = np.empty(size), np.empty(size)
+    point, obstacle, bias, friction = work.pair_point, work.pair_obstacle, work.pair_bias, work.pair_friction
+    axes, location = work.axes, work.location
     count = 0
     for k in range(npoints):
         gaps[k] = np.inf
@@ -553,15 +555,20 @@ def velocity_change(L, dof_parent, rows):
 # pass, the points' positions, the body twists at v and at v_free, room for the
 # pairs' axes and contact points, a Jacobian, and the smooth integrator's stages.
 StepWork = namedtuple("StepWork", "M M_nominal h effort damping clamp v_next positions vel free_vel axes location "
-                                  "jacobian stage_x stage_v q_stage v_stage")
+                                  "jacobian stage_x stage_v q_stage v_stage G deepest c impulses pair_point "
+                                  "pair_obstacle pair_bias pair_friction")
 
 
 @njit(cache=True, inline="always")
 def step_work(nq, nv, nbodies, npoints, nobstacles):
+    pairs = npoints * nobstacles
+    rows = 3 * pairs + nv
     return StepWork(np.empty((nv, nv)), np.empty((nv, nv)), np.empty(nv), np.empty(nv), np.empty(nv), np.zeros(nv),
                     np.empty(nv), np.empty((npoints, 3)), np.empty((nbodies, 6)), np.empty((nbodies, 6)),
-                    np.empty((npoints * nobstacles, 3, 3)), np.empty((npoints * nobstacles, 3)), np.empty((6, nv)),
-                    np.empty((4, nv)), np.empty((4, nv)), np.empty(nq), np.empty(nv))
+                    np.empty((pairs, 3, 3)), np.empty((pairs, 3)), np.empty((6, nv)),
+                    np.empty((4, nv)), np.empty((4, nv)), np.empty(nq), np.empty(nv), np.empty((rows, nv)),
+                    np.empty(rows, dtype=np.int64), np.empty(rows), np.empty(rows), np.empty(pairs, dtype=np.int64),
+                    np.empty(pairs, dtype=np.int64), np.empty(pairs), np.empty(pairs))
 
 
 @njit(cache=True, inline="always")
@@ -614,6 +621,18 @@ def newly_clamped(actuation, q, v_next, work, dt, applied):
     return more
 
 
+@njit(cache=True, inline="always")
+def add_body_wrench(body_R, body_p, b, x, f0, f1, f2, wrenches):
+    """wrenches[b] += the world force f at the world point x, as [torque;
+    force] in body b's frame about its origin."""
+    r0, r1, r2 = x[0] - body_p[b, 0], x[1] - body_p[b, 1], x[2] - body_p[b, 2]
+    t0, t1, t2 = r1 * f2 - r2 * f1, r2 * f0 - r0 * f2, r0 * f1 - r1 * f0
+    R = body_R[b]
+    for c in range(3):
+        wrenches[b, c] += R[0, c] * t0 + R[1, c] * t1 + R[2, c] * t2
+        wrenches[b, 3 + c] += R[0, c] * f0 + R[1, c] * f1 + R[2, c] * f2
+
+
 @njit(cache=True)
 def implicit_step(packed, dof_parent, world, actuation, step, state, results, work, buffer):
     """One velocity-level step (module docstring) from state.q, state.v:
@@ -624,10 +643,10 @@ def implicit_step(packed, dof_parent, world, actuation, step, state, results, wo
     q, v = state.q, state.v
     nv = v.shape[0]
     zero = np.zeros(nv)
-    if crba_kernel(packed, q, work.M_nominal, buffer) \
-            or rnea_kernel(packed, q, v, zero, np.empty((0, 6)), work.h, buffer):
+    if rnea_kernel(packed, q, v, zero, np.empty((0, 6)), work.h, buffer) \
+            or crba_kernel(packed, q, work.M_nominal, buffer):
         return NONFINITE_RESULT, 0, 0.0, 0, -1  # the inputs were checked: what else fails is overflow
-    kinematics, _ = point_positions(packed, q, contacts, buffer, work.positions)
+    kinematics, _ = point_positions(packed, q, contacts, buffer, work.positions, True)
     body_twists(model, kinematics, v, work.vel)
     work.clamp[:] = 0.0
     sweeps, residual, limits = 0, 0.0, 0
@@ -640,7 +659,7 @@ def implicit_step(packed, dof_parent, world, actuation, step, state, results, wo
             return SINGULAR_MASS_MATRIX, 0, 0.0, 0, pivot
         body_twists(model, kinematics, v_free, work.free_vel)
         pairs = contact_pairs(contacts, obstacles, work.positions, kinematics, work.vel, work.free_vel, step,
-                              results.gaps, work.axes, work.location)
+                              results.gaps, work)
         walls = velocity_walls(q, v_free, terms, step)
         coordinates = joint_row_coordinates(terms.friction, walls)
         count, joint_count = pairs.point.shape[0], coordinates.shape[0]
@@ -651,7 +670,8 @@ def implicit_step(packed, dof_parent, world, actuation, step, state, results, wo
             impulses = np.empty(0)
             sweeps, residual = 0, 0.0
         else:
-            rows = Rows(np.zeros((m, nv)), np.empty(m, dtype=np.int64), np.empty(m), np.empty(m))
+            rows = Rows(work.G[:m], work.deepest[:m], work.c[:m], work.impulses[:m])
+            rows.G[:] = 0.0
             pair_rows(model, rows, pairs, contacts.bodies, kinematics, v_free, state.impulses, work.jacobian)
             bound, lowest, highest = joint_rows(rows, 3 * count, coordinates, v_free, walls, terms.friction, step.dt,
                                                 state.joint_impulses)
@@ -670,14 +690,22 @@ def implicit_step(packed, dof_parent, world, actuation, step, state, results, wo
     state.joint_impulses[:] = 0.0
     results.forces[:] = 0.0
     results.touching[:] = False
+    results.body_wrenches[:] = 0.0
     for i in range(count):
         k = pairs.point[i]
         results.touching[k] = True
+        f0, f1, f2 = 0.0, 0.0, 0.0
         for a in range(3):
             impulse = impulses[3 * i + a]
             state.impulses[k, pairs.obstacle[i], a] = impulse
-            for r in range(3):
-                results.forces[k, r] += impulse * pairs.axes[i, a, r] / step.dt
+            f0 += impulse * pairs.axes[i, a, 0] / step.dt
+            f1 += impulse * pairs.axes[i, a, 1] / step.dt
+            f2 += impulse * pairs.axes[i, a, 2] / step.dt
+        results.forces[k, 0] += f0
+        results.forces[k, 1] += f1
+        results.forces[k, 2] += f2
+        add_body_wrench(kinematics.world_R, kinematics.world_p, contacts.bodies[k], pairs.location[i], f0, f1, f2,
+                        results.body_wrenches)
     for j in range(joint_count):
         state.joint_impulses[coordinates[j]] = impulses[3 * count + j]
     results.joint_impulses[:] = state.joint_impulses
@@ -765,7 +793,7 @@ def simulate_kernel(packed, dof_parent, world, actuation, settings, state, resul
     actuation = Actuation(actuation[0], actuation[1], actuation[2], actuation[3], actuation[4], actuation[5],
                           actuation[6])
     state = StepState(state[0], state[1], state[2], state[3])
-    results = StepResults(results[0], results[1], results[2], results[3], results[4], results[5])
+    results = StepResults(results[0], results[1], results[2], results[3], results[4], results[5], results[6])
     q, v = state.q, state.v
     npoints, nobstacles = contacts.bodies.shape[0], obstacles.shape[0]
     work = step_work(nq, nv, model.parent.shape[0], npoints, nobstacles)
@@ -781,7 +809,7 @@ def simulate_kernel(packed, dof_parent, world, actuation, settings, state, resul
             return failure(INVALID_INPUT, taken, unconverged, smooth)
         take_smooth = False
         if smooth_possible:
-            kinematics, _ = point_positions(packed, q, contacts, buffer, work.positions)
+            kinematics, _ = point_positions(packed, q, contacts, buffer, work.positions, False)
             body_twists(model, kinematics, v, work.vel)
             walls = velocity_walls(q, v, terms, step)
             take_smooth = walls.walls == 0 and not within_reach(contacts, obstacles, work.positions, kinematics,
@@ -799,6 +827,7 @@ def simulate_kernel(packed, dof_parent, world, actuation, settings, state, resul
             results.forces[:] = 0.0
             results.touching[:] = False
             results.joint_impulses[:] = 0.0
+            results.body_wrenches[:] = 0.0
             results.applied[:] = actuation.effort
             sweeps, step_residual, limits = 0, 0.0, 0
             smooth += 1
@@ -920,7 +949,7 @@ def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground =
     settings = np.array((dt, float(stabilization), float(margin), float(tolerance), int(max_iterations), EULER, 0.0, 1))
     q_in, v_in = q.copy(), v.copy()
     results = (np.empty((npoints, 3)), np.empty(npoints), np.empty(npoints, dtype=np.bool_), np.empty(model.nv),
-               np.empty(model.nv), np.empty(model.nv))
+               np.empty(model.nv), np.empty(model.nv), np.empty((model.nbodies, 6)))
     report = simulate_kernel(model.packed, model.dof_parent,
                              (contacts, np.array(ground.row).reshape(1, -1),
                               joint_terms(model, joint_limits, joint_damping, joint_friction)),

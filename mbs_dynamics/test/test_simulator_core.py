@@ -225,3 +225,74 @@ def test_bad_actuators_and_worlds_are_refused():
         mbs.Box(size=(1.0, 1.0, 1.0), orientation=(0.0, 0.0, 0.0, 2.0))
     with pytest.raises(ValueError, match="steps must be >= 1"):
         mbs.Simulation(model).step(steps=0)
+
+
+# --- sensors -------------------------------------------------------------------------
+
+SOLES = ("left_sole_link", "right_sole_link")
+SOLE_CORNERS = [(x, y, 0.0) for x in (-0.1, 0.1) for y in (-0.065, 0.065)]
+
+
+def test_an_imu_reads_g_at_rest_nothing_in_free_fall_and_the_centripetal_acceleration():
+    model = box()
+    q = model.neutral_configuration()
+    q[3:7] = (0.0, np.sin(0.3), 0.0, np.cos(0.3))  # tilted 0.6 rad about y
+    zero = np.zeros(6)
+    orientation, angular, proper = mbs.sensors.imu_reading(model, q, zero, zero, "box")
+    assert np.allclose(orientation, q[3:7])
+    R = mbs.frame_pose(model, q, "box")[:3, :3]
+    assert np.allclose(proper, R.T @ [0.0, 0.0, G], atol=1e-12) and np.allclose(angular, 0.0)
+    falling = mbs.forward_dynamics(model, q, zero, zero)
+    assert np.allclose(mbs.sensors.imu_reading(model, q, zero, falling, "box")[2], 0.0, atol=1e-12)
+    # a point 0.5 m from a vertical turntable's axis spinning at 2 rad/s: 2 m/s² toward the axis, and g
+    from helpers import rod
+    turntable = rod()
+    q, v, a = np.zeros(1), np.array([2.0]), np.zeros(1)
+    frame = turntable.frame_names[-1]
+    _, angular, proper = mbs.sensors.imu_reading(turntable, q, v, a, frame)
+    assert np.allclose(angular, [0.0, 0.0, 2.0])
+    arm = mbs.frame_pose(turntable, q, frame)[:3, 3]
+    expected = -4.0 * arm + np.array([0.0, 0.0, G])
+    assert np.allclose(proper, expected, atol=1e-12)
+
+
+def talos_standing():
+    """TALOS on its sole corners, held by PD actuators at its standing pose with
+    the feedforward of contact inverse dynamics, settled for 0.3 s."""
+    model = mbs.Model.from_urdf_file(robot_path("talos"), floating_base=True)
+    points = tuple(mbs.PointContact(s, c) for s in SOLES for c in SOLE_CORNERS)
+    q0 = model.neutral_configuration()
+    q0[2] -= min(mbs.frame_pose(model, q0, s)[2, 3] for s in SOLES)
+    zero = np.zeros(model.nv)
+    feedforward = mbs.contact_inverse_dynamics(model, q0, zero, zero, list(points), friction=1.0)[0]
+    joints = list(model.joint_names[1:])
+    inertia = np.diag(mbs.mass_matrix(model, q0))[6:]
+    omega = 2 * np.pi * 5.0
+    simulation = mbs.Simulation(model, mbs.World(mbs.Ground(friction=1.0), points), DT, q=q0,
+                                actuators=mbs.Actuators(joints, omega**2 * inertia, 2 * omega * inertia))
+    targets = np.zeros(model.nv)
+    targets[6:] = q0[7:]
+    simulation.set_targets(positions=targets)
+    simulation.step(feedforward, steps=300)
+    return model, simulation
+
+
+def test_the_ankle_sensors_of_a_standing_talos_carry_its_weight():
+    """The wrenches at the two ankle joints (leg_*_6_joint), in world axes, hold
+    up everything above them: the robot's weight less the two feet's. The same
+    wrench from the other side: the feet's weight less the ground's forces."""
+    model, simulation = talos_standing()
+    last = simulation.last
+    assert last.converged and np.abs(simulation.v).max() < 1e-3
+    wrenches = mbs.sensors.joint_wrenches(model, simulation.q, simulation.v, last.acceleration, last.body_wrenches)
+    world_R = mbs.kinematics.body_poses(model, simulation.q)[0]
+    feet = [mbs.sensors.sensor_joint_body(model, f"leg_{side}_6_joint") for side in ("left", "right")]
+    up = sum((world_R[b] @ wrenches[b, 3:])[2] for b in feet)
+    feet_mass = sum(model.mass[b] for b in feet)
+    total = model.mass.sum()
+    # the joint pushes each foot down with the load it passes on: -(total - feet) g in all
+    assert up == pytest.approx(-(total - feet_mass) * G, rel=1e-3)
+    assert simulation.contact_forces[:, 2].sum() == pytest.approx(total * G, rel=1e-3)
+    fixed = next(name for name, joint in model.description.joints.items() if joint.type == "fixed")
+    with pytest.raises(ValueError, match="is fixed"):
+        mbs.sensors.sensor_joint_body(model, fixed)

@@ -775,7 +775,7 @@ def smooth_step(packed, q, v, effort, damping, dt, lie_group, work, q_out, v_out
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # the simulator node's other threads run meanwhile
 def simulate_kernel(packed, dof_parent, world, actuation, settings, state, results, buffer):
     """settings.steps steps (module docstring) from state (q, v, warm starts),
     written in place, under the actuation (constant over the call). world =

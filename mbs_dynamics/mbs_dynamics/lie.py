@@ -15,6 +15,8 @@ unit time.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -118,6 +120,18 @@ def ad(twist) -> np.ndarray:
 def ad_dual(twist) -> np.ndarray:
     """ad*(V) = -ad(V)^T (6x6): ad*(V) F = V x* F."""
     return -ad(twist).T
+
+
+def rpy_to_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    """The rotation of URDF's rpy: fixed-axis roll about x, then pitch about y,
+    then yaw about z, R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    cr, sr, cp, sp, cy, sy = (math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch), math.cos(yaw),
+                              math.sin(yaw))
+    return np.array([
+        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+        [-sp, cp * sr, cp * cr],
+    ])
 
 
 def quaternion_to_matrix(x, y, z, w) -> np.ndarray:

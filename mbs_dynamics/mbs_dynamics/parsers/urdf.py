@@ -36,6 +36,8 @@ import numpy as np
 from urdf_parser_py import urdf as urdf_parser
 from urdf_parser_py.xml_reflection import core as urdf_parser_core
 
+from mbs_dynamics.lie import rpy_to_matrix
+
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 AXIS_JOINT_TYPES = ("revolute", "continuous", "prismatic", "planar")
 
@@ -268,15 +270,8 @@ def _pose(origin, what: str) -> np.ndarray:
     rpy = _finite(origin.rpy if origin is not None and origin.rpy is not None else (0, 0, 0), f"{what} rpy")
     if xyz.shape != (3,) or rpy.shape != (3,):
         raise URDFError(f"{what} must have 3 numbers in xyz and rpy")
-    roll, pitch, yaw = rpy
-    cr, sr, cp, sp, cy, sy = (math.cos(roll), math.sin(roll), math.cos(pitch),
-                              math.sin(pitch), math.cos(yaw), math.sin(yaw))
     pose = np.eye(4)
-    pose[:3, :3] = [
-        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-        [-sp, cp * sr, cp * cr],
-    ]
+    pose[:3, :3] = rpy_to_matrix(*rpy)
     pose[:3, 3] = xyz
     return pose
 

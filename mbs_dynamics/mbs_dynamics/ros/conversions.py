@@ -121,6 +121,30 @@ def named_values(match: NameMatch, values, what: str) -> np.ndarray | None:
     return values[match.message_index]
 
 
+def interface_values(names, values, interfaces, what: str) -> dict[str, float]:
+    """{joint: value} of one array of a joint command message whose `names`
+    are all its joints: the array is aligned with the names, or, as
+    topic_based_ros2_control's TopicBasedSystem fills it, holds only the
+    joints that have its command interface, in name order: the first of the
+    `interfaces` (sets of joint names) whose members among `names` are as many
+    as the values. Empty values: {}. InvalidInput when neither fits or a
+    value is not finite."""
+    if len(values) == 0:
+        return {}
+    values = np.asarray(values, dtype=float)
+    if values.size == len(names):
+        joints = list(names)
+    else:
+        joints = next(([name for name in names if name in joints] for joints in interfaces
+                       if sum(name in joints for name in names) == values.size), None)
+        if joints is None:
+            raise InvalidInput("invalid", f"{what} has {values.size} values for {len(names)} names, and as many "
+                                          "joints of none of its command interfaces")
+    if not np.all(np.isfinite(values)):
+        raise InvalidInput("invalid", f"{what} has non-finite values")
+    return dict(zip(joints, values.tolist(), strict=True))
+
+
 def point_values(match: NameMatch, points, field: str, what: str) -> np.ndarray | None:
     """One field (positions, velocities, ...) of every trajectory point as a
     (points, joints) array of the model's joints in match order; None when

@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -94,6 +95,7 @@ class RobotNode(ProcessNode):
         """stop: completed, with the reason, when the node cannot go on."""
         super().__init__(node_name, stop, **kwargs)
         self.robot: RobotDescription | None = None
+        self.robot_xml: str | None = None  # its URDF text
         self.settings: dict | None = None
         self.counts: Counter = Counter()
         self._description_subscription = None
@@ -115,9 +117,9 @@ class RobotNode(ProcessNode):
         xml = self.parameter("robot_description")
         path = self.parameter("robot_description_file")
         if xml:
-            self._load(lambda: parse_urdf_string(xml), "parameter robot_description")
+            self._load(lambda: parse_urdf_string(xml), "parameter robot_description", lambda: xml)
         elif path:
-            self._load(lambda: parse_urdf_file(path), f"file {path}")
+            self._load(lambda: parse_urdf_file(path), f"file {path}", lambda: Path(path).read_text(encoding="utf-8"))
         else:
             self._description_subscription = self.create_subscription(
                 String, "robot_description", self._on_description_message, ROBOT_DESCRIPTION_QOS
@@ -152,11 +154,15 @@ class RobotNode(ProcessNode):
                 f"('{self.robot.name}'); restart it to load another")
             return
         self.destroy_timer(self._waiting_timer)
-        self._load(lambda: parse_urdf_string(message.data), f"topic {self._description_subscription.topic_name}")
+        self._load(lambda: parse_urdf_string(message.data), f"topic {self._description_subscription.topic_name}",
+                   lambda: message.data)
 
-    def _load(self, parse: Callable[[], RobotDescription], source: str) -> None:
+    def _load(self, parse: Callable[[], RobotDescription], source: str, text: Callable[[], str]) -> None:
+        """The robot from `parse`; robot_xml its URDF's text (`text`), for what
+        the description leaves out (collision geometry)."""
         try:
             robot = parse()
+            self.robot_xml = text()
         except URDFError as error:
             self.fail(f"unusable robot description from {source}: {error}")
             return

@@ -1,62 +1,94 @@
-"""Simulator node: integrates the robot with ground contact, effort commands
-and sim time (default name ``simulator``).
+"""Simulator node: integrates the robot with contact, actuators, sensors and
+sim time (default name ``simulator``).
 
 The robot of robot_description moves in an mbs.Simulation (gravity; for a
-floating base a ground plane touched at contact_points of contact_frames; the
-URDF joint limits, damping and friction), stepped at ``dt`` by a thread of
-its own, paced to ``real_time_factor`` (0: as fast as it goes).
+floating base a ground plane; static world_boxes; touched at contact_points
+of contact_frames, or else at the points of the URDF's collision geometry;
+the URDF joint limits, damping and friction; PD actuators on position_joints
+and velocity_joints), stepped at ``dt`` by a thread of its own in compiled
+calls of many steps (up to the next publication), paced to
+``real_time_factor`` (0: as fast as it goes).
 
-    in   ~/effort_command      std_msgs/Float64MultiArray, command_joints order
+    in   joint_commands        sensor_msgs/JointState by name, as
+                               topic_based_ros2_control's TopicBasedSystem
+                               sends them (joint_commands_topic): positions of
+                               position_joints, velocities of velocity_joints,
+                               efforts of the others; each array may hold only
+                               the joints of its interface
+         ~/effort_command      std_msgs/Float64MultiArray, command_joints order
          ~/joint_efforts       sensor_msgs/JointState, by joint name (the
                                inverse dynamics node's output remapped in)
     out  joint_states          sensor_msgs/JointState at publish_rate (simulated
                                time): positions, velocities, applied efforts
          odom                  nav_msgs/Odometry (floating base): world pose,
                                body twist in the child frame
+         tf                    world_frame -> root link (floating base, where
+                               tf2_msgs is installed)
+         imu/<link>            sensor_msgs/Imu at imu_rate (imu_links)
+         ft/<joint>            geometry_msgs/WrenchStamped at ft_rate (ft_joints)
          /clock                rosgraph_msgs/Clock at publish_rate (publish_clock)
          ~/contact_wrenches    mbs_dynamics_interfaces/ContactWrenches
          /diagnostics          achieved real-time factor, step time, solver
     srv  ~/reset (std_srvs/Trigger), ~/set_state (SetState), ~/pause
          (std_srvs/SetBool), ~/step (Step: N steps while paused)
 
-A command applies until a newer one arrives; one older than command_timeout
-(simulated seconds since it arrived) gives way to zero effort, said once.
-Efforts beyond the URDF effort limits are clamped to them (counted, with a
-throttled warning). Bad commands are dropped and counted with a throttled
-warning. The world (ground_*, contact_frames, contact_points) can be changed
-at run time and applies at once; the initial state (initial_*) applies at the
-next ~/reset. ~/step takes at most MAX_STEPS_PER_REQUEST steps and ends early,
-saying so, on ~/pause false, ~/reset or shutdown; the services are served
-while it runs. The stepping thread survives any error: it counts it, says it
-(throttled) and pauses.
+A command applies until a newer one arrives; once older than command_timeout
+(simulated seconds since it arrived) efforts and velocity targets give way to
+zero, said once; position targets hold. Efforts beyond the URDF effort limits
+are clamped to them (counted, with a throttled warning), and so is every
+actuator's effort. Bad commands are dropped and counted with a throttled
+warning. The world (ground_*, contact_frames, contact_points, world_boxes,
+contact_compliance) and the actuators can be changed at run time and apply at
+once; the initial state (initial_*) applies at the next ~/reset. ~/step takes
+at most MAX_STEPS_PER_REQUEST steps, in compiled calls of STEPS_PER_CALL,
+publishes once at its end, and ends early, saying so, on ~/pause false,
+~/reset or shutdown; the services are served while it runs. The
+stepping thread survives any error: it counts it, says it (throttled) and
+pauses.
 """
 from __future__ import annotations
 
 import threading
 import time
 from array import array
+from pathlib import Path
 
 import numpy as np
+from geometry_msgs.msg import TransformStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 
 import mbs_dynamics as mbs
 from mbs_dynamics.inputs import QUATERNION_TOLERANCE
 from mbs_dynamics.model import ROOT_JOINT
-from mbs_dynamics.ros.conversions import (InvalidInput, JointMap, base_state, contact_wrenches, named_values, set_stamp,
-                                         set_vector)
+from mbs_dynamics.ros.conversions import (
+    InvalidInput,
+    JointMap,
+    base_state,
+    contact_wrenches,
+    interface_values,
+    named_values,
+    set_stamp,
+    set_vector,
+)
 from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values, timings
 from mbs_dynamics.ros.spinning import SubscriptionsThread, node_main
-from mbs_dynamics_interfaces.msg import Contact, ContactWrenches
+from mbs_dynamics_interfaces.msg import Contact, ContactWrench, ContactWrenches
 from mbs_dynamics_interfaces.srv import SetState, Step
 
+try:  # a full ROS 2 install has it; the pip route has no wheel of it
+    from tf2_msgs.msg import TFMessage
+except ImportError:
+    TFMessage = None
+
+SENSOR_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
 COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
 STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
 # Wall-clock seconds the simulation may fall behind its real-time factor
@@ -69,13 +101,36 @@ MAX_LAG = 0.05
 PACING_SLACK = 0.002
 # The most steps one ~/step request takes (1000 s at dt = 1 ms).
 MAX_STEPS_PER_REQUEST = 1_000_000
+# The most steps of a ~/step taken in one compiled call (some 10 ms of a small robot's steps): a ~/pause or
+# ~/reset ends the request between calls.
+STEPS_PER_CALL = 1000
+# Wall-clock seconds the stepping thread waits between the calls of a ~/step, the lock released: the lock is
+# not fair, and without it a service waiting for it would wait for the whole request.
+LOCK_HANDOVER = 1e-4
 # The most points in contact with the ground (contact_frames).
 MAX_CONTACT_POINTS = 1000
+# Values per box of world_boxes: size (3), centre (3), yaw.
+BOX_VALUES = 7
 # The slowest real-time factor other than 0 (below it a simulated second takes over 16 min).
 SLOWEST_REAL_TIME_FACTOR = 1e-3
 # Parameters of the world (applied at once) and of the initial state (at the next ~/reset).
-WORLD_PARAMETERS = ("ground_height", "ground_friction", "ground_restitution", "contact_frames", "contact_points")
+WORLD_PARAMETERS = ("ground_height", "ground_friction", "ground_restitution", "contact_frames", "contact_points",
+                    "world_boxes", "contact_compliance")
+ACTUATOR_PARAMETERS = ("position_joints", "position_stiffness", "position_damping", "velocity_joints",
+                       "velocity_damping", "actuator_bandwidth")
 INITIAL_STATE_PARAMETERS = ("initial_joint_names", "initial_joint_positions", "initial_base_pose")
+
+
+def body_links(model) -> list[str]:
+    """Each body's link: the child of its joint (the URDF root for a floating base)."""
+    joints = model.description.joints
+    return [joints[name].child if name in joints else model.description.root for name in model.body_joint_names]
+
+
+def topic_token(name: str) -> str:
+    """A link or joint name as a topic name token (letters, digits, underscores)."""
+    token = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return token if token and not token[0].isdigit() else f"_{token}"
 
 
 class SimulatorNode(RobotNode):
@@ -124,8 +179,62 @@ class SimulatorNode(RobotNode):
         ParameterSpec("contact_points", EMPTY_DOUBLE_ARRAY,
                       "[x, y, z] in its frame for each of contact_frames, flattened (e.g. the corners of a "
                       "sole); empty = the frames' origins."),
+        ParameterSpec("contact_geometry", "collision",
+                      "Where the robot touches the ground and world_boxes when contact_frames is empty: "
+                      "'collision' (the URDF's <collision> elements: sphere centres with their radius, box "
+                      "corners, cylinder rims, the vertices of each mesh's convex hull) or 'none'.", read_only=True),
+        ParameterSpec("mesh_search_paths", EMPTY_STRING_ARRAY,
+                      "Directories searched for collision meshes after the ament index (package://) and the "
+                      "URDF's own directory.", read_only=True),
+        ParameterSpec("world_boxes", EMPTY_DOUBLE_ARRAY,
+                      "Static boxes (a step, a table): [size_x, size_y, size_z, x, y, z, yaw] per box (m, rad; "
+                      "world frame, centre), flattened; empty = none."),
+        ParameterSpec("contact_compliance", 0.0,
+                      "Softness of the contact rows: 0 is rigid; e.g. 1e-3 lets the contradictory rows of many "
+                      "coplanar collision points settle at a small penetration.", bounds=(0.0, 1.0)),
+        ParameterSpec("position_joints", EMPTY_STRING_ARRAY,
+                      "Joints under position control: PD actuators toward the positions of joint_commands, "
+                      "implicit in the step, clamped to the URDF effort limits; they hold their initial "
+                      "position until commanded."),
+        ParameterSpec("position_stiffness", EMPTY_DOUBLE_ARRAY,
+                      "Stiffness (N m/rad or N/m) of each of position_joints; empty = from actuator_bandwidth."),
+        ParameterSpec("position_damping", EMPTY_DOUBLE_ARRAY,
+                      "Damping (N m s/rad or N s/m) of each of position_joints; empty = from actuator_bandwidth."),
+        ParameterSpec("velocity_joints", EMPTY_STRING_ARRAY,
+                      "Joints under velocity control: damping actuators toward the velocities of joint_commands."),
+        ParameterSpec("velocity_damping", EMPTY_DOUBLE_ARRAY,
+                      "Damping of each of velocity_joints; empty = from actuator_bandwidth."),
+        ParameterSpec("actuator_bandwidth", 20.0,
+                      "Hz: the gains not given, for each joint's inertia M_jj at the initial state: stiffness "
+                      "M_jj (2 pi f)^2 and damping 2 M_jj 2 pi f (critically damped); velocity joints M_jj 2 pi f.",
+                      bounds=(0.01, 1000.0)),
+        ParameterSpec("joint_commands_topic", "joint_commands",
+                      "sensor_msgs/JointState commands by name, as topic_based_ros2_control's TopicBasedSystem "
+                      "sends them: positions of position_joints, velocities of velocity_joints (and of "
+                      "position_joints, as their target velocity), efforts of the others (and feedforward).",
+                      read_only=True),
+        ParameterSpec("imu_links", EMPTY_STRING_ARRAY,
+                      "Links with an IMU: sensor_msgs/Imu on imu/<link> (orientation, angular velocity, proper "
+                      "acceleration with gravity, in the link frame).", read_only=True),
+        ParameterSpec("imu_rate", 200.0, "Rate (Hz, simulated time) of the IMUs.", read_only=True,
+                      bounds=(0.1, 1e4)),
+        ParameterSpec("imu_noise", [0.0, 0.0],
+                      "[gyroscope (rad/s), accelerometer (m/s^2)] standard deviation of the IMUs' white noise.",
+                      read_only=True),
+        ParameterSpec("imu_bias", [0.0, 0.0],
+                      "[gyroscope, accelerometer] standard deviation of each IMU axis' constant bias, drawn at "
+                      "start-up.", read_only=True),
+        ParameterSpec("ft_joints", EMPTY_STRING_ARRAY,
+                      "Moving joints with a force-torque sensor: geometry_msgs/WrenchStamped on ft/<joint>, the "
+                      "wrench the joint transmits to its child link (child frame), contact forces included.",
+                      read_only=True),
+        ParameterSpec("ft_rate", 100.0, "Rate (Hz, simulated time) of the force-torque sensors.", read_only=True,
+                      bounds=(0.1, 1e4)),
+        ParameterSpec("publish_tf", True,
+                      "Floating base: publish tf (world_frame -> the root link) where tf2_msgs is installed.",
+                      read_only=True),
         ParameterSpec("world_frame", "world",
-                      "frame_id of odom and ~/contact_wrenches."),
+                      "frame_id of odom, tf and ~/contact_wrenches."),
         diagnostics_period(", wall clock"),
     )
 
@@ -133,9 +242,15 @@ class SimulatorNode(RobotNode):
         try:
             self.model = self.build_model(robot)
             self.joints = JointMap(self.model)
+            self.collision = self._collision_geometry()
+            self.imus = self._sensor_frames("imu_links", self.model.frames, "links")
+            self.force_torque_bodies = {joint: mbs.sensors.sensor_joint_body(self.model, joint)
+                                        for joint in self._sensor_frames("ft_joints", self.joints.names, "joints")}
             self.settings = self.settings_with({})
             self.simulation = mbs.Simulation(self.model, self.settings["world"], self.parameter("dt"),
-                                             self.parameter("integrator"), q=self.settings["initial_q"])
+                                             self.parameter("integrator"), q=self.settings["initial_q"],
+                                             actuators=self.settings["actuators"])
+            self._reset_targets()
         except ValueError as error:
             self.fail(str(error))
             return
@@ -144,6 +259,7 @@ class SimulatorNode(RobotNode):
         self.step_times = timings()
         self._command = None  # (tau, simulated time received)
         self._command_stale = False
+        self._targets_changed = False
         self._zero_effort = np.zeros(model.nv)
         self._waiting_for_command = self.parameter("start_on_command")
         self.paused = self.parameter("start_paused") or self._waiting_for_command
@@ -159,6 +275,24 @@ class SimulatorNode(RobotNode):
                                    if model.floating_base else None)
         self.clock_publisher = self.create_publisher(Clock, "/clock", 10)
         self.wrench_publisher = self.create_publisher(ContactWrenches, "~/contact_wrenches", 10)
+        self._body_links = body_links(model)
+        self.imu_publishers = {link: self.create_publisher(Imu, f"imu/{topic_token(link)}", SENSOR_QOS)
+                               for link in self.imus}
+        self.ft_publishers = {joint: self.create_publisher(WrenchStamped, f"ft/{topic_token(joint)}", SENSOR_QOS)
+                              for joint in self.force_torque_bodies}
+        self._noise = np.random.default_rng()
+        gyroscope_bias, accelerometer_bias = self.parameter("imu_bias")
+        self._imu_biases = {link: (gyroscope_bias * self._noise.normal(size=3),
+                                   accelerometer_bias * self._noise.normal(size=3)) for link in self.imus}
+        self.tf_publisher = None
+        if model.floating_base and self.parameter("publish_tf"):
+            if TFMessage is None:
+                self.get_logger().info("no tf2_msgs here (ROS 2 from pip has no wheel of it): tf is not "
+                                       "published; odom carries the base's pose")
+            else:
+                self.tf_publisher = self.create_publisher(TFMessage, "tf", 100)
+                self._transform = TransformStamped(child_frame_id=model.description.root)
+                self._tf_message = TFMessage(transforms=[self._transform])
         services = ReentrantCallbackGroup()  # ~/pause is answered while a ~/step runs
         self.create_service(Trigger, "~/reset", self._reset, callback_group=services)
         self.create_service(SetState, "~/set_state", self._set_state, callback_group=services)
@@ -170,7 +304,9 @@ class SimulatorNode(RobotNode):
         self._wake = threading.Event()
         # the newest command, with neither a ~/step nor the executor's turn to wait for
         self._commands = SubscriptionsThread(self, [(Float64MultiArray, "~/effort_command", self._on_effort_command),
-                                                    (JointState, "~/joint_efforts", self._on_joint_efforts)],
+                                                    (JointState, "~/joint_efforts", self._on_joint_efforts),
+                                                    (JointState, self.parameter("joint_commands_topic"),
+                                                     self._on_joint_commands)],
                                              COMMAND_QOS, on_error=self.fail)
         self._thread = threading.Thread(target=self._run, name="simulation", daemon=True)
         self._thread.start()
@@ -201,10 +337,87 @@ class SimulatorNode(RobotNode):
             raise ValueError(f"contact_points must hold [x, y, z] for each of the {len(frames)} contact_frames "
                              f"({3 * len(frames)} finite values), got {points.tolist()[:12]}")
         ground = mbs.Ground(height=value["ground_height"], friction=value["ground_friction"],
-                            restitution=value["ground_restitution"])
-        return mbs.World(ground if model.floating_base else None,
-                         tuple(mbs.PointContact(frame, point)
-                               for frame, point in zip(frames, points.reshape(-1, 3), strict=True)))
+                            restitution=value["ground_restitution"]) if model.floating_base else None
+        boxes = np.asarray(value["world_boxes"], dtype=float)
+        if boxes.size % BOX_VALUES or not np.all(np.isfinite(boxes)):
+            raise ValueError(f"world_boxes must hold [size_x, size_y, size_z, x, y, z, yaw] for each box "
+                             f"({BOX_VALUES} finite values each), got {boxes.size} values")
+        boxes = tuple(mbs.Box(size=box[:3], position=box[3:6], orientation=(0.0, 0.0, np.sin(box[6] / 2),
+                                                                          np.cos(box[6] / 2)),
+                              friction=value["ground_friction"], restitution=value["ground_restitution"])
+                      for box in boxes.reshape(-1, BOX_VALUES))
+        obstacles = ground is not None or bool(boxes)
+        geometry = self.collision if not frames and obstacles and self.collision is not None \
+            and len(self.collision.bodies) else None
+        return mbs.World(ground, tuple(mbs.PointContact(frame, point)
+                                       for frame, point in zip(frames, points.reshape(-1, 3), strict=True))
+                         if obstacles else (), boxes=boxes, contact_geometry=geometry,
+                         compliance=value["contact_compliance"])
+
+    def _collision_geometry(self):
+        """The contact points of the URDF's collision elements (contact_geometry
+        'collision'), or None; what could not be used said once."""
+        kind = self.parameter("contact_geometry")
+        if kind == "none":
+            return None
+        if kind != "collision":
+            raise ValueError(f"contact_geometry must be 'collision' or 'none', got {kind!r}")
+        from mbs_dynamics.contact_geometry import collision_contacts
+
+        search = list(self.parameter("mesh_search_paths"))
+        path = self.parameter("robot_description_file")
+        if path and not self.parameter("robot_description"):
+            search.append(str(Path(path).resolve().parent))
+        geometry = collision_contacts(self.model, self.robot_xml, search_paths=tuple(search))
+        for warning in geometry.warnings:
+            self.get_logger().warning(f"collision geometry: {warning}")
+        return geometry
+
+    def _sensor_frames(self, parameter: str, known, what: str) -> list[str]:
+        names = list(self.parameter(parameter))
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise ValueError(f"{parameter}: model '{self.model.name}' has no {what} {unknown[:10]}")
+        return names
+
+    def _actuators(self, value: dict) -> mbs.Actuators:
+        """The Actuators of the parameters in `value` (ValueError on a bad one):
+        gains given, or critically damped at actuator_bandwidth for each joint's
+        inertia at the initial state."""
+        position, velocity = list(value["position_joints"]), list(value["velocity_joints"])
+        both = sorted(set(position) & set(velocity))
+        if both:
+            raise ValueError(f"joints both in position_joints and velocity_joints: {both}")
+        unknown = [name for name in position + velocity if name not in self.joints.names]
+        if unknown:
+            raise ValueError(f"position_joints/velocity_joints: model '{self.model.name}' has no joints "
+                             f"{unknown[:10]}")
+        inertia = np.diag(mbs.mass_matrix(self.model, value["initial_q"]))
+        omega = 2 * np.pi * value["actuator_bandwidth"]
+
+        def gains(name, joints, default):
+            given = np.asarray(value[name], dtype=float)
+            if given.size == 0:
+                return default(np.array([inertia[self.model.v_index(joint)] for joint in joints]))
+            if given.shape != (len(joints),) or not np.all(np.isfinite(given)) or np.any(given < 0):
+                raise ValueError(f"{name} must hold a finite value >= 0 for each of its {len(joints)} joints, "
+                                 f"got {given.tolist()[:12]}")
+            return given
+
+        stiffness = gains("position_stiffness", position, lambda m: m * omega**2)
+        damping = gains("position_damping", position, lambda m: 2 * m * omega)
+        velocity_damping = gains("velocity_damping", velocity, lambda m: m * omega)
+        return mbs.Actuators(position + velocity, np.concatenate([stiffness, np.zeros(len(velocity))]),
+                             np.concatenate([damping, velocity_damping]))
+
+    def _reset_targets(self) -> None:
+        """The actuators' targets back to the initial state: position joints hold it."""
+        model = self.model
+        self._position_target = np.zeros(model.nv)
+        self._velocity_target = np.zeros(model.nv)
+        for name in self.settings["actuators"].joints:
+            self._position_target[model.v_index(name)] = self.simulation.initial_q[model.q_index(name)]
+        self.simulation.set_targets(self._position_target, self._velocity_target)
 
     def _initial_configuration(self, value: dict) -> np.ndarray:
         """The initial q of the parameters in `value` (ValueError on a bad one)."""
@@ -233,13 +446,19 @@ class SimulatorNode(RobotNode):
     def settings_with(self, changes: dict) -> dict:
         value = {name: changes.get(name, self.parameter(name)) for name in (
             "real_time_factor", "publish_rate", "publish_clock", "command_joints", "command_timeout",
-            "world_frame", "diagnostics_period", *WORLD_PARAMETERS, *INITIAL_STATE_PARAMETERS)}
+            "world_frame", "diagnostics_period", *WORLD_PARAMETERS, *INITIAL_STATE_PARAMETERS,
+            *ACTUATOR_PARAMETERS)}
         if 0 < value["real_time_factor"] < SLOWEST_REAL_TIME_FACTOR:
             raise ValueError(f"real_time_factor must be 0 (as fast as possible) or at least "
                              f"{SLOWEST_REAL_TIME_FACTOR:g}, got {value['real_time_factor']}")
         value["command_order"] = self.joints.command_order(value["command_joints"])
         value["world"] = self._world(value)
         value["initial_q"] = self._initial_configuration(value)
+        value["actuators"] = self._actuators(value)
+        value["position_joints_set"] = frozenset(value["position_joints"])
+        value["velocity_joints_set"] = frozenset(value["velocity_joints"])
+        value["effort_joints_set"] = frozenset(self.joints.names) - value["position_joints_set"] \
+            - value["velocity_joints_set"]
         return value
 
     def apply_settings(self, settings: dict, changed: set) -> None:
@@ -253,6 +472,11 @@ class SimulatorNode(RobotNode):
                 "the world changed: " + (f"ground at {world.ground.height:g} m, friction {world.ground.friction:g}, "
                                          f"touched at {len(world.contact_points)} points"
                                          if world.ground is not None else "no ground (a fixed base)"))
+        if changed & set(ACTUATOR_PARAMETERS):
+            with self._lock:
+                self.simulation.set_actuators(settings["actuators"])
+            self.get_logger().info(f"actuators: position control of {list(settings['position_joints'])}, velocity "
+                                   f"control of {list(settings['velocity_joints'])}, effort of the others")
         if changed & set(INITIAL_STATE_PARAMETERS):
             with self._lock:
                 self.simulation.set_initial_state(settings["initial_q"], self.simulation.initial_v)
@@ -289,8 +513,44 @@ class SimulatorNode(RobotNode):
         except InvalidInput as error:
             self.drop(error.reason, str(error))
 
-    def _take_command(self, tau: np.ndarray) -> None:
-        """Apply tau from now on, clamped to the URDF effort limits."""
+    def _on_joint_commands(self, message: JointState) -> None:
+        """Commands as TopicBasedSystem sends them (joint_commands_topic): the
+        named joints' positions (position_joints), velocities and efforts; a
+        joint not named keeps its last command."""
+        settings = self.settings
+        try:
+            names = list(message.name)
+            match = self.joints.match(names)
+            if match.unknown:
+                self.drop("unknown_joint", f"{self.parameter('joint_commands_topic')} names joints the model does "
+                                           f"not have: {list(match.unknown)}; the others are applied")
+            position_joints, velocity_joints = settings["position_joints_set"], settings["velocity_joints_set"]
+            what = self.parameter("joint_commands_topic")
+            positions = interface_values(names, message.position, (position_joints,), f"{what} position")
+            velocities = interface_values(names, message.velocity,
+                                          (velocity_joints, position_joints | velocity_joints), f"{what} velocity")
+            efforts = interface_values(names, message.effort, (settings["effort_joints_set"],), f"{what} effort")
+        except InvalidInput as error:
+            self.drop(error.reason, str(error))
+            return
+        model = self.model
+        with self._lock:
+            tau = self._command[0].copy() if self._command is not None else np.zeros(model.nv)
+        for name, value in efforts.items():
+            if name in self.joints.names:
+                tau[model.v_index(name)] = value
+        position_target, velocity_target = self._position_target.copy(), self._velocity_target.copy()
+        for name, value in positions.items():
+            if name in position_joints:
+                position_target[model.v_index(name)] = value
+        for name, value in velocities.items():
+            if name in position_joints or name in velocity_joints:
+                velocity_target[model.v_index(name)] = value
+        self._take_command(tau, position_target, velocity_target)
+
+    def _take_command(self, tau: np.ndarray, position_target=None, velocity_target=None) -> None:
+        """Apply tau (and the actuators' targets) from now on, tau clamped to the
+        URDF effort limits."""
         self.counts["commands"] += 1
         limit = self.joints.effort_limit
         over = np.abs(tau) > limit
@@ -303,6 +563,9 @@ class SimulatorNode(RobotNode):
             tau = np.clip(tau, -limit, limit)
         with self._lock:  # (the commands arrive on a thread of their own)
             self._command = (tau, self.simulation.time)
+            if position_target is not None:
+                self._position_target, self._velocity_target = position_target, velocity_target
+                self._targets_changed = True
             first = self._waiting_for_command
             if first:
                 self._waiting_for_command, self.paused = False, False
@@ -311,15 +574,21 @@ class SimulatorNode(RobotNode):
             self.get_logger().info(f"first effort command: running from t = {self.simulation.time:g} s")
         if self._command_stale:
             self._command_stale = False
+            self._targets_changed = True  # the velocity targets, zeroed while stale
             self.get_logger().info("commands arrive again", throttle_duration_sec=WARNING_PERIOD)
 
     def _effort(self) -> np.ndarray:
-        """The effort of the latest command, or zero once it is stale."""
+        """The effort of the latest command, or zero once it is stale (the
+        velocity targets then zero too; position targets hold)."""
+        if self._targets_changed:
+            self.simulation.set_targets(self._position_target, self._velocity_target)
+            self._targets_changed = False
         if self._command is None:
             return self._zero_effort
         tau, received = self._command
         if self.simulation.time - received > self.settings["command_timeout"]:
             if not self._command_stale:
+                self.simulation.set_targets(None, self._zero_effort)
                 self._command_stale = True
                 self.counts["stale_command"] += 1
                 self.get_logger().warning(
@@ -369,27 +638,77 @@ class SimulatorNode(RobotNode):
         start = time.perf_counter()
         with self._lock:
             tau = self._effort()
+            stepping = self._steps_requested > 0
+            steps = min(self._steps_requested, STEPS_PER_CALL) if stepping else self._steps_to_next_event()
+            steps = min(steps, self._steps_to_stale_command())
+            before = simulation.steps
             try:
-                simulation.step(tau)
+                result = simulation.step(tau, steps)
             except ValueError as error:  # the state went bad (diverged, a singular mass matrix): stop there
+                self._count_steps(simulation.steps - before)
                 self.counts["simulation_errors"] += 1
                 self.get_logger().error(f"the simulation stopped at t = {simulation.time:.3f} s: {error}; "
                                         "pausing (~/reset or ~/set_state to go on)")
                 self.paused = True
                 self._end_steps(f"the simulation stopped: {error}")
                 return
-            self._applied = tau
-            if not simulation.last.converged:
-                self.counts["unconverged_steps"] += 1
-            if self._steps_requested:
-                self._steps_requested -= 1
-                self._steps_taken += 1
-                if self._steps_requested == 0:
-                    self._steps_done.set()
-        self.counts["steps"] += 1
-        self.step_times.append(time.perf_counter() - start)
-        if simulation.steps % max(1, round(1.0 / (settings["publish_rate"] * simulation.dt))) == 0:
+            self._applied = result.applied
+            self.counts["unconverged_steps"] += result.unconverged_steps
+            self._count_steps(steps)
+        self.step_times.append((time.perf_counter() - start) / steps)
+        if not stepping:
+            self._publish_due()
+        elif self._steps_requested == 0:  # a ~/step publishes once, at its end
+            self._publish_all()
+        else:
+            time.sleep(LOCK_HANDOVER)
+
+    def _count_steps(self, steps: int) -> None:
+        """steps taken: counted, and off the ~/step in progress (under the lock)."""
+        self.counts["steps"] += steps
+        if self._steps_requested:
+            self._steps_requested -= min(steps, self._steps_requested)
+            self._steps_taken += steps
+            if self._steps_requested == 0:
+                self._steps_done.set()
+
+    def _steps_to_stale_command(self) -> int:
+        """Steps until the latest command passes command_timeout (a call ends
+        there, so that the next applies zero effort); large when none is due."""
+        if self._command is None or self._command_stale:
+            return STEPS_PER_CALL
+        stale_at = self._command[1] + self.settings["command_timeout"]
+        return max(1, int(np.ceil((stale_at - self.simulation.time) / self.simulation.dt)) + 1)
+
+    def _periods(self) -> tuple[int, int, int]:
+        """Steps between publications of joint_states (and the rest), the IMUs
+        and the force-torque sensors."""
+        dt = self.simulation.dt
+        return tuple(max(1, round(1.0 / (rate * dt))) for rate in (
+            self.settings["publish_rate"], self.parameter("imu_rate"), self.parameter("ft_rate")))
+
+    def _steps_to_next_event(self) -> int:
+        """Steps to take in one compiled call: up to the next publication of
+        anything (the commands apply from one call to the next)."""
+        steps, (state, imu, force_torque) = self.simulation.steps, self._periods()
+        periods = [state] + ([imu] if self.imus else []) + ([force_torque] if self.force_torque_bodies else [])
+        return min(period - steps % period for period in periods)
+
+    def _publish_all(self) -> None:
+        self._publish()
+        if self.imus:
+            self._publish_imus()
+        if self.force_torque_bodies:
+            self._publish_force_torque()
+
+    def _publish_due(self) -> None:
+        steps, (state, imu, force_torque) = self.simulation.steps, self._periods()
+        if steps % state == 0:
             self._publish()
+        if self.imus and steps % imu == 0:
+            self._publish_imus()
+        if self.force_torque_bodies and steps % force_torque == 0:
+            self._publish_force_torque()
 
     def _end_steps(self, why: str) -> None:
         """End the ~/step in progress, if any, early: it answers `why`."""
@@ -417,11 +736,28 @@ class SimulatorNode(RobotNode):
         wrenches.wrenches = contact_wrenches(contacts, np.zeros((len(contacts), 3)))
         self._wrenches = wrenches
 
+    def _touching_collision_points(self, forces: np.ndarray, touching: np.ndarray) -> ContactWrenches:
+        """~/contact_wrenches of the collision points in the solver, each with its
+        link (the moving body's root link) and its point in that link's frame."""
+        first = len(self.simulation.world.contact_points)
+        geometry = self.simulation.world.contact_geometry
+        wrenches = ContactWrenches()
+        for k in np.flatnonzero(touching[first:]):
+            wrench = ContactWrench(frame=self._body_links[geometry.bodies[k]], kind=Contact.POINT)
+            set_vector(wrench.point, geometry.points[k])
+            set_vector(wrench.wrench.force, forces[first + k])
+            wrenches.wrenches.append(wrench)
+        return wrenches
+
     def _publish(self) -> None:
         simulation, model = self.simulation, self.model
         with self._lock:
             q, v, t, tau = simulation.q.copy(), simulation.v.copy(), simulation.time, self._applied
             forces, wrenches = simulation.contact_forces.copy(), self._wrenches
+            if simulation.world.contact_geometry is not None:
+                touching = simulation.last.active if simulation.last is not None else np.zeros(len(forces), bool)
+                wrenches = self._touching_collision_points(forces, touching)
+                forces = forces[touching]
         stamp = self._clock_message.clock
         set_stamp(stamp, t)
         self._state.header.stamp = stamp
@@ -442,12 +778,61 @@ class SimulatorNode(RobotNode):
             set_vector(twist.angular, v[base:base + 3])
             set_vector(twist.linear, v[base + 3:base + 6])
             self.odometry_publisher.publish(odometry)
-        if wrenches.wrenches:
+        if wrenches.wrenches or simulation.world.contact_geometry is not None:
             wrenches.header.stamp, wrenches.header.frame_id = stamp, self.settings["world_frame"]
             for wrench, force in zip(wrenches.wrenches, forces, strict=True):
                 set_vector(wrench.wrench.force, force)
             self.wrench_publisher.publish(wrenches)
+        if self.tf_publisher is not None:
+            transform = self._transform
+            transform.header.stamp, transform.header.frame_id = stamp, self.settings["world_frame"]
+            set_vector(transform.transform.translation, q[:3])
+            r = transform.transform.rotation
+            r.x, r.y, r.z, r.w = (float(x) for x in q[3:7])
+            self.tf_publisher.publish(self._tf_message)
         self.counts["published"] += 1
+
+    def _sensor_state(self):
+        """(q, v, a, contact body wrenches, stamp) of the last step, for the sensors."""
+        simulation = self.simulation
+        with self._lock:
+            last = simulation.last
+            q, v = simulation.q.copy(), simulation.v.copy()
+            a = last.acceleration.copy() if last is not None else np.zeros(self.model.nv)
+            wrenches = last.body_wrenches.copy() if last is not None else None
+            t = simulation.time
+        stamp = Clock().clock
+        set_stamp(stamp, t)
+        return q, v, a, wrenches, stamp
+
+    def _publish_imus(self) -> None:
+        q, v, a, _, stamp = self._sensor_state()
+        gyroscope_noise, accelerometer_noise = self.parameter("imu_noise")
+        for link, publisher in self.imu_publishers.items():
+            orientation, angular, proper = mbs.sensors.imu_reading(self.model, q, v, a, link)
+            gyroscope_bias, accelerometer_bias = self._imu_biases[link]
+            angular = angular + gyroscope_bias + gyroscope_noise * self._noise.normal(size=3)
+            proper = proper + accelerometer_bias + accelerometer_noise * self._noise.normal(size=3)
+            message = Imu()
+            message.header.stamp, message.header.frame_id = stamp, link
+            o = message.orientation
+            o.x, o.y, o.z, o.w = (float(x) for x in orientation)
+            set_vector(message.angular_velocity, angular)
+            set_vector(message.linear_acceleration, proper)
+            message.angular_velocity_covariance[0::4] = [gyroscope_noise**2] * 3
+            message.linear_acceleration_covariance[0::4] = [accelerometer_noise**2] * 3
+            publisher.publish(message)
+
+    def _publish_force_torque(self) -> None:
+        q, v, a, body_wrenches, stamp = self._sensor_state()
+        wrenches = mbs.sensors.joint_wrenches(self.model, q, v, a, body_wrenches)
+        for joint, publisher in self.ft_publishers.items():
+            body = self.force_torque_bodies[joint]
+            message = WrenchStamped()
+            message.header.stamp, message.header.frame_id = stamp, self._body_links[body]
+            set_vector(message.wrench.torque, wrenches[body, :3])
+            set_vector(message.wrench.force, wrenches[body, 3:])
+            publisher.publish(message)
 
     # --- services ---------------------------------------------------------------
 
@@ -456,6 +841,7 @@ class SimulatorNode(RobotNode):
             self._end_steps("~/reset")
             self.simulation.reset()
             self._command = None
+            self._reset_targets()
             if self.parameter("start_on_command"):
                 self._waiting_for_command = self.paused = True
         self._wake.set()

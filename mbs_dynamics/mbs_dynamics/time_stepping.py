@@ -434,11 +434,12 @@ def contact_pairs(contacts, obstacles, positions, kinematics, vel, free_vel, ste
 
 
 @njit(cache=True, inline="always")
-def velocity_walls(q, v_free, terms, step):
-    """Each coordinate's velocity walls from the position limits it is at or
-    passes within the step, their gaps closed as the points' normal rows'."""
-    nv = v_free.shape[0]
-    lowest, highest = np.full(nv, -np.inf), np.full(nv, np.inf)
+def velocity_walls(q, v_free, terms, step, lowest, highest):
+    """Each coordinate's velocity walls (into lowest, highest (nv,)) from the
+    position limits it is at or passes within the step, their gaps closed as
+    the points' normal rows'."""
+    lowest[:] = -np.inf
+    highest[:] = np.inf
     walls = 0
     for j in range(terms.limit_q.shape[0]):
         iv, at = terms.limit_v[j], q[terms.limit_q[j]]
@@ -454,10 +455,10 @@ def velocity_walls(q, v_free, terms, step):
 
 
 @njit(cache=True, inline="always")
-def joint_row_coordinates(friction, walls):
-    """The coordinates that get a joint row: with friction or a wall."""
+def joint_row_coordinates(friction, walls, coordinates):
+    """The coordinates that get a joint row: with friction or a wall (laid out
+    in coordinates (nv,))."""
     nv = friction.shape[0]
-    coordinates = np.empty(nv, dtype=np.int64)
     count = 0
     for iv in range(nv):
         if friction[iv] > 0.0 or walls.lowest[iv] > -np.inf or walls.highest[iv] < np.inf:
@@ -556,7 +557,7 @@ def velocity_change(L, dof_parent, rows):
 # pairs' axes and contact points, a Jacobian, and the smooth integrator's stages.
 StepWork = namedtuple("StepWork", "M M_nominal h effort damping clamp v_next positions vel free_vel axes location "
                                   "jacobian stage_x stage_v q_stage v_stage G deepest c impulses pair_point "
-                                  "pair_obstacle pair_bias pair_friction")
+                                  "pair_obstacle pair_bias pair_friction lowest highest coordinates zero no_force")
 
 
 @njit(cache=True, inline="always")
@@ -568,7 +569,8 @@ def step_work(nq, nv, nbodies, npoints, nobstacles):
                     np.empty((pairs, 3, 3)), np.empty((pairs, 3)), np.empty((6, nv)),
                     np.empty((4, nv)), np.empty((4, nv)), np.empty(nq), np.empty(nv), np.empty((rows, nv)),
                     np.empty(rows, dtype=np.int64), np.empty(rows), np.empty(rows), np.empty(pairs, dtype=np.int64),
-                    np.empty(pairs, dtype=np.int64), np.empty(pairs), np.empty(pairs))
+                    np.empty(pairs, dtype=np.int64), np.empty(pairs), np.empty(pairs), np.empty(nv), np.empty(nv),
+                    np.empty(nv, dtype=np.int64), np.zeros(nv), np.empty((0, 6)))
 
 
 @njit(cache=True, inline="always")
@@ -642,12 +644,13 @@ def implicit_step(packed, dof_parent, world, actuation, step, state, results, wo
     contacts, obstacles, terms = world
     q, v = state.q, state.v
     nv = v.shape[0]
-    zero = np.zeros(nv)
-    if rnea_kernel(packed, q, v, zero, np.empty((0, 6)), work.h, buffer) \
+    if rnea_kernel(packed, q, v, work.zero, work.no_force, work.h, buffer) \
             or crba_kernel(packed, q, work.M_nominal, buffer):
         return NONFINITE_RESULT, 0, 0.0, 0, -1  # the inputs were checked: what else fails is overflow
     kinematics, _ = point_positions(packed, q, contacts, buffer, work.positions, True)
-    body_twists(model, kinematics, v, work.vel)
+    touchable = contacts.bodies.shape[0] > 0 and obstacles.shape[0] > 0
+    if touchable:
+        body_twists(model, kinematics, v, work.vel)
     work.clamp[:] = 0.0
     sweeps, residual, limits = 0, 0.0, 0
     for _ in range(MAX_ACTUATOR_PASSES):
@@ -657,11 +660,12 @@ def implicit_step(packed, dof_parent, world, actuation, step, state, results, wo
         v_free, pivot = free_velocity(M, work.h, v, work.effort, work.damping, step.dt, dof_parent)
         if pivot >= 0:
             return SINGULAR_MASS_MATRIX, 0, 0.0, 0, pivot
-        body_twists(model, kinematics, v_free, work.free_vel)
+        if touchable:
+            body_twists(model, kinematics, v_free, work.free_vel)
         pairs = contact_pairs(contacts, obstacles, work.positions, kinematics, work.vel, work.free_vel, step,
                               results.gaps, work)
-        walls = velocity_walls(q, v_free, terms, step)
-        coordinates = joint_row_coordinates(terms.friction, walls)
+        walls = velocity_walls(q, v_free, terms, step, work.lowest, work.highest)
+        coordinates = joint_row_coordinates(terms.friction, walls, work.coordinates)
         count, joint_count = pairs.point.shape[0], coordinates.shape[0]
         m = 3 * count + joint_count
         limits = walls.walls
@@ -811,7 +815,7 @@ def simulate_kernel(packed, dof_parent, world, actuation, settings, state, resul
         if smooth_possible:
             kinematics, _ = point_positions(packed, q, contacts, buffer, work.positions, False)
             body_twists(model, kinematics, v, work.vel)
-            walls = velocity_walls(q, v, terms, step)
+            walls = velocity_walls(q, v, terms, step, work.lowest, work.highest)
             take_smooth = walls.walls == 0 and not within_reach(contacts, obstacles, work.positions, kinematics,
                                                                  work.vel, step.dt, step.margin, results.gaps)
         if take_smooth:

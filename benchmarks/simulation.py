@@ -1,23 +1,30 @@
 #!/usr/bin/env python3
-"""Simulation steps per second, headless, at dt = 1 ms: how many times real
-time the simulator can run.
+"""Simulation steps, headless, at dt = 1 ms: the compiled step beside MuJoCo's
+mj_step on the same robots, contacts and control, and the simulator node
+beside the core.
 
-    .venv/bin/python benchmarks/simulation.py [--seconds 5] [--node-seconds 5]
+    .venv/bin/python benchmarks/simulation.py [--steps 2000] [--node-seconds 5]
 
-1. mbs.Simulation (the simulator node's core: ground contact, the URDF joint
-   limits, damping and friction), beside MuJoCo's mj_step on the same robot
-   and contact points:
-   - TALOS standing on the four corners of each sole under feedforward
-     torques and joint PD (benchmarks/contact.py's set-up);
-   - Panda held by its gravity torques, with semi-implicit Euler and with RK4.
-2. The simulator node in its own process at real_time_factor 0 (as fast as
-   it goes), publishing at 100 Hz: steps per wall-clock second of ~/step
-   calls of STEPS_PER_CALL steps each, from the initial state each time
-   (~/reset before each). TALOS starts standing on the same sole corners,
-   Panda in the closed loop's pose, each under a constant command
-   (feedforward; gravity torques). A call lasts 0.5 simulated s: under
-   feedforward alone, without feedback, TALOS starts to tip over after
-   about 1 s, and a falling TALOS is another benchmark.
+1. Microseconds per step, ours (mbs.Simulation.step(tau, steps=N): N steps in
+   one compiled call) and MuJoCo's mj_step, each the best of five runs of
+   --steps steps from the same start:
+   - TALOS standing on the four corners of each sole (MuJoCo: small spheres
+     there, elliptic cones), Solo-12 on its four feet: feedforward torques
+     from contact inverse dynamics and joint PD critically damped at 5 Hz for
+     each joint's inertia (ours: PD actuators, implicit; MuJoCo: joint
+     springs and dampers);
+   - the Panda under position control (PD at 20 Hz, gravity feedforward);
+   - the Panda under its gravity torques alone, with our default integrator
+     (rk4) and semi-implicit Euler (no MuJoCo row: information).
+   Each row says how far the robot moved from its start (both simulators)
+   and our solver's unconverged steps.
+2. The simulator node in its own process, paused, at real_time_factor 0:
+   steps per wall-clock second of ~/step calls of STEPS_PER_CALL steps each
+   (a ~/step takes them in compiled calls and publishes at its end), beside
+   the core's steps per second on the same set-up; and how far the node's
+   final joint positions are from the core's.
+The machine's load average is printed first: on a shared machine the ratios
+move by some 10 %.
 """
 import argparse
 import importlib.metadata
@@ -25,89 +32,140 @@ import os
 import random
 import sys
 import time
+import timeit
 from pathlib import Path
 
 import mujoco
 import numpy as np
 
 import mbs_dynamics as mbs
-from contact import DT, FRICTION, SOLE_CORNERS, SOLES, SPHERE, TALOS, mujoco_model, standing
+from contact import DT, FEET, FRICTION, SOLE_CORNERS, SOLES, SOLO12, SPHERE, TALOS, mujoco_model, standing
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mbs_dynamics" / "test"))
+from oracles import mujoco_spec  # noqa: E402
 from ros_processes import NodeProcess, executable  # noqa: E402
 
 ROBOTS_DIR = importlib.metadata.distribution("example-robot-data").locate_file(
     "cmeel.prefix/share/example-robot-data/robots")
 PANDA = str(ROBOTS_DIR / "panda_description/urdf/panda.urdf")
-STEPS_PER_CALL = 500
+STEPS_PER_CALL = 20000
 PANDA_POSE = {"panda_joint2": 0.6, "panda_joint4": -1.5, "panda_joint6": 1.8}
 
 
-def talos_standing():
-    """(model, world, q0, torques(q, v)): TALOS on its sole corners, feedforward
-    from contact inverse dynamics at rest, joint PD critically damped at 5 Hz."""
-    model = mbs.Model.from_urdf_file(TALOS, floating_base=True)
-    points = tuple(mbs.PointContact(s, c) for s in SOLES for c in SOLE_CORNERS)
+def pd_gains(model, q0, frequency, first):
+    """Stiffness and damping critically damped at `frequency` (Hz) for each
+    coordinate's inertia M_ii from velocity index `first` on."""
+    omega = 2 * np.pi * frequency
+    inertia = np.diag(mbs.mass_matrix(model, q0))[first:]
+    return omega**2 * inertia, 2 * omega * inertia
+
+
+def standing_setup(path, points):
+    """(model, q0, feedforward, joints, stiffness, damping) of a legged robot
+    standing on `points` (contact.py's standing pose)."""
+    model = mbs.Model.from_urdf_file(path, floating_base=True)
     q0 = standing(model, points)
     zero = np.zeros(model.nv)
     feedforward = mbs.contact_inverse_dynamics(model, q0, zero, zero, list(points), friction=FRICTION)[0]
-    omega = 2 * np.pi * 5.0
-    inertia = np.diag(mbs.mass_matrix(model, q0))[6:]
-    stiffness, damping = omega**2 * inertia, 2 * omega * inertia
-
-    def torques(q, v):
-        tau = feedforward.copy()
-        tau[6:] -= stiffness * (q[7:] - q0[7:]) + damping * v[6:]
-        return tau
-
-    return model, mbs.World(mbs.Ground(friction=FRICTION), points), q0, torques, feedforward
+    stiffness, damping = pd_gains(model, q0, 5.0, 6)
+    return model, q0, feedforward, list(model.joint_names[1:]), stiffness, damping
 
 
-def steps_per_second(simulation, torques, seconds):
-    steps = int(round(seconds / simulation.dt))
-    start = time.perf_counter()
-    for _ in range(steps):
-        simulation.step(torques(simulation.q, simulation.v))
-    return steps / (time.perf_counter() - start)
+def our_time(simulation, tau, steps):
+    """Microseconds per step of `steps` steps in one call from the initial state."""
+    def run():
+        simulation.reset()
+        simulation.step(tau, steps=steps)
+    run()
+    return min(timeit.repeat(run, number=1, repeat=5)) / steps * 1e6
 
 
-def mujoco_steps_per_second(model, points, q0, feedforward, seconds):
-    mj = mujoco_model(TALOS, points)
+def mujoco_time(mj, qpos0, applied, steps):
     data = mujoco.MjData(mj)
-    data.qpos[:3] = q0[:3] + np.array([0, 0, SPHERE])
-    data.qpos[3:7] = (q0[6], *q0[3:6])
-    for joint in model.joint_names[1:]:
-        data.qpos[mj.joint(joint).qposadr[0]] = q0[model.q_index(joint)]
-        data.qfrc_applied[mj.joint(joint).dofadr[0]] = feedforward[model.v_index(joint)]
-    steps = int(round(seconds / DT))
-    start = time.perf_counter()
-    for _ in range(steps):
-        mujoco.mj_step(mj, data)
-    return steps / (time.perf_counter() - start)
+
+    def run():
+        data.qpos[:], data.qvel[:] = qpos0, 0.0
+        data.qfrc_applied[:] = applied
+        for _ in range(steps):
+            mujoco.mj_step(mj, data)
+    run()
+    return min(timeit.repeat(run, number=1, repeat=5)) / steps * 1e6, np.abs(data.qpos - qpos0)
 
 
-def core_table(seconds):
-    print(f"mbs.Simulation, headless, dt = {DT * 1e3:g} ms, {seconds:g} simulated s each")
-    print(f"{'robot':34} {'steps/s':>9} {'x real time':>11} {'us/step':>8}   check")
-    model, world, q0, torques, feedforward = talos_standing()
-    simulation = mbs.Simulation(model, world, DT, q=q0)
-    for _ in range(100):  # the kernels loaded, the warm start filled
-        simulation.step(torques(simulation.q, simulation.v))
-    rate = steps_per_second(simulation, torques, seconds)
+def mujoco_pd(mj, model, q0, joints, feedforward, stiffness, damping, base):
+    """MuJoCo's qpos0 and applied forces for our q0 and feedforward, the PD as
+    joint springs (at q0) and dampers; base: the number of our leading velocity
+    coordinates that are a floating base."""
+    qpos0, applied = np.zeros(mj.nq), np.zeros(mj.nv)
+    if base:
+        qpos0[:3] = q0[:3] + np.array([0, 0, SPHERE])
+        qpos0[3:7] = (q0[6], *q0[3:6])
+    for joint in joints:
+        index, dof, v = mj.joint(joint).qposadr[0], mj.joint(joint).dofadr[0], model.v_index(joint)
+        qpos0[index] = q0[model.q_index(joint)]
+        applied[dof] = feedforward[v]
+        mj.jnt_stiffness[mj.joint(joint).id] = stiffness[v - base]
+        mj.qpos_spring[index] = qpos0[index]
+        mj.dof_damping[dof] = damping[v - base]
+    return qpos0, applied
+
+
+def print_row(label, ours, theirs, moved, their_moved, unconverged):
+    ratio = f"{ours / theirs:6.2f}" if theirs else "      "
+    mj = f"{theirs:8.1f}" if theirs else "        "
+    moved_mj = f"{their_moved:.1e}" if theirs else "      -"
+    print(f"{label:34} {ours:8.1f} {mj} {ratio}   {moved:.1e} {moved_mj}   {unconverged}")
+
+
+def legged_row(label, path, points, steps):
+    model, q0, feedforward, joints, stiffness, damping = standing_setup(path, points)
+    simulation = mbs.Simulation(model, mbs.World(mbs.Ground(friction=FRICTION), points, joint_limits=False,
+                                                 joint_damping=False, joint_friction=False), DT, q=q0,
+                                actuators=mbs.Actuators(joints, stiffness, damping))
+    targets = np.zeros(model.nv)
+    targets[6:] = q0[7:]
+    simulation.set_targets(positions=targets)
+    ours = our_time(simulation, feedforward, steps)
     moved = np.abs(mbs.difference(model, q0, simulation.q)).max()
-    print(f"{'talos, 8 sole corners, PD':34} {rate:9.0f} {rate * DT:11.1f} {1e6 / rate:8.1f}   "
-          f"moved {moved:.1e} from the start")
-    theirs = mujoco_steps_per_second(model, list(world.contact_points), q0, feedforward, seconds)
-    print(f"{'  MuJoCo mj_step, same points':34} {theirs:9.0f} {theirs * DT:11.1f} {1e6 / theirs:8.1f}   "
-          f"ours / MuJoCo time per step {theirs / rate:.2f}")
-    panda = mbs.Model.from_urdf_file(PANDA)
-    held = mbs.simulation.initial_configuration(panda, PANDA_POSE)
-    for integrator in ("semi_implicit_euler", "rk4"):
-        simulation = mbs.Simulation(panda, mbs.World(ground=None), DT, integrator, q=held)
-        rate = steps_per_second(simulation, lambda q, v: mbs.gravity_torques(panda, q), seconds)
-        moved = np.abs(simulation.q - held).max()
-        print(f"{'panda, g(q) each step, ' + integrator:34} {rate:9.0f} {rate * DT:11.1f} {1e6 / rate:8.1f}   "
-              f"moved {moved:.1e} rad")
+    mj = mujoco_model(path, points)
+    qpos0, applied = mujoco_pd(mj, model, q0, joints, feedforward, stiffness, damping, 6)
+    theirs, their_moved = mujoco_time(mj, qpos0, applied, steps)
+    print_row(label, ours, theirs, moved, their_moved.max(), simulation.last.unconverged_steps)
+
+
+def panda_rows(steps):
+    model = mbs.Model.from_urdf_file(PANDA)
+    q0 = mbs.simulation.initial_configuration(model, PANDA_POSE)
+    joints = list(model.joint_names)
+    stiffness, damping = pd_gains(model, q0, 20.0, 0)
+    hold = mbs.gravity_torques(model, q0)
+    simulation = mbs.Simulation(model, mbs.World(ground=None), DT, q=q0,
+                                actuators=mbs.Actuators(joints, stiffness, damping))
+    simulation.set_targets(positions=q0[:model.nv])
+    ours = our_time(simulation, hold, steps)
+    moved = np.abs(simulation.q - q0).max()
+    spec = mujoco_spec(PANDA)
+    spec.option.timestep = DT
+    mj = spec.compile()
+    qpos0, applied = mujoco_pd(mj, model, q0, joints, hold, stiffness, damping, 0)
+    theirs, their_moved = mujoco_time(mj, qpos0, applied, steps)
+    print_row("panda, position control (20 Hz)", ours, theirs, moved, their_moved.max(),
+              simulation.last.unconverged_steps)
+    for integrator in ("rk4", "semi_implicit_euler"):
+        simulation = mbs.Simulation(model, mbs.World(ground=None), DT, integrator, q=q0)
+        ours = our_time(simulation, hold, steps)
+        print_row(f"panda, g(q0) alone, {integrator}", ours, None, np.abs(simulation.q - q0).max(), None,
+                  simulation.last.unconverged_steps)
+
+
+def core_table(steps):
+    print(f"us per step, dt = {DT * 1e3:g} ms, best of 5 runs of {steps} steps from the start "
+          f"(ours: one compiled call)")
+    print(f"{'set-up':34} {'ours':>8} {'mj_step':>8} {'ratio':>6}   {'moved':>7} {'mj':>7}   unconverged")
+    legged_row("talos, 8 sole corners, PD 5 Hz", TALOS, tuple(mbs.PointContact(s, c) for s in SOLES
+                                                              for c in SOLE_CORNERS), steps)
+    legged_row("solo12, 4 feet, PD 5 Hz", SOLO12, tuple(mbs.PointContact(f) for f in FEET), steps)
+    panda_rows(steps)
 
 
 def node_rate(arguments, command, seconds, final_q, steps=STEPS_PER_CALL):
@@ -164,13 +222,22 @@ def node_rate(arguments, command, seconds, final_q, steps=STEPS_PER_CALL):
         node.destroy_node()
 
 
-def core_final(model, world, q0, tau, steps=STEPS_PER_CALL):
-    """Joint name -> position after `steps` core Simulation steps from q0 under tau."""
-    simulation = mbs.Simulation(model, world, DT, q=q0)
-    for _ in range(steps):
-        simulation.step(tau)
-    return {name: float(simulation.q[model.q_index(name)]) for name in model.joint_names
-            if name != mbs.model.ROOT_JOINT}
+def core_run(simulation, tau, steps=STEPS_PER_CALL) -> tuple[float, dict]:
+    """The core's steps per second in calls of `steps` from the initial state,
+    and joint name -> position after one call."""
+    model = simulation.model
+    simulation.reset()
+    simulation.step(tau, steps=steps)
+    final = {name: float(simulation.q[model.q_index(name)]) for name in model.joint_names
+             if name != mbs.model.ROOT_JOINT}
+    per_call = min(timeit.repeat(lambda: (simulation.reset(), simulation.step(tau, steps=steps)), number=1,
+                                 repeat=5))
+    return steps / per_call, final
+
+
+def gain_arguments(joints, stiffness, damping) -> list[str]:
+    return ["-p", f"position_joints:={joints}", "-p", f"position_stiffness:={[float(k) for k in stiffness]}",
+            "-p", f"position_damping:={[float(d) for d in damping]}"]
 
 
 def node_table(seconds):
@@ -179,11 +246,14 @@ def node_table(seconds):
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randint(150, 200)))
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     rclpy.init()
-    print(f"\nthe simulator node at real_time_factor 0, publishing at 100 Hz, {seconds:g} wall-clock s each "
-          f"in ~/step calls of {STEPS_PER_CALL} steps")
-    print(f"{'robot':34} {'steps/s':>9} {'x real time':>11}   check")
-    model, world, q0, _, feedforward = talos_standing()
-    joints = list(model.joint_names[1:])
+    print(f"\nthe simulator node paused at real_time_factor 0, {seconds:g} wall-clock s each in ~/step calls of "
+          f"{STEPS_PER_CALL} steps, beside the core in calls of as many")
+    print(f"{'set-up':34} {'node steps/s':>12} {'core steps/s':>12} {'node/core':>9}   check")
+    points = tuple(mbs.PointContact(s, c) for s in SOLES for c in SOLE_CORNERS)
+    model, q0, feedforward, joints, stiffness, damping = standing_setup(TALOS, points)
+    simulation = mbs.Simulation(model, mbs.World(mbs.Ground(friction=FRICTION), points), DT, q=q0,
+                                actuators=mbs.Actuators(joints, stiffness, damping))
+    core, final = core_run(simulation, feedforward)
     corners = [x for _ in SOLES for corner in SOLE_CORNERS for x in corner]
     frames = [s for s in SOLES for _ in SOLE_CORNERS]
     rate, moved = node_rate(["-p", f"robot_description_file:={TALOS}", "-p", "floating_base:=true",
@@ -191,29 +261,37 @@ def node_table(seconds):
                              "-p", f"initial_base_pose:={q0[:7].tolist()}",
                              "-p", f"initial_joint_names:={joints}",
                              "-p", f"initial_joint_positions:={[float(q0[model.q_index(j)]) for j in joints]}",
-                             "-p", f"ground_friction:={FRICTION}"],
-                            feedforward[6:], seconds, core_final(model, world, q0, feedforward))
-    print(f"{'talos, 8 sole corners, feedforward':34} {rate:9.0f} {rate * DT:11.1f}   "
+                             "-p", f"ground_friction:={FRICTION}", *gain_arguments(joints, stiffness, damping)],
+                            feedforward[6:], seconds, final)
+    print(f"{'talos, 8 sole corners, PD 5 Hz':34} {rate:12.0f} {core:12.0f} {rate / core:9.2f}   "
           f"{moved:.1e} rad from the core's steps")
     panda = mbs.Model.from_urdf_file(PANDA)
     held = mbs.simulation.initial_configuration(panda, PANDA_POSE)
     hold = mbs.gravity_torques(panda, held)
+    joints = list(panda.joint_names)
+    stiffness, damping = pd_gains(panda, held, 20.0, 0)
+    simulation = mbs.Simulation(panda, mbs.World(ground=None), DT, q=held,
+                                actuators=mbs.Actuators(joints, stiffness, damping))
+    simulation.set_targets(positions=held[:panda.nv])
+    core, final = core_run(simulation, hold)
     rate, moved = node_rate(["-p", f"robot_description_file:={PANDA}",
                              "-p", f"initial_joint_names:={list(PANDA_POSE)}",
-                             "-p", f"initial_joint_positions:={list(PANDA_POSE.values())}"],
-                            hold, seconds, core_final(panda, mbs.World(ground=None), held, hold))
-    print(f"{'panda, g(q) held':34} {rate:9.0f} {rate * DT:11.1f}   {moved:.1e} rad from the core's steps")
+                             "-p", f"initial_joint_positions:={list(PANDA_POSE.values())}",
+                             *gain_arguments(joints, stiffness, damping)],
+                            hold, seconds, final)
+    print(f"{'panda, position control (20 Hz)':34} {rate:12.0f} {core:12.0f} {rate / core:9.2f}   "
+          f"{moved:.1e} rad from the core's steps")
     rclpy.shutdown()
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=5.0, help="simulated seconds per core row")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser.add_argument("--steps", type=int, default=2000, help="steps per core run")
     parser.add_argument("--node-seconds", type=float, default=5.0, help="wall-clock seconds per node row; 0: none")
     arguments = parser.parse_args()
     print(f"numpy {np.__version__}, mujoco {mujoco.__version__}, mbs_dynamics {mbs.__version__}, "
-          f"python {sys.version.split()[0]}")
-    core_table(arguments.seconds)
+          f"python {sys.version.split()[0]}; load average {os.getloadavg()[0]:.2f}")
+    core_table(arguments.steps)
     if arguments.node_seconds > 0:
         node_table(arguments.node_seconds)
 

@@ -40,8 +40,8 @@ actuator's effort. Bad commands are dropped and counted with a throttled
 warning. The world (ground_*, contact_frames, contact_points, world_boxes,
 contact_compliance) and the actuators can be changed at run time and apply at
 once; the initial state (initial_*) applies at the next ~/reset. ~/step takes
-at most MAX_STEPS_PER_REQUEST steps, in compiled calls of STEPS_PER_CALL,
-publishes once at its end, and ends early, saying so, on ~/pause false,
+at most MAX_STEPS_PER_REQUEST steps, in compiled calls of some CALL_SECONDS
+of wall-clock time each, publishes once at its end, and ends early, saying so, on ~/pause false,
 ~/reset or shutdown; the services are served while it runs. The
 stepping thread survives any error: it counts it, says it (throttled) and
 pauses.
@@ -101,8 +101,11 @@ MAX_LAG = 0.05
 PACING_SLACK = 0.002
 # The most steps one ~/step request takes (1000 s at dt = 1 ms).
 MAX_STEPS_PER_REQUEST = 1_000_000
-# The most steps of a ~/step taken in one compiled call (some 10 ms of a small robot's steps): a ~/pause or
-# ~/reset ends the request between calls.
+# Wall-clock seconds of the steps of a ~/step taken in one compiled call (from the last calls' step time):
+# a ~/pause or ~/reset ends the request between calls. Each call gives the GIL back and takes it again, which
+# can wait for a switch interval: calls of 20 ms cost the Panda a third of its steps, of 100 ms nothing. At most STEPS_PER_CALL steps, or when nothing says how
+# long a step takes.
+CALL_SECONDS = 0.1
 STEPS_PER_CALL = 1000
 # Wall-clock seconds the stepping thread waits between the calls of a ~/step, the lock released: the lock is
 # not fair, and without it a service waiting for it would wait for the whole request.
@@ -639,7 +642,7 @@ class SimulatorNode(RobotNode):
         with self._lock:
             tau = self._effort()
             stepping = self._steps_requested > 0
-            steps = min(self._steps_requested, STEPS_PER_CALL) if stepping else self._steps_to_next_event()
+            steps = min(self._steps_requested, self._steps_per_call()) if stepping else self._steps_to_next_event()
             steps = min(steps, self._steps_to_stale_command())
             before = simulation.steps
             try:
@@ -672,11 +675,17 @@ class SimulatorNode(RobotNode):
             if self._steps_requested == 0:
                 self._steps_done.set()
 
+    def _steps_per_call(self) -> int:
+        """Steps of a ~/step in one call: CALL_SECONDS of them at the recent step time."""
+        if not self.step_times:
+            return STEPS_PER_CALL
+        return max(1, int(CALL_SECONDS / max(self.step_times[-1], 1e-7)))
+
     def _steps_to_stale_command(self) -> int:
         """Steps until the latest command passes command_timeout (a call ends
         there, so that the next applies zero effort); large when none is due."""
         if self._command is None or self._command_stale:
-            return STEPS_PER_CALL
+            return MAX_STEPS_PER_REQUEST
         stale_at = self._command[1] + self.settings["command_timeout"]
         return max(1, int(np.ceil((stale_at - self.simulation.time) / self.simulation.dt)) + 1)
 

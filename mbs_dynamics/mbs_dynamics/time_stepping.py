@@ -33,10 +33,17 @@ b lets a point that is φ from the obstacle close the gap in one step (b =
 φ/dt), pushes a point inside it out at `stabilization` φ/dt per step, and makes
 a point that would reach it within the step, approaching faster than
 BOUNCE_SPEED, leave at `restitution` times its approach speed (Newton's law of
-restitution, applied at the start of the step). With compliance > 0 the rows
-are soft (MuJoCo's soft constraints in spirit): rows that contradict each
-other (many coplanar points of a body lying on the ground) settle at a small
-penetration instead of leaving the solver unconverged.
+restitution, applied at the start of the step). A body's pairs with one
+obstacle, when more than PATCH_POINTS, are reduced to the extreme points of
+their patch (reduce_patches). With compliance > 0 every row is soft (MuJoCo's
+soft constraints in spirit: W's diagonal times 1 + compliance): rows that
+contradict each other (a robot lying on many points of its limbs, against
+its joint limits) settle at a small penetration instead of leaving the
+solver unconverged, and a sticking point creeps at compliance W_tt λ_t.
+Measured on TALOS tipped over onto its collision meshes, 3000 steps:
+rigid, 16 % of the steps unconverged and an ankle rattling against its
+limit; compliance 1e-2, 2 steps forward and none backward, the robot at rest
+to 1e-2 m/s within 3 s (tested).
 
 The joints add rows of their own, one per coordinate with Coulomb friction or
 at (or reaching within the step) a position limit, G = the coordinate's unit
@@ -91,6 +98,11 @@ PLANE, BOX = 0, 1
 OBSTACLE_FLOATS = 18
 # Passes of a step at most: the first, then again with the actuators that passed their limits clamped.
 MAX_ACTUATOR_PASSES = 3
+# A body's points touching one obstacle beyond this many are reduced to those extreme along PATCH_DIRECTIONS
+# directions of the obstacle's tangent plane, and the deepest: a patch of coplanar points (a sole's mesh
+# vertices) makes as many redundant rows, on which the solver stalls.
+PATCH_POINTS = 8
+PATCH_DIRECTIONS = 8
 
 
 def _obstacle_row(kind: int, friction: float, restitution: float, centre, axes, half_extents) -> np.ndarray:
@@ -430,7 +442,63 @@ def contact_pairs(contacts, obstacles, positions, kinematics, vel, free_vel, ste
             location[count, 0], location[count, 1], location[count, 2] = c0, c1, c2
             point[count], obstacle[count], bias[count], friction[count] = k, o, bias_k, obstacles[o, 1]
             count += 1
+    count = reduce_patches(point, obstacle, bias, axes, location, friction, count, contacts.bodies, gaps, work)
     return Pairs(point[:count], obstacle[:count], bias[:count], axes[:count], location[:count], friction[:count])
+
+
+@njit(cache=True, inline="always")
+def reduce_patches(point, obstacle, bias, axes, location, friction, count, bodies, gaps, work):
+    """Keep, of each body's pairs with one obstacle when they are more than
+    PATCH_POINTS, the deepest and those extreme along PATCH_DIRECTIONS
+    directions of the tangent plane (t1, t2 of the first); compact the pair
+    arrays. Returns the new count."""
+    if count <= PATCH_POINTS:
+        return count
+    keep = work.keep[:count]
+    keep[:] = True
+    for first in range(count):
+        body, wall = bodies[point[first]], obstacle[first]
+        size = 0
+        for i in range(first, count):
+            if bodies[point[i]] == body and obstacle[i] == wall:
+                size += 1
+        if size <= PATCH_POINTS:
+            continue
+        already = False
+        for i in range(first):
+            if bodies[point[i]] == body and obstacle[i] == wall:
+                already = True
+                break
+        if already:
+            continue
+        for i in range(first, count):
+            if bodies[point[i]] == body and obstacle[i] == wall:
+                keep[i] = False
+        deepest = first
+        for i in range(first, count):
+            if bodies[point[i]] == body and obstacle[i] == wall and gaps[point[i]] < gaps[point[deepest]]:
+                deepest = i
+        keep[deepest] = True
+        for d in range(PATCH_DIRECTIONS):
+            angle = 2.0 * np.pi * d / PATCH_DIRECTIONS
+            c, s = math.cos(angle), math.sin(angle)
+            best, extreme = -np.inf, first
+            for i in range(first, count):
+                if bodies[point[i]] == body and obstacle[i] == wall:
+                    along = 0.0
+                    for r in range(3):
+                        along += (c * axes[first, 1, r] + s * axes[first, 2, r]) * location[i, r]
+                    if along > best:
+                        best, extreme = along, i
+            keep[extreme] = True
+    kept = 0
+    for i in range(count):
+        if keep[i]:
+            point[kept], obstacle[kept], bias[kept], friction[kept] = point[i], obstacle[i], bias[i], friction[i]
+            axes[kept] = axes[i]
+            location[kept] = location[i]
+            kept += 1
+    return kept
 
 
 @njit(cache=True, inline="always")
@@ -557,7 +625,7 @@ def velocity_change(L, dof_parent, rows):
 # pairs' axes and contact points, a Jacobian, and the smooth integrator's stages.
 StepWork = namedtuple("StepWork", "M M_nominal h effort damping clamp v_next positions vel free_vel axes location "
                                   "jacobian stage_x stage_v q_stage v_stage G deepest c impulses pair_point "
-                                  "pair_obstacle pair_bias pair_friction lowest highest coordinates zero no_force")
+                                  "pair_obstacle pair_bias pair_friction lowest highest coordinates zero no_force keep")
 
 
 @njit(cache=True, inline="always")
@@ -570,7 +638,7 @@ def step_work(nq, nv, nbodies, npoints, nobstacles):
                     np.empty((4, nv)), np.empty((4, nv)), np.empty(nq), np.empty(nv), np.empty((rows, nv)),
                     np.empty(rows, dtype=np.int64), np.empty(rows), np.empty(rows), np.empty(pairs, dtype=np.int64),
                     np.empty(pairs, dtype=np.int64), np.empty(pairs), np.empty(pairs), np.empty(nv), np.empty(nv),
-                    np.empty(nv, dtype=np.int64), np.zeros(nv), np.empty((0, 6)))
+                    np.empty(nv, dtype=np.int64), np.zeros(nv), np.empty((0, 6)), np.empty(pairs, dtype=np.bool_))
 
 
 @njit(cache=True, inline="always")

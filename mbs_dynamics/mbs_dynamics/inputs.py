@@ -25,11 +25,13 @@ NONFINITE_RESULT = 2  # all_finite() failed on the result
 SINGULAR_MASS_MATRIX = 3  # (the ABA returns -1 - body instead, naming the body)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def invalid(model, q, v, a):
     """0 if q, v, a are finite and every quaternion of q is within the tolerance
     of unit length; 1 otherwise (the kernels check this first, for nanoseconds;
-    explain() then says what is wrong)."""
+    explain() then says what is wrong). Inlined: a call would pass `model`'s
+    arrays, each reference-counted (atomic NRT calls: they were half of a
+    Panda simulation step)."""
     for x in (q, v, a):
         for k in range(x.shape[0]):
             if not math.isfinite(x[k]):

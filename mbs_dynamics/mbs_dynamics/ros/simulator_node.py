@@ -193,8 +193,9 @@ class SimulatorNode(RobotNode):
                       "Static boxes (a step, a table): [size_x, size_y, size_z, x, y, z, yaw] per box (m, rad; "
                       "world frame, centre), flattened; empty = none."),
         ParameterSpec("contact_compliance", 0.0,
-                      "Softness of the contact rows: 0 is rigid; e.g. 1e-3 lets the contradictory rows of many "
-                      "coplanar collision points settle at a small penetration.", bounds=(0.0, 1.0)),
+                      "Softness of the constraint rows: 0 is rigid; 0.01 keeps the solver converged where rows "
+                      "contradict (a robot lying on its collision meshes, against its joint limits), at a small "
+                      "penetration and a slow creep of sticking points.", bounds=(0.0, 1.0)),
         ParameterSpec("position_joints", EMPTY_STRING_ARRAY,
                       "Joints under position control: PD actuators toward the positions of joint_commands, "
                       "implicit in the step, clamped to the URDF effort limits; they hold their initial "

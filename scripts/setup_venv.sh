@@ -105,7 +105,7 @@ install_package() {
     ln -sf "../../bin/$executable" "$venv/lib/mbs_dynamics/$executable"
   done
   rm -f "$stamps/kernels"  # the cache is gone: --test compiles the rest again
-  say "compiling the kernels the nodes use (numba cache, one process per core; about 40 s on two)"
+  say "compiling the kernels the nodes use (numba cache, one process per core; about a minute on two)"
   "$py" -m mbs_dynamics.warmup
 }
 

@@ -189,8 +189,7 @@ def point_impulse(a_nn, a_n1, a_n2, a_11, a_12, a_22, g_n, g_1, g_2, mu, guess_1
                             best, angle, found = distance, root, True
                     previous = current
             if found:
-                d = a_nn + mu * (a_n1 * math.cos(angle) + a_n2 * math.sin(angle))
-                normal = -g_n / d
+                normal = -g_n / _sliding(a_nn, a_n1, a_n2, a_11, a_12, a_22, g_n, g_1, g_2, mu, angle)[2]
                 return normal, mu * normal * math.cos(angle), mu * normal * math.sin(angle)
     normal = max(0.0, -(g_n + a_n1 * guess_1 + a_n2 * guess_2) / a_nn) if a_nn > 0.0 else 0.0
     x1, x2 = disk_minimizer(a_11, a_12, a_22, g_1 + a_n1 * normal, g_2 + a_n2 * normal, mu * normal)
@@ -452,11 +451,10 @@ def natural_map(problem, impulses, u, F, J):
             F[r], J[r, r] = impulses[r], 1.0
             continue
         x0 = u[r] - w * impulses[r]
-        held = min(max(-x0 / w, -joint_bound[j]), joint_bound[j])
-        x = x0 + w * held
-        F[r] = impulses[r] - joint_impulse(x0, w, joint_bound[j], problem.lowest[j], problem.highest[j])
-        if abs(x0) < w * joint_bound[j] or x < problem.lowest[j] or x > problem.highest[j]:
-            for col in range(m):  # Λ* moves with x0: F = W_r λ / w + constant
+        held = joint_impulse(x0, w, joint_bound[j], problem.lowest[j], problem.highest[j])
+        F[r] = impulses[r] - held
+        if abs(held) != joint_bound[j]:  # friction holds it or a wall does: Λ* = (x* - x0) / w
+            for col in range(m):  # F = W_r λ / w + constant
                 J[r, col] = W[r, col] / w
         else:
             J[r, r] = 1.0
@@ -504,10 +502,11 @@ def _solve_dense(A, b):
 @njit(cache=True)
 def newton_polish(problem, impulses, u, residual, tolerance, cold):
     """Semismooth Newton's method on the natural map (natural_map) from λ (or,
-    `cold`, from zero: a warm start can lead it to a local minimum of |F|), with a backtracking (Armijo) line search on ½ |F|², NEWTON_STEPS steps
-    at most: where Gauss-Seidel cycles (points of one body sliding with
-    friction), it converges in a few steps (1 to 7 on a falling TALOS).
-    Kept if its residual is smaller; returns the residual."""
+    `cold`, from zero: a warm start can lead it to a local minimum of |F|),
+    with a backtracking (Armijo) line search on ½ |F|², NEWTON_STEPS steps at
+    most: where Gauss-Seidel cycles (points of one body sliding with
+    friction), it converges in a few steps (1 to 7 on a falling TALOS). Kept
+    if its residual is smaller; returns the residual."""
     W, c = problem.W, problem.c
     m = c.shape[0]
     F, J = np.empty(m), np.empty((m, m))
@@ -550,8 +549,8 @@ def solve_coulomb(problem, impulses, u, tolerance, max_iterations):
     Gauss-Seidel, polished every POLISH_EVERY sweeps by a direct solve of the
     rows that hold, and by Newton's method where it stalls or runs out of
     sweeps; stops at `tolerance`, after max_iterations sweeps, or when it
-    stalls STALL_CHECKS times in a row. Returns a SolverReport (sweeps, residual in m/s
-    or rad/s)."""
+    stalls STALL_CHECKS times in a row. Returns a SolverReport (sweeps,
+    residual in m/s or rad/s)."""
     _row_velocities(problem.W, problem.c, impulses, u)
     residual = coulomb_residual(problem, u, impulses)
     if residual <= tolerance:

@@ -20,10 +20,13 @@ import mbs_dynamics as mbs
 import pytest
 import yaml
 from mbs_dynamics.robots import BUNDLED_ROBOTS
-from mbs_dynamics.ros.bringup import NODES as BRINGUP_NODES
+from mbs_dynamics.ros.bringup import NODE_CLASSES as BRINGUP_NODES
 from mbs_dynamics.ros.bringup import share_directory
 from mbs_dynamics.ros.parameters import COMMON_PARAMETERS, EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY
-from mbs_dynamics.ros.launch_plan import NODES as PLAN_NODES
+from mbs_dynamics.ros.launch_plan import NODES as DEFAULT_NODES
+from mbs_dynamics.ros.launch_plan import VIEW_EXECUTABLE, VIEW_NODE
+
+PLAN_NODES = {**DEFAULT_NODES, VIEW_NODE: VIEW_EXECUTABLE}  # every node a plan can start
 from mbs_dynamics.ros.launch_plan import PlanError, node_names, normalized_namespace, plan
 from mbs_dynamics.ros.run_monitor import RunMonitor
 
@@ -56,7 +59,7 @@ def test_console_scripts_are_declared():
     scripts = console_scripts()
     assert set(scripts) == {"inverse_dynamics_node", "dynamics_server_node", "simulator_node",
                             "mbs_dynamics_bringup", "mbs_dynamics_record", "mbs_dynamics_play_trajectory",
-                            "mbs_dynamics_identify", "mbs_dynamics_excitation"}
+                            "mbs_dynamics_identify", "mbs_dynamics_excitation", "mbs_dynamics_view"}
     for script in scripts:
         assert (Path(sys.executable).parent / script).exists(), script
 
@@ -137,24 +140,24 @@ def test_launch_file_arguments_reach_every_route():
     that the nodes can take robot_description from the topic of their namespace."""
     arguments = launch_file_arguments()
     assert set(arguments) == {"robot", "robot_description_file", "config_file", "namespace", "use_sim_time", "nodes",
-                              "closed_loop"}
+                              "closed_loop", "view", "record_file"}
     assert arguments["robot"][0] == "" and arguments["robot_description_file"][0] == ""
     assert arguments["namespace"][0] == "" and arguments["use_sim_time"][0] == "false"
     source = LAUNCH_FILE.read_text()
-    assert '"nodes": (",".join(NODES)' in source and node_names(",".join(PLAN_NODES)) == list(PLAN_NODES)
+    assert '"nodes": (",".join(NODES)' in source and node_names(",".join(DEFAULT_NODES)) == list(DEFAULT_NODES)
     assert "plan(" in source and "namespace=value[\"namespace\"]" in source  # it follows the plan, namespaced
 
 
 def test_launch_plan_without_a_robot_leaves_each_node_to_its_namespaces_topic():
-    plans = plan(list(PLAN_NODES), str(CONFIG_FILE))
-    assert [p.name for p in plans] == list(PLAN_NODES)
+    plans = plan(list(DEFAULT_NODES), str(CONFIG_FILE))
+    assert [p.name for p in plans] == list(DEFAULT_NODES)
     for p in plans:
         assert p.parameter_files == (str(CONFIG_FILE),) and p.parameters == {} and p.remappings == ()
 
 
 def test_launch_plan_of_a_closed_loop_in_a_namespace_keeps_every_name_relative():
     robot = mbs.bundled_robot("arm7")
-    plans = {p.name: p for p in plan(list(PLAN_NODES), str(CONFIG_FILE), "arm7.yaml", robot, use_sim_time=True,
+    plans = {p.name: p for p in plan(list(DEFAULT_NODES), str(CONFIG_FILE), "arm7.yaml", robot, use_sim_time=True,
                                      closed_loop=True, namespace="robot1/")}
     for p in plans.values():
         assert p.parameter_files == (str(CONFIG_FILE), "arm7.yaml")
@@ -166,6 +169,17 @@ def test_launch_plan_of_a_closed_loop_in_a_namespace_keeps_every_name_relative()
     root = plan(["simulator", "inverse_dynamics"], str(CONFIG_FILE), closed_loop=True)
     assert all(("/clock", "clock") not in p.remappings for p in root)  # the root namespace keeps /clock
     assert plan(["inverse_dynamics"], str(CONFIG_FILE), namespace="robot1")[0].remappings == ()  # no simulator
+
+
+def test_launch_plan_adds_the_view_on_request_with_its_recording():
+    assert VIEW_NODE not in [p.name for p in plan(list(DEFAULT_NODES), str(CONFIG_FILE))]  # never by default
+    robot = mbs.bundled_robot("arm7")
+    plans = {p.name: p for p in plan(["simulator"], str(CONFIG_FILE), None, robot, namespace="robot1",
+                                     record_file="run.html")}
+    view = plans[VIEW_NODE]
+    assert view.executable == VIEW_EXECUTABLE and ("/clock", "clock") in view.remappings
+    assert view.parameters == {"robot_description_file": robot, "record_file": str(Path("run.html").resolve())}
+    assert plan(["simulator"], str(CONFIG_FILE), view=True)[-1].parameters == {}
 
 
 @pytest.mark.parametrize("nodes, namespace, closed_loop, message", [

@@ -7,7 +7,7 @@ params file: what ``ros2 launch mbs_dynamics mbs_dynamics.launch.py`` starts
                          [--config PARAMS.yaml] [--nodes inverse_dynamics,simulator]
                          [--namespace NS] [--use-sim-time] [--closed-loop]
                          [--duration S] [--summary-period S] [--plot FILE.svg]
-                         [--ros-args ...]
+                         [--view] [--record FILE.html|FILE.viser] [--ros-args ...]
 
 Without --robot or --robot-description-file the nodes read the
 robot_description topic of their namespace (robot_state_publisher's). A
@@ -16,7 +16,9 @@ the config. --closed-loop feeds the inverse dynamics node's efforts to the
 simulator, which starts from the first of them. --namespace (or
 --ros-args -r __ns:=NS) puts every node in NS. --duration, --summary-period
 and --plot add the run monitor (run_monitor.py): a periodic summary, the end
-after that much simulated time, a plot at the end.
+after that much simulated time, a plot at the end. --view adds the view node
+(view_node.py: the robot in 3-D in a browser; it logs the address to open);
+--record FILE adds it too and saves the run it shows to FILE at the end.
 """
 from __future__ import annotations
 
@@ -28,10 +30,11 @@ from mbs_dynamics.robots import BUNDLED_ROBOTS, bundled_robot
 from mbs_dynamics.ros.dynamics_server_node import DynamicsServerNode
 from mbs_dynamics.ros.inverse_dynamics_node import InverseDynamicsNode
 from mbs_dynamics.ros.launch_plan import NODES as EXECUTABLES
-from mbs_dynamics.ros.launch_plan import PlanError, node_names, normalized_namespace, plan
+from mbs_dynamics.ros.launch_plan import VIEW_NODE, PlanError, node_names, normalized_namespace, plan
 from mbs_dynamics.ros.run_monitor import RunMonitor
 from mbs_dynamics.ros.simulator_node import SimulatorNode
 from mbs_dynamics.ros.spinning import spin_nodes, split_ros_args
+from mbs_dynamics.ros.view_node import RECORDINGS, ViewNode
 
 # Default node name -> node class (the launch plan's nodes).
 NODES = {
@@ -40,6 +43,7 @@ NODES = {
     "simulator": SimulatorNode,
 }
 assert set(NODES) == set(EXECUTABLES)
+NODE_CLASSES = {**NODES, VIEW_NODE: ViewNode}
 
 
 def share_directory() -> str:
@@ -112,7 +116,14 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                         help="log a summary (time, real-time factor, efforts, CoM, momentum, energy) every S s")
     parser.add_argument("--plot", metavar="FILE.svg", default="",
                         help="at the end, plot joint positions, efforts, energy and centroidal momentum to FILE.svg")
+    parser.add_argument("--view", action="store_true",
+                        help="add the view node: the robot in 3-D in a browser (the log gives the address)")
+    parser.add_argument("--record", metavar="FILE", default="",
+                        help="add the view node and save what it shows to FILE at the end: a self-contained page "
+                             "(.html) or a viser recording (.viser)")
     arguments = parser.parse_args(argv)
+    if arguments.record and os.path.splitext(arguments.record)[1] not in RECORDINGS:
+        parser.error(f"--record: the file must end in {' or '.join(RECORDINGS)}, got {arguments.record}")
     try:
         arguments.nodes = node_names(arguments.nodes)
     except PlanError as error:
@@ -146,15 +157,16 @@ def main(argv: list[str] | None = None) -> None:
     arguments, ros_args = parse_arguments(argv)
     plans = plan(arguments.nodes, arguments.config, robot_config(arguments.robot) if arguments.robot else None,
                  bundled_robot(arguments.robot) if arguments.robot else arguments.robot_description_file or "",
-                 arguments.use_sim_time, arguments.closed_loop, arguments.namespace)
+                 arguments.use_sim_time, arguments.closed_loop, arguments.namespace, arguments.view,
+                 arguments.record)
     # The params files go first so that --ros-args -p ... given by the user wins; a plan's own parameters
     # (the robot's file, use_sim_time, the closed loop's start_on_command) are overrides of their node, and
     # then the user's -p NODE:NAME:=VALUE.
     files = plans[0].parameter_files
-    ros_args, targeted = node_parameters(ros_args[1:], [*NODES, "run_monitor"])
+    ros_args, targeted = node_parameters(ros_args[1:], [*NODE_CLASSES, "run_monitor"])
     rclpy_args = ["mbs_dynamics_bringup", "--ros-args", *[a for path in files for a in ("--params-file", path)],
                   *ros_args]
-    chosen = [(p.name, NODES[p.name], p.parameters, p.remappings) for p in plans]
+    chosen = [(p.name, NODE_CLASSES[p.name], p.parameters, p.remappings) for p in plans]
     if arguments.duration or arguments.summary_period or arguments.plot:
         chosen.append(("run_monitor", RunMonitor, {
             **{k: v for k, v in plans[0].parameters.items() if k != "start_on_command"},

@@ -15,6 +15,8 @@ under any namespace and several robots side by side in one ROS domain:
   simulated time: every node of the plan uses <namespace>/clock instead of
   /clock (the remap /clock:=clock), so that several simulators can share a
   domain. In the root namespace, /clock as usual.
+* view: the view node (mbs_dynamics_view) besides the chosen nodes, with the
+  same robot; record_file, when given, is its recording.
 """
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ NODES = {
     "dynamics_server": "dynamics_server_node",
     "simulator": "simulator_node",
 }
+# The view node: started on request (view), never by default.
+VIEW_NODE, VIEW_EXECUTABLE = "view", "mbs_dynamics_view"
 
 
 class PlanError(ValueError):
@@ -66,7 +70,7 @@ def node_names(text: str) -> list[str]:
 
 def plan(nodes: list[str], config_file: str, robot_config_file: str | None = None,
          robot_description_file: str = "", use_sim_time: bool = False, closed_loop: bool = False,
-         namespace: str = "/") -> list[NodePlan]:
+         namespace: str = "/", view: bool = False, record_file: str = "") -> list[NodePlan]:
     """The nodes to start (module docstring). robot_config_file: a bundled
     robot's config, read after config_file."""
     namespace = normalized_namespace(namespace)
@@ -87,4 +91,7 @@ def plan(nodes: list[str], config_file: str, robot_config_file: str | None = Non
             parameters["start_on_command"] = True
             remappings += (("~/joint_efforts", "inverse_dynamics/joint_efforts"),)
         plans.append(NodePlan(name, NODES[name], files, parameters, remappings))
+    if view or record_file:
+        parameters = dict(common, record_file=os.path.abspath(record_file)) if record_file else dict(common)
+        plans.append(NodePlan(VIEW_NODE, VIEW_EXECUTABLE, files, parameters, remap_clock))
     return plans

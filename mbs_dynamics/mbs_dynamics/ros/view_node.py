@@ -1,0 +1,248 @@
+"""View node: the robot in 3-D in a browser, on the pip route too (default
+name ``view``; console script ``mbs_dynamics_view``; ``--view`` in the
+bringup). It serves the page itself on http://HOST:PORT/ (viser, offline)
+and logs the address to open.
+
+    joint_states                            sensor_msgs/JointState: the robot's pose
+    odom                                    nav_msgs/Odometry: the floating base's
+    simulator/contact_wrenches              contact forces, drawn as red segments
+    inverse_dynamics/centroidal_momentum    centre of mass (sphere), linear momentum
+                                            (blue) and angular momentum (purple)
+    /diagnostics                            frames shown, messages replaced, dropped
+
+All names are relative to the node's namespace (the topic parameters too):
+one view per robot. The view draws at most `rate` frames a second, each from
+the latest messages; a message that a newer one replaces before it is drawn
+is counted (`replaced`), never queued, and a browser that is slow or gone
+costs nothing (viser sends only the newest pose). A joint_states message may
+name some joints only (several publishers); joints never named stay at their
+neutral position.
+
+With record_file (.html: a self-contained page; .viser: viser's recording)
+every frame drawn is kept, timed by the messages' stamps, and written when
+the node stops (Ctrl-C, or the bringup's --duration), to share a run.
+
+Bad input never stops the node: a malformed or non-finite message is dropped
+and counted with a throttled warning; visuals that cannot be drawn (a mesh
+not found or unreadable) are said once and the link's collision geometry,
+if it has some, is drawn instead; without a robot description the node
+waits for it and says so.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from nav_msgs.msg import Odometry
+from rclpy.experimental import EventsExecutor
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+
+from mbs_dynamics.ros.conversions import InvalidInput, JointMap, base_state, named_values, stamp_seconds, vector_values
+from mbs_dynamics.ros.parameters import EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
+from mbs_dynamics.ros.robot_node import RobotNode, timing_values, timings
+from mbs_dynamics.ros.spinning import node_main
+from mbs_dynamics_interfaces.msg import CentroidalMomentum, ContactWrenches
+
+# Only the newest message matters: no queue behind it.
+LATEST_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
+RECORDINGS = (".html", ".viser")
+
+
+class ViewNode(RobotNode):
+    EXECUTOR = EventsExecutor
+    PARAMETERS = (
+        ParameterSpec("host", "127.0.0.1",
+                      "Address the page is served on: 127.0.0.1 (this machine only) or 0.0.0.0 (every "
+                      "interface: other machines can open it).", read_only=True),
+        ParameterSpec("port", 8080, "Port of the page; taken: the next free one (the log says which). 0: any.",
+                      read_only=True, bounds=(0, 65535)),
+        ParameterSpec("rate", 30.0, "Frames drawn per second, at most (each from the latest messages).",
+                      bounds=(0.1, 240.0)),
+        ParameterSpec("geometry", "visual",
+                      "What is drawn: 'visual' (the URDF's <visual>, its <collision> where a link has no "
+                      "drawable visual) or 'collision'.", read_only=True),
+        ParameterSpec("mesh_search_paths", EMPTY_STRING_ARRAY,
+                      "Directories where mesh files are looked for (package://PKG/path as DIR/PKG/path or "
+                      "DIR/path, relative paths as DIR/path), after the ament index and the Python "
+                      "environment.", read_only=True),
+        ParameterSpec("contact_wrenches_topic", "simulator/contact_wrenches",
+                      "ContactWrenches drawn as forces (relative to the namespace); empty: none.", read_only=True),
+        ParameterSpec("centroidal_momentum_topic", "inverse_dynamics/centroidal_momentum",
+                      "CentroidalMomentum drawn at the centre of mass (relative to the namespace); empty: none.",
+                      read_only=True),
+        ParameterSpec("force_scale", 0.002, "Length (m) of a contact force's segment per newton.",
+                      bounds=(0.0, 10.0)),
+        ParameterSpec("momentum_scale", 0.05,
+                      "Length (m) of the momentum segments per kg m/s (linear) and kg m^2/s (angular).",
+                      bounds=(0.0, 100.0)),
+        ParameterSpec("record_file", "",
+                      "Keep every frame drawn and write them when the node stops: a self-contained page "
+                      "(.html) or a viser recording (.viser). Empty: no recording.", read_only=True),
+        diagnostics_period(),
+    )
+
+    def on_robot(self, robot) -> None:
+        try:
+            self.model = self.build_model(robot)
+            self.joints = JointMap(self.model)
+            self.settings = self.settings_with({})
+            record = self.parameter("record_file")
+            if record and Path(record).suffix not in RECORDINGS:
+                raise ValueError(f"record_file must end in {' or '.join(RECORDINGS)}, got '{record}'")
+            self.viewer = self._viewer(robot)
+        except (ValueError, OSError) as error:
+            self.fail(str(error))
+            return
+        for warning in self.viewer.warnings:
+            self.get_logger().warning(f"view: {warning}")
+        self.q = self.model.neutral_configuration()
+        self._joints_seen = set()
+        self._latest = {"joint_states": None, "odom": None, "contacts": None, "momentum": None}
+        self.frame_times = timings()
+        if self.parameter("record_file"):
+            self.viewer.start_recording()
+        self.check_parameters_at_run_time()
+        self.create_subscription(JointState, "joint_states", self._keep("joint_states"), LATEST_QOS)
+        if self.model.floating_base:
+            self.create_subscription(Odometry, "odom", self._keep("odom"), LATEST_QOS)
+        if self.parameter("contact_wrenches_topic"):
+            self.create_subscription(ContactWrenches, self.parameter("contact_wrenches_topic"),
+                                     self._keep("contacts"), LATEST_QOS)
+        if self.parameter("centroidal_momentum_topic"):
+            self.create_subscription(CentroidalMomentum, self.parameter("centroidal_momentum_topic"),
+                                     self._keep("momentum"), LATEST_QOS)
+        self._frame_timer = self.create_timer(1.0 / self.settings["rate"], self._draw)
+        self.report_diagnostics("view")
+        self.get_logger().info(f"view of '{self.model.name}': open {self.viewer.url} in a browser")
+
+    def _viewer(self, robot):
+        from mbs_dynamics.viewer import Viewer
+
+        search = [str(Path(path).expanduser()) for path in self.parameter("mesh_search_paths")]
+        if self.parameter("robot_description_file"):
+            search.append(str(Path(self.parameter("robot_description_file")).resolve().parent))
+        return Viewer(self.model, self.robot_xml, search, host=self.parameter("host"), port=self.parameter("port"),
+                      source=self.parameter("geometry"), title=f"{self.get_namespace().rstrip('/')}/{robot.name}")
+
+    def settings_with(self, changes: dict) -> dict:
+        value = {name: changes.get(name, self.parameter(name)) for name in (
+            "rate", "force_scale", "momentum_scale", "diagnostics_period", "geometry")}
+        if value["geometry"] not in ("visual", "collision"):
+            raise ValueError(f"geometry must be 'visual' or 'collision', got '{value['geometry']}'")
+        return value
+
+    def apply_settings(self, settings: dict, changed: set) -> None:
+        super().apply_settings(settings, changed)
+        if "rate" in changed:
+            self._frame_timer.timer_period_ns = int(1e9 / settings["rate"])
+
+    # --- inputs: the newest of each, nothing queued ---------------------------------
+
+    def _keep(self, kind: str):
+        def keep(message) -> None:
+            self.counts[f"received_{kind}"] += 1
+            if self._latest[kind] is not None:
+                self.counts["replaced"] += 1
+            self._latest[kind] = message
+        return keep
+
+    def _take(self, kind: str):
+        message, self._latest[kind] = self._latest[kind], None
+        return message
+
+    # --- drawing ---------------------------------------------------------------
+
+    def _draw(self) -> None:
+        start = time.perf_counter()
+        states, odometry = self._take("joint_states"), self._take("odom")
+        contacts, momentum = self._take("contacts"), self._take("momentum")
+        try:
+            stamp = self._update_pose(states, odometry)
+        except InvalidInput as error:
+            self.drop(error.reason, str(error))
+            return
+        if stamp is None and contacts is None and momentum is None:
+            return
+        viewer = self.viewer
+        if stamp is not None:
+            viewer.mark_time(stamp)
+        try:
+            if stamp is not None:
+                viewer.show(self.q)
+            if contacts is not None:
+                self._show_contacts(contacts)
+            if momentum is not None:
+                self._show_momentum(momentum)
+        except InvalidInput as error:
+            self.drop(error.reason, str(error))
+            return
+        except ValueError as error:  # the core refused the state: says why
+            self.drop("invalid", f"view: {error}")
+            return
+        self.counts["frames"] += 1
+        self.frame_times.append(time.perf_counter() - start)
+
+    def _update_pose(self, states: JointState | None, odometry: Odometry | None) -> float | None:
+        """Take the newest joint_states and odom into self.q; the stamp of the
+        pose to draw, None when nothing new (InvalidInput on a bad message)."""
+        stamp = None
+        if odometry is not None:
+            q_base, _ = base_state(odometry.pose.pose, odometry.twist.twist)
+            self.q[:7] = q_base
+            stamp = stamp_seconds(odometry.header.stamp)
+        if states is not None:
+            match = self.joints.match(states.name)
+            positions = named_values(match, states.position, "joint_states position")
+            if positions is None:
+                raise InvalidInput("invalid", "joint_states has no positions")
+            self.q[match.q_index] = positions
+            stamp = stamp_seconds(states.header.stamp)
+        if stamp is not None and self.model.floating_base and self.counts["received_odom"] == 0:
+            return None  # the base's pose is unknown: nothing to draw yet
+        return stamp
+
+    def _show_contacts(self, message: ContactWrenches) -> None:
+        frames = [w.frame for w in message.wrenches]
+        unknown = sorted({frame for frame in frames if frame not in self.model.frames})
+        if unknown:
+            raise InvalidInput("unknown_frame", f"contact wrenches at frames the model does not have: {unknown[:5]}")
+        points = [vector_values(w.point) for w in message.wrenches]
+        forces = [vector_values(w.wrench.force) for w in message.wrenches]
+        self.viewer.show_contacts(frames, points, forces, self.settings["force_scale"])
+
+    def _show_momentum(self, message: CentroidalMomentum) -> None:
+        self.viewer.show_momentum(vector_values(message.com_position), vector_values(message.linear_momentum),
+                                  vector_values(message.angular_momentum), self.settings["momentum_scale"])
+
+    # --- recording ------------------------------------------------------------
+
+    def _write_recording(self) -> str:
+        path = self.viewer.save(self.parameter("record_file"))
+        return f"wrote {path.resolve()} ({path.stat().st_size / 1e6:.1f} MB, {self.counts['frames']} frames)"
+
+    def stopping(self) -> None:
+        viewer = getattr(self, "viewer", None)
+        if viewer is None:
+            return
+        if self.parameter("record_file"):
+            try:
+                self.get_logger().info(f"view: {self._write_recording()}")
+            except OSError as error:
+                self.get_logger().error(f"view: cannot write the recording: {error}")
+        viewer.close()
+
+    def diagnostics(self) -> tuple[str, dict, bool]:
+        dropped = self.dropped()
+        values = {"url": self.viewer.url, "frames": self.counts["frames"], "replaced": self.counts["replaced"],
+                  "dropped": dropped, "browsers": len(self.viewer.server.get_clients())}
+        values.update({key: count for key, count in sorted(self.counts.items()) if key not in values})
+        values.update(timing_values("frame", self.frame_times))
+        return (f"{values['browsers']} browsers, {self.counts['frames']} frames drawn, {dropped} dropped", values,
+                dropped > 0)
+
+
+main = node_main(ViewNode, "view")
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,209 @@
+"""The 3-D view: what a URDF draws (visuals.py), the scene viser serves
+(viewer.py), checked against Pinocchio's placement of each visual; the page
+rendered by headless Chromium (the distribution's package) shows the robot
+and follows its joints; the view node (view_node.py) in a namespace, on bad
+input, and beside a simulator that keeps real time.
+
+Screenshots are kept in $MBS_TEST_ARTIFACTS (default: test-artifacts/ at the
+repository root)."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from oracles import ROBOTS_DIR, Pair, robot_path
+from ros_processes import executable
+
+import mbs_dynamics as mbs
+from mbs_dynamics.lie import quaternion_to_matrix
+from mbs_dynamics.viewer import Viewer
+from mbs_dynamics.visuals import COLLISION_RGBA, link_visuals
+
+ARTIFACTS = Path(os.environ.get("MBS_TEST_ARTIFACTS", Path(__file__).resolve().parents[2] / "test-artifacts"))
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
+                                    reason="no chromium here (CI installs Debian's package)")
+# A screenshot is taken once the page has had this long (ms of the page's virtual time) to connect and draw.
+PAGE_TIME_BUDGET = 12000
+SCREENSHOT_TIMEOUT = 150.0
+# Share of pixels that differ (any channel by more than PIXEL_TOLERANCE of 255) for "the picture changed".
+PIXEL_TOLERANCE = 12
+CHANGED = 0.01
+
+
+def pose_matrix(handle) -> np.ndarray:
+    w, x, y, z = handle.wxyz
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = quaternion_to_matrix(x, y, z, w), handle.position
+    return T
+
+
+@pytest.mark.parametrize("robot, floating_base", [("panda", False), ("solo12", True), ("talos", True)])
+def test_each_visual_is_drawn_where_pinocchio_places_it(robot, floating_base):
+    """Every <visual> of a real robot is drawn (its mesh found through
+    package://), and at a random configuration its pose in the scene (the
+    body's scene frame times the visual's placement in it) is Pinocchio's
+    oMg of the same visual."""
+    pair = Pair(robot_path(robot), floating_base)
+    pin = pair.pin
+    xml = Path(robot_path(robot)).read_text()
+    viewer = Viewer(pair.model, xml, port=0)
+    try:
+        assert viewer.warnings == []
+        geometry = pin.buildGeomFromUrdf(pair.pin_model, robot_path(robot), pin.GeometryType.VISUAL,
+                                         package_dirs=[str(ROBOTS_DIR.parent.parent)])
+        drawn = [(visual, handle) for visual, handle in viewer.drawn if "/collision " not in visual.name]
+        assert len(drawn) == len(geometry.geometryObjects) == xml.count("<visual")  # (the rest: links without one)
+        q, _, _ = pair.random_state(np.random.default_rng(7))
+        viewer.show(q)
+        data = geometry.createData()
+        pin.forwardKinematics(pair.pin_model, pair.data, pair.q(q))
+        pin.updateGeometryPlacements(pair.pin_model, pair.data, geometry, data)
+        by_link: dict[str, list] = {}
+        for k, obj in enumerate(geometry.geometryObjects):
+            by_link.setdefault(pair.pin_model.frames[obj.parentFrame].name, []).append(data.oMg[k].homogeneous)
+        for visual, handle in drawn:
+            body = pose_matrix(viewer.body_frames[visual.body]) if visual.body >= 0 else np.eye(4)  # world-fixed
+            drawn = body @ pose_matrix(handle)
+            expected = by_link[visual.name.split("/")[0]].pop(0)
+            assert np.allclose(drawn, expected, atol=1e-9), visual.name
+            assert visual.shape.kind != "mesh" or visual.path.is_file()
+    finally:
+        viewer.close()
+
+
+def test_a_visual_that_cannot_be_drawn_gives_way_to_the_collision_geometry():
+    """A mesh that is nowhere to be found: said, naming the file, and the
+    link's <collision> drawn instead; a link without any visual draws its
+    collision geometry; named and inline materials colour the rest."""
+    xml = Path(robot_path("panda")).read_text()
+    missing = "package://nowhere_description/meshes/link3.dae"
+    xml = xml.replace("package://example-robot-data/robots/panda_description/meshes/visual/link3.dae", missing, 1)
+    model = mbs.Model.from_urdf_string(xml)
+    visuals, warnings = link_visuals(model, xml)
+    assert len(warnings) == 1 and missing in warnings[0] and "collision geometry is drawn instead" in warnings[0]
+    link3 = [v for v in visuals if v.name.startswith("panda_link3/")]
+    assert link3 and all(v.name.startswith("panda_link3/collision") and v.rgba == COLLISION_RGBA for v in link3)
+    assert link3[0].path.suffix == ".stl"
+
+    arm = Path(mbs.bundled_robot("arm7")).read_text()
+    arm = arm.replace('<robot name="mbs_arm7">', '<robot name="mbs_arm7">\n  <material name="blue"><color rgba="0 0 1 1"/>'
+                      '</material>')
+    arm = arm.replace("</geometry>\n    </visual>", '</geometry>\n      <material name="blue"/>\n    </visual>', 1)
+    arm = re.sub(r'(<link name="link1">.*?</geometry>)', r'\1<material name="x"><color rgba="1 0 0 0.5"/></material>',
+                 arm, count=1, flags=re.S)
+    arm = arm.replace('<link name="tool">', '<link name="tool">\n    <collision><geometry><box size="0.1 0.1 0.1"/>'
+                      '</geometry></collision>')
+    model = mbs.Model.from_urdf_string(arm)
+    visuals, warnings = link_visuals(model, arm)
+    colours = {v.name: v.rgba for v in visuals}
+    assert warnings == () and colours["base_link/0"] == (0.0, 0.0, 1.0, 1.0)
+    assert colours["link1/0"] == (1.0, 0.0, 0.0, 0.5) and colours["link2/0"] is None
+    assert colours["tool/collision 0"] == COLLISION_RGBA
+    viewer = Viewer(model, arm, port=0)
+    try:
+        assert len(viewer.drawn) == len(visuals) and viewer.warnings == []
+    finally:
+        viewer.close()
+
+
+def test_a_recording_is_saved_as_a_page_and_as_a_viser_file(tmp_path):
+    model = mbs.Model.from_urdf_file(mbs.bundled_robot("arm7"))
+    viewer = Viewer(model, Path(mbs.bundled_robot("arm7")).read_text(), port=0)
+    try:
+        viewer.start_recording()
+        q = model.neutral_configuration()
+        for k in range(30):
+            viewer.mark_time(k / 30)
+            q[0] = k / 30
+            viewer.show(q)
+        page = viewer.save(tmp_path / "run.html")
+        text = page.read_text()
+        assert "__VISER_EMBED_DATA__" in text and "https://" not in text  # offline: nothing fetched from the web
+        snapshot = viewer.save(tmp_path / "now.viser")  # the recording is over: the scene as it is now
+        assert snapshot.stat().st_size > 1000 and viewer.recording is None
+        with pytest.raises(ValueError, match="a .html or .viser file"):
+            viewer.save(tmp_path / "run.mp4")
+    finally:
+        viewer.close()
+
+
+# --- in a real browser ---------------------------------------------------------------------------
+
+
+def screenshot(url: str, name: str) -> np.ndarray:
+    """The page at `url` as headless Chromium draws it (software WebGL), an
+    (h, w, 3) array; the PNG kept in ARTIFACTS/name.png."""
+    from PIL import Image
+
+    assert CHROMIUM, "chromium is not installed (apt-get install chromium)"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    path.unlink(missing_ok=True)
+    for attempt in range(2):  # headless Chromium now and then never finishes its virtual time: once more
+        with tempfile.TemporaryDirectory() as profile:
+            command = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--use-angle=swiftshader",
+                       "--enable-unsafe-swiftshader", "--window-size=960,720", "--hide-scrollbars", "--no-first-run",
+                       "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                       f"--virtual-time-budget={PAGE_TIME_BUDGET}", f"--user-data-dir={profile}",
+                       f"--screenshot={path}", url]
+            try:
+                subprocess.run(command, capture_output=True, timeout=SCREENSHOT_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                continue
+        if path.is_file():
+            return np.asarray(Image.open(path).convert("RGB")).astype(int)
+    raise AssertionError(f"headless Chromium gave no screenshot of {url} in {attempt + 1} tries")
+
+
+def changed(a: np.ndarray, b: np.ndarray) -> float:
+    """Share of pixels that differ between two screenshots."""
+    return float(np.mean(np.any(np.abs(a - b) > PIXEL_TOLERANCE, axis=2)))
+
+
+@needs_chromium
+def test_the_view_node_shows_the_robot_in_a_browser_and_follows_its_joints(start_process, test_node):
+    """The view node of the Panda in /robot1, its meshes through package://:
+    before any joint_states the page shows the empty scene; with them, the
+    robot (its pixels differ from the empty scene), and a joint moved moves
+    it. A NaN message between is dropped and counted; the node goes on."""
+    import rclpy
+    from sensor_msgs.msg import JointState
+
+    node = start_process([executable("mbs_dynamics_view"), "--ros-args", "-r", "__ns:=/robot1",
+                          "-p", f"robot_description_file:={robot_path('panda')}", "-p", "port:=0"])
+    url = re.search(r"open (http://127\.0\.0\.1:\d+/) in a browser", node.wait_for(r"open http://", 60)[0]).group(1)
+    empty = screenshot(url, "view_empty")
+    publisher = test_node.create_publisher(JointState, "/robot1/joint_states", 10)
+    names = [f"panda_joint{k}" for k in range(1, 8)] + ["panda_finger_joint1", "panda_finger_joint2"]
+
+    def publish(positions, seconds: float = 1.0):
+        message = JointState(name=names, position=[float(x) for x in positions])
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            message.header.stamp = test_node.get_clock().now().to_msg()
+            publisher.publish(message)
+            rclpy.spin_once(test_node, timeout_sec=0.05)
+
+    pose = [0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.8, 0.02, 0.02]
+    publish(pose)
+    robot = screenshot(url, "view_panda")
+    publish([np.nan] * 9, 0.3)
+    node.wait_for("dropped: joint_states position has a non-finite value", 10)
+    moved = list(pose)
+    moved[0], moved[1] = 1.2, 0.5
+    publish(moved)
+    robot_moved = screenshot(url, "view_panda_moved")
+    print(f"pixels changed: empty -> robot {changed(empty, robot):.3f}, "
+          f"robot -> joints moved {changed(robot, robot_moved):.3f}")
+    assert changed(empty, robot) > CHANGED
+    assert changed(robot, robot_moved) > CHANGED
+    assert node.process.poll() is None
+    assert node.interrupt() == 0

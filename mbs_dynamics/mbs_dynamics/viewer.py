@@ -63,7 +63,7 @@ class Viewer:
         self.warnings = list(warnings)
         self.server = viser.ViserServer(host=host, port=port, label=title or model.name, verbose=False)
         # no share button: sharing goes through viser's relay on the internet; the page stays on this machine
-        self.server.gui.configure_theme(control_layout="collapsible", control_width="small", show_share_button=False)
+        self.server.gui.configure_theme(control_width="small", show_share_button=False)
         self.scene = self.server.scene
         self.scene.set_up_direction("+z")
         self.scene.add_grid("/ground", width=10.0, height=10.0, cell_size=0.25, section_size=1.0)

@@ -28,7 +28,7 @@ from mbs_dynamics.visuals import COLLISION_RGBA, link_visuals
 
 ARTIFACTS = Path(os.environ.get("MBS_TEST_ARTIFACTS", Path(__file__).resolve().parents[2] / "test-artifacts"))
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_chromium = pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
+needs_chromium = pytest.mark.skipif(CHROMIUM is None and not os.environ.get("MBS_REQUIRE_BROWSER"),
                                     reason="no chromium here (CI installs Debian's package)")
 # A screenshot is taken once the page has had this long (ms of the page's virtual time) to connect and draw.
 PAGE_TIME_BUDGET = 12000
@@ -75,6 +75,32 @@ def test_each_visual_is_drawn_where_pinocchio_places_it(robot, floating_base):
             expected = by_link[visual.name.split("/")[0]].pop(0)
             assert np.allclose(drawn, expected, atol=1e-9), visual.name
             assert visual.shape.kind != "mesh" or visual.path.is_file()
+    finally:
+        viewer.close()
+
+
+def test_contact_forces_start_at_their_points_and_the_momentum_at_the_com():
+    """Solo-12 at a random pose: each contact force's segment runs from its
+    point (given in its link frame; Pinocchio's placement of the frame) along
+    the force times the scale; the momentum segments from the CoM sphere."""
+    pair = Pair(robot_path("solo12"), floating_base=True)
+    viewer = Viewer(pair.model, Path(robot_path("solo12")).read_text(), port=0)
+    try:
+        q, _, _ = pair.random_state(np.random.default_rng(3))
+        viewer.show(q)
+        feet = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]
+        points = np.array([[0.0, 0.0, -0.01], [0.01, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.02, 0.0]])
+        forces = np.array([[0.0, 0.0, 30.0], [5.0, 0.0, 25.0], [0.0, 0.0, 0.0], [-3.0, 1.0, 20.0]])
+        viewer.show_contacts(feet, points, forces, scale=0.01)
+        segments = viewer.contact_lines.points
+        for k, foot in enumerate(feet):
+            T = pair.frame_pose(q, foot)
+            start = T[:3, :3] @ points[k] + T[:3, 3]
+            assert np.allclose(segments[k, 0], start, atol=1e-9)
+            assert np.allclose(segments[k, 1] - segments[k, 0], 0.01 * forces[k], atol=1e-6)
+        viewer.show_momentum((0.1, 0.2, 0.3), (1.0, 0.0, 0.0), (0.0, 0.0, 2.0), scale=0.1)
+        assert np.allclose(viewer.com.position, (0.1, 0.2, 0.3)) and viewer.com.visible
+        assert np.allclose(viewer.momentum.points, [[[0, 0, 0], [0.1, 0, 0]], [[0, 0, 0], [0, 0, 0.2]]])
     finally:
         viewer.close()
 
@@ -207,3 +233,111 @@ def test_the_view_node_shows_the_robot_in_a_browser_and_follows_its_joints(start
     assert changed(robot, robot_moved) > CHANGED
     assert node.process.poll() is None
     assert node.interrupt() == 0
+
+
+def view_status(message, name: str) -> dict | None:
+    """The values of the /diagnostics status of the node `name` (fully qualified), if there."""
+    for status in message.status:
+        if status.name.startswith(f"{name}: "):
+            return {kv.key: kv.value for kv in status.values}
+    return None
+
+
+@needs_chromium
+@pytest.mark.parametrize("robot", mbs.BUNDLED_ROBOTS)
+def test_the_view_keeps_the_simulator_in_real_time_and_outlives_its_browser(robot, start_process, test_node,
+                                                                            tmp_path):
+    """./dev run's closed loop with the view at 30 Hz, recording, and a
+    headless Chromium drawing the page for the first half of the run, then
+    gone: the simulator keeps real time throughout (the run monitor's
+    real-time factor), the view draws about 30 frames a second whether a
+    browser is there or not, the simulator's 100 Hz joint_states replace
+    each other rather than queue, and the recording is written at the end."""
+    import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    statuses = []
+    test_node.create_subscription(DiagnosticArray, "/diagnostics",
+                                  lambda m: statuses.append((time.monotonic(), view_status(m, "/view"))), 50)
+    record = tmp_path / "run.html"
+    duration = 10.0
+    bringup = start_process([executable("mbs_dynamics_bringup"), "--robot", robot, "--closed-loop", "--record",
+                             str(record), "--duration", str(duration), "--summary-period", "1", "--ros-args",
+                             "-p", "view:port:=0", "-p", "diagnostics_period:=0.5"])
+    url = re.search(r"open (http://127\.0\.0\.1:\d+/) in a browser", bringup.wait_for(r"open http://", 60)[0]).group(1)
+    with tempfile.TemporaryDirectory() as profile:
+        browser = subprocess.Popen([CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu",
+                                    "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--window-size=960,720",
+                                    "--no-first-run", "--disable-background-networking", f"--user-data-dir={profile}",
+                                    "--remote-debugging-port=0", url],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 4.0
+            while time.monotonic() < deadline:
+                rclpy.spin_once(test_node, timeout_sec=0.05)
+        finally:
+            browser.terminate()
+            browser.wait(10)
+        left = time.monotonic()
+        deadline = time.monotonic() + 60
+        while bringup.process.poll() is None and time.monotonic() < deadline:
+            rclpy.spin_once(test_node, timeout_sec=0.05)
+    assert bringup.wait_exit(10) == 0, bringup.output
+    output = bringup.output
+    factors = [float(x) for x in re.findall(r"\[run_monitor\]: t = [\d.]+ s, real-time factor ([\d.]+)", output)]
+    print(f"{robot}: real-time factors {factors}")
+    assert len(factors) >= duration - 3 and min(factors) >= 0.95, output
+    seen = [values for _, values in statuses if values]
+    assert max(int(values["browsers"]) for values in seen) >= 1  # the browser connected
+    after = [values for at, values in statuses if values and left + 1.0 < at < left + 4.0]
+    assert after and int(after[-1]["browsers"]) == 0  # and left
+    frames = int(seen[-1]["frames"])
+    assert frames >= 0.8 * 30 * (duration - 1) and int(seen[-1]["replaced"]) > 0, seen[-1]
+    assert int(after[-1]["frames"]) > int(after[0]["frames"])  # drawing on without a browser
+    written = re.search(r"view: wrote (\S+) \(([\d.]+) MB, (\d+) frames\)", output)
+    assert written and Path(written.group(1)) == record and record.is_file() and int(written.group(3)) >= frames
+
+
+def test_the_view_node_waits_for_its_robot_and_says_what_it_cannot_draw_or_use(start_process, test_node):
+    """No robot description: the view says where it waits, and keeps
+    running; the robot then arrives on the namespace's robot_description
+    topic with a mesh that is nowhere: said, and its link's collision
+    geometry drawn instead; joint_states of wrong lengths or unknown joints
+    only: dropped or ignored, counted, and the node serves on."""
+    import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray
+    from mbs_dynamics.ros.robot_node import ROBOT_DESCRIPTION_QOS
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import String
+
+    node = start_process([executable("mbs_dynamics_view"), "--ros-args", "-r", "__ns:=/robot2", "-p", "port:=0",
+                          "-p", "diagnostics_period:=0.2"])
+    node.wait_for(r"waiting for the robot description on /robot2/robot_description", 30)
+    time.sleep(1.0)
+    assert node.process.poll() is None
+    missing = "package://nowhere_description/meshes/hand.dae"
+    xml = Path(robot_path("panda")).read_text().replace(
+        "package://example-robot-data/robots/panda_description/meshes/visual/hand.dae", missing)
+    description = test_node.create_publisher(String, "/robot2/robot_description", ROBOT_DESCRIPTION_QOS)
+    description.publish(String(data=xml))
+    node.wait_for("open http://", 60)
+    warning = node.wait_for(r"view: .*nowhere_description", 5)[0]
+    assert "its collision geometry is drawn instead" in warning
+    statuses = []
+    test_node.create_subscription(DiagnosticArray, "/diagnostics",
+                                  lambda m: statuses.append(view_status(m, "/robot2/view")), 50)
+    publisher = test_node.create_publisher(JointState, "/robot2/joint_states", 10)
+    for message in (JointState(name=["panda_joint1", "panda_joint2"], position=[0.1]),
+                    JointState(name=["a_joint_elsewhere"], position=[0.3]),
+                    JointState(name=["panda_joint1"], position=[0.4])):
+        deadline = time.monotonic() + 0.5
+        while time.monotonic() < deadline:
+            publisher.publish(message)
+            rclpy.spin_once(test_node, timeout_sec=0.05)
+    node.wait_for("dropped: joint_states position has 1 values for 2 joint names", 5)
+    deadline = time.monotonic() + 10
+    while not any(s and int(s["frames"]) >= 2 for s in statuses) and time.monotonic() < deadline:
+        rclpy.spin_once(test_node, timeout_sec=0.05)
+    last = [s for s in statuses if s][-1]
+    assert int(last["dropped"]) >= 1 and int(last["frames"]) >= 2, last  # a partial message draws the joint it names
+    assert node.process.poll() is None and node.interrupt() == 0

@@ -219,7 +219,9 @@ class ViewNode(RobotNode):
 
     def _write_recording(self) -> str:
         path = self.viewer.save(self.parameter("record_file"))
-        return f"wrote {path.resolve()} ({path.stat().st_size / 1e6:.1f} MB, {self.counts['frames']} frames)"
+        how = "open it in a browser" if path.suffix == ".html" else "viser's client plays it (index.html?playbackPath=)"
+        return (f"wrote {path.resolve()} ({path.stat().st_size / 1e6:.1f} MB, {self.counts['frames']} frames): {how} "
+                "to replay the run")
 
     def stopping(self) -> None:
         viewer = getattr(self, "viewer", None)

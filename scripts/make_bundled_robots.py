@@ -62,9 +62,14 @@ def link_xml(name, mass=None, com=None, inertia=None, visual=None, collision=Non
 
 
 def segment_visual(segment, radius):
-    """A cylinder from the link origin to `segment` (along y or z)."""
-    rpy = (np.pi / 2, 0, 0) if abs(segment[1]) > 0 else (0, 0, 0)
-    return (f'<origin xyz="{fmt(np.asarray(segment) / 2)}" rpy="{fmt(rpy)}"/>\n'
+    """A cylinder from the link origin to `segment` (its axis, z, along it)."""
+    segment = np.asarray(segment, dtype=float)
+    z = segment / np.linalg.norm(segment)
+    x = np.cross([0.0, 0.0, 1.0], z)  # horizontal: no gimbal lock in the rpy below
+    x = x / np.linalg.norm(x) if np.linalg.norm(x) > 1e-9 else np.array([1.0, 0.0, 0.0])
+    R = np.column_stack([x, np.cross(z, x), z])
+    rpy = (np.arctan2(R[2, 1], R[2, 2]), -np.arcsin(np.clip(R[2, 0], -1, 1)), np.arctan2(R[1, 0], R[0, 0]))
+    return (f'<origin xyz="{fmt(segment / 2)}" rpy="{fmt(rpy)}"/>\n'
             f'      <geometry><cylinder radius="{radius}" length="{np.linalg.norm(segment):.4g}"/></geometry>')
 
 
@@ -114,7 +119,7 @@ def arm7():
         segment = np.array(joints[i][0], float)  # to the next joint (or the flange)
         out.append(link_xml(
             name, masses[i], segment / 2, cylinder_inertia(masses[i], radii[i], segment),
-            visual=f'<geometry><cylinder radius="{radii[i]}" length="{np.linalg.norm(segment):.4g}"/></geometry>',
+            visual=segment_visual(segment, radii[i]),
         ))
     for i in range(7):
         xyz, rpy = joints[i]

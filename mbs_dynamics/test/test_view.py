@@ -195,6 +195,29 @@ def changed(a: np.ndarray, b: np.ndarray) -> float:
 
 
 @needs_chromium
+def test_a_saved_page_replays_the_robot_offline(tmp_path):
+    """A recorded run saved as a page, opened from file:// in Chromium, shows
+    the robot: its pixels differ from the page of the scene before the robot
+    was shown."""
+    model = mbs.Model.from_urdf_file(mbs.bundled_robot("arm7"))
+    viewer = Viewer(model, Path(mbs.bundled_robot("arm7")).read_text(), port=0)
+    try:
+        empty = viewer.save(tmp_path / "empty.html")
+        viewer.start_recording()
+        q = model.neutral_configuration()
+        for k in range(10):
+            viewer.mark_time(k / 10)
+            q[1] = 0.1 * k
+            viewer.show(q)
+        page = viewer.save(tmp_path / "run.html")
+    finally:
+        viewer.close()
+    share = changed(screenshot(empty.as_uri(), "page_empty"), screenshot(page.as_uri(), "page_replay"))
+    print(f"pixels changed: empty page -> replayed run {share:.3f}")
+    assert share > CHANGED
+
+
+@needs_chromium
 def test_the_view_node_shows_the_robot_in_a_browser_and_follows_its_joints(start_process, test_node):
     """The view node of the Panda in /robot1, its meshes through package://:
     before any joint_states the page shows the empty scene; with them, the

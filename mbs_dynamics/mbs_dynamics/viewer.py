@@ -2,14 +2,15 @@
 localhost by viser (its client is bundled in the package: the page works
 offline), without ROS:
 
-    viewer = Viewer(model, urdf_xml)          # prints nothing; viewer.url
+    viewer = Viewer(model, urdf_xml)          # serving on viewer.url
     viewer.show(q)                            # the robot at q
     viewer.show_contacts(frames, points, forces)
     viewer.show_momentum(com, linear, angular)
     viewer.save("run.html")                   # everything shown so far
 
-The scene: the ground grid (z = 0, z up), one scene frame per body posed by
-forward kinematics (kinematics.body_poses), the body's visuals in it
+The scene: the ground grid (z up) and the world's boxes, one scene frame per
+body (hidden until the first pose) posed by forward kinematics
+(kinematics.body_poses), the body's visuals in it
 (visuals.link_visuals: meshes through trimesh, primitives drawn), contact
 forces as line segments from their points (FORCE_SCALE m per N), the centre
 of mass as a sphere with its linear momentum (MOMENTUM_SCALE m per kg m/s)
@@ -38,6 +39,7 @@ FORCE_COLOR = (230, 40, 40)
 LINEAR_MOMENTUM_COLOR = (40, 120, 230)
 ANGULAR_MOMENTUM_COLOR = (150, 60, 200)
 COM_COLOR = (250, 200, 0)
+BOX_COLOR = (150, 160, 175)
 
 
 def _wxyz(R: np.ndarray) -> np.ndarray:
@@ -55,7 +57,9 @@ class Viewer:
     `warnings`, with those of visuals.link_visuals."""
 
     def __init__(self, model: Model, urdf_xml: str, search_paths=(), host: str = "127.0.0.1", port: int = 8080,
-                 source: str = "visual", title: str = ""):
+                 source: str = "visual", title: str = "", ground_height: float = 0.0, boxes=()):
+        """boxes: the world's static time_stepping.Box (a step, a table),
+        drawn; the ground grid at ground_height."""
         import viser
 
         self.model = model
@@ -66,7 +70,11 @@ class Viewer:
         self.server.gui.configure_theme(control_width="small", show_share_button=False)
         self.scene = self.server.scene
         self.scene.set_up_direction("+z")
-        self.scene.add_grid("/ground", width=10.0, height=10.0, cell_size=0.25, section_size=1.0)
+        self.ground = self.scene.add_grid("/ground", width=10.0, height=10.0, cell_size=0.25, section_size=1.0,
+                                          position=(0.0, 0.0, float(ground_height)))
+        self.boxes = [self.scene.add_box(f"/world_boxes/{k}", color=BOX_COLOR, dimensions=tuple(box.size),
+                                         wxyz=np.roll(box.orientation, 1), position=tuple(box.position))
+                      for k, box in enumerate(boxes)]
         root = f"/{model.name}"
         # hidden until the first pose: a robot with every body at the origin would be a heap
         self.robot = self.scene.add_frame(root, show_axes=False, visible=False)

@@ -80,12 +80,17 @@ def test_each_visual_is_drawn_where_pinocchio_places_it(robot, floating_base):
 
 
 def test_contact_forces_start_at_their_points_and_the_momentum_at_the_com():
-    """Solo-12 at a random pose: each contact force's segment runs from its
+    """The ground at its height, a step where the simulator has it; Solo-12
+    at a random pose: each contact force's segment runs from its
     point (given in its link frame; Pinocchio's placement of the frame) along
     the force times the scale; the momentum segments from the CoM sphere."""
     pair = Pair(robot_path("solo12"), floating_base=True)
-    viewer = Viewer(pair.model, Path(robot_path("solo12")).read_text(), port=0)
+    step = mbs.Box(size=(0.4, 1.0, 0.1), position=(0.5, 0.0, 0.05), orientation=(0.0, 0.0, np.sin(0.2), np.cos(0.2)))
+    viewer = Viewer(pair.model, Path(robot_path("solo12")).read_text(), port=0, ground_height=-0.02, boxes=[step])
     try:
+        assert np.allclose(viewer.ground.position, (0, 0, -0.02)) and len(viewer.boxes) == 1
+        assert np.allclose(pose_matrix(viewer.boxes[0])[:3, :3], quaternion_to_matrix(*step.orientation))
+        assert np.allclose(viewer.boxes[0].position, step.position)
         q, _, _ = pair.random_state(np.random.default_rng(3))
         viewer.show(q)
         feet = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]

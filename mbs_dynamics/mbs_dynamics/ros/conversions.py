@@ -17,6 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
+import mbs_dynamics as mbs
 from mbs_dynamics import Model
 from mbs_dynamics.configuration import floating_base_state
 from mbs_dynamics.inputs import QUATERNION_TOLERANCE
@@ -25,6 +26,10 @@ from mbs_dynamics.model import ROOT_JOINT
 # The most joint names one message or request may carry: more is refused at
 # once (a robot has tens; a joint_states of several robots, hundreds).
 MAX_JOINT_NAMES = 4096
+
+# Values per box of a world_boxes parameter: size (3), centre (3), yaw.
+BOX_VALUES = 7
+
 
 class InvalidInput(ValueError):
     """A message the node cannot use; `reason` names the counter it goes to."""
@@ -212,6 +217,19 @@ def base_state(pose, twist, tolerance: float = QUATERNION_TOLERANCE,
                                    vector_values(twist.angular), tolerance, what)
     except ValueError as error:
         raise InvalidInput("invalid", str(error)) from None
+
+
+def world_boxes(values, friction: float = 1.0, restitution: float = 0.0) -> tuple:
+    """The mbs.Box of a world_boxes parameter: [size_x, size_y, size_z, x, y,
+    z, yaw] per box (m, rad; world frame, centre), flattened; ValueError
+    saying what is wrong."""
+    boxes = np.asarray(values, dtype=float)
+    if boxes.size % BOX_VALUES or not np.all(np.isfinite(boxes)):
+        raise ValueError(f"world_boxes must hold [size_x, size_y, size_z, x, y, z, yaw] for each box "
+                         f"({BOX_VALUES} finite values each), got {boxes.size} values")
+    return tuple(mbs.Box(size=box[:3], position=box[3:6], orientation=(0.0, 0.0, np.sin(box[6] / 2),
+                                                                      np.cos(box[6] / 2)),
+                         friction=friction, restitution=restitution) for box in boxes.reshape(-1, BOX_VALUES))
 
 
 def stamp_seconds(stamp) -> float:

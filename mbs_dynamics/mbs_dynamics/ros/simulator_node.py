@@ -76,6 +76,7 @@ from mbs_dynamics.ros.conversions import (
     named_values,
     set_stamp,
     set_vector,
+    world_boxes,
 )
 from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values, timings
@@ -112,8 +113,6 @@ STEPS_PER_CALL = 1000
 LOCK_HANDOVER = 1e-4
 # The most points in contact with the ground (contact_frames).
 MAX_CONTACT_POINTS = 1000
-# Values per box of world_boxes: size (3), centre (3), yaw.
-BOX_VALUES = 7
 # The slowest real-time factor other than 0 (below it a simulated second takes over 16 min).
 SLOWEST_REAL_TIME_FACTOR = 1e-3
 # Parameters of the world (applied at once) and of the initial state (at the next ~/reset).
@@ -342,14 +341,7 @@ class SimulatorNode(RobotNode):
                              f"({3 * len(frames)} finite values), got {points.tolist()[:12]}")
         ground = mbs.Ground(height=value["ground_height"], friction=value["ground_friction"],
                             restitution=value["ground_restitution"]) if model.floating_base else None
-        boxes = np.asarray(value["world_boxes"], dtype=float)
-        if boxes.size % BOX_VALUES or not np.all(np.isfinite(boxes)):
-            raise ValueError(f"world_boxes must hold [size_x, size_y, size_z, x, y, z, yaw] for each box "
-                             f"({BOX_VALUES} finite values each), got {boxes.size} values")
-        boxes = tuple(mbs.Box(size=box[:3], position=box[3:6], orientation=(0.0, 0.0, np.sin(box[6] / 2),
-                                                                          np.cos(box[6] / 2)),
-                              friction=value["ground_friction"], restitution=value["ground_restitution"])
-                      for box in boxes.reshape(-1, BOX_VALUES))
+        boxes = world_boxes(value["world_boxes"], value["ground_friction"], value["ground_restitution"])
         obstacles = ground is not None or bool(boxes)
         geometry = self.collision if not frames and obstacles and self.collision is not None \
             and len(self.collision.bodies) else None

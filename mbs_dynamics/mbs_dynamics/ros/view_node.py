@@ -8,6 +8,8 @@ and logs the address to open.
     simulator/contact_wrenches              contact forces, drawn as red segments
     inverse_dynamics/centroidal_momentum    centre of mass (sphere), linear momentum
                                             (blue) and angular momentum (purple)
+The ground grid and the static boxes are the parameters ground_height and
+world_boxes, as the simulator's (give both nodes the same, e.g. under /**).
     /diagnostics                            frames shown, messages replaced, dropped
 
 All names are relative to the node's namespace (the topic parameters too):
@@ -38,8 +40,16 @@ from rclpy.experimental import EventsExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
-from mbs_dynamics.ros.conversions import InvalidInput, JointMap, base_state, named_values, stamp_seconds, vector_values
-from mbs_dynamics.ros.parameters import EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
+from mbs_dynamics.ros.conversions import (
+    InvalidInput,
+    JointMap,
+    base_state,
+    named_values,
+    stamp_seconds,
+    vector_values,
+    world_boxes,
+)
+from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
 from mbs_dynamics.ros.robot_node import RobotNode, timing_values, timings
 from mbs_dynamics.ros.spinning import node_main
 from mbs_dynamics_interfaces.msg import CentroidalMomentum, ContactWrenches
@@ -76,6 +86,11 @@ class ViewNode(RobotNode):
         ParameterSpec("momentum_scale", 0.05,
                       "Length (m) of the momentum segments per kg m/s (linear) and kg m^2/s (angular).",
                       bounds=(0.0, 100.0)),
+        ParameterSpec("ground_height", 0.0, "Height (m) of the ground grid: the simulator's ground_height.",
+                      read_only=True, bounds=(-1e4, 1e4)),
+        ParameterSpec("world_boxes", EMPTY_DOUBLE_ARRAY,
+                      "Static boxes drawn: the simulator's world_boxes ([size_x, size_y, size_z, x, y, z, yaw] per "
+                      "box, flattened); empty = none.", read_only=True),
         ParameterSpec("record_file", "",
                       "Keep every frame drawn and write them when the node stops: a self-contained page "
                       "(.html) or a viser recording (.viser). Empty: no recording.", read_only=True),
@@ -123,7 +138,8 @@ class ViewNode(RobotNode):
         if self.parameter("robot_description_file"):
             search.append(str(Path(self.parameter("robot_description_file")).resolve().parent))
         return Viewer(self.model, self.robot_xml, search, host=self.parameter("host"), port=self.parameter("port"),
-                      source=self.parameter("geometry"), title=f"{self.get_namespace().rstrip('/')}/{robot.name}")
+                      source=self.parameter("geometry"), title=f"{self.get_namespace().rstrip('/')}/{robot.name}",
+                      ground_height=self.parameter("ground_height"), boxes=world_boxes(self.parameter("world_boxes")))
 
     def settings_with(self, changes: dict) -> dict:
         value = {name: changes.get(name, self.parameter(name)) for name in (

@@ -129,7 +129,8 @@ def arm7():
     tool_length, tool_mass = 0.1, 0.6
     out.append(joint_xml("flange_joint", "fixed", "link7", "tool", joints[7][0]))
     out.append(link_xml("tool", tool_mass, (0, 0, tool_length / 2),
-                        cylinder_inertia(tool_mass, 0.04, (0, 0, tool_length))))
+                        cylinder_inertia(tool_mass, 0.04, (0, 0, tool_length)),
+                        visual=segment_visual((0, 0, tool_length), 0.04)))
     out.append(joint_xml("tcp_joint", "fixed", "tool", "tcp", (0, 0, tool_length)))
     out.append(link_xml("tcp"))
     out.append("</robot>\n")

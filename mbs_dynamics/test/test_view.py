@@ -130,14 +130,14 @@ def test_a_visual_that_cannot_be_drawn_gives_way_to_the_collision_geometry():
     arm = arm.replace("</geometry>\n    </visual>", '</geometry>\n      <material name="blue"/>\n    </visual>', 1)
     arm = re.sub(r'(<link name="link1">.*?</geometry>)', r'\1<material name="x"><color rgba="1 0 0 0.5"/></material>',
                  arm, count=1, flags=re.S)
-    arm = arm.replace('<link name="tool">', '<link name="tool">\n    <collision><geometry><box size="0.1 0.1 0.1"/>'
+    arm = arm.replace('<link name="tcp">', '<link name="tcp">\n    <collision><geometry><box size="0.1 0.1 0.1"/>'
                       '</geometry></collision>')
     model = mbs.Model.from_urdf_string(arm)
     visuals, warnings = link_visuals(model, arm)
     colours = {v.name: v.rgba for v in visuals}
     assert warnings == () and colours["base_link/0"] == (0.0, 0.0, 1.0, 1.0)
     assert colours["link1/0"] == (1.0, 0.0, 0.0, 0.5) and colours["link2/0"] is None
-    assert colours["tool/collision 0"] == COLLISION_RGBA
+    assert colours["tcp/collision 0"] == COLLISION_RGBA
     viewer = Viewer(model, arm, port=0)
     try:
         assert len(viewer.drawn) == len(visuals) and viewer.warnings == []

@@ -369,3 +369,15 @@ def test_the_view_node_waits_for_its_robot_and_says_what_it_cannot_draw_or_use(s
     last = [s for s in statuses if s][-1]
     assert int(last["dropped"]) >= 1 and int(last["frames"]) >= 2, last  # a partial message draws the joint it names
     assert node.process.poll() is None and node.interrupt() == 0
+
+
+def test_the_view_draws_on_an_executor_thread_of_its_own(ros_context):
+    """In the bringup's one process, spin_nodes gives each executor kind a
+    thread: the view's drawing never waits in the inverse dynamics node's."""
+    from mbs_dynamics.ros.inverse_dynamics_node import InverseDynamicsNode
+    from mbs_dynamics.ros.view_node import ViewNode
+    assert ViewNode.EXECUTOR is not InverseDynamicsNode.EXECUTOR
+    executors = ViewNode.EXECUTOR(), InverseDynamicsNode.EXECUTOR()  # the same kind, not the same thread
+    assert type(executors[0]) is type(executors[1]) and "EventsExecutor" in type(executors[0]).__name__
+    for executor in executors:
+        executor.shutdown()

@@ -59,8 +59,15 @@ LATEST_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=Re
 RECORDINGS = (".html", ".viser")
 
 
+def view_executor() -> EventsExecutor:
+    """The view's executor: an EventsExecutor of its own (spin_nodes gives
+    each kind its thread), so that drawing (0.5-2 ms a frame) never delays
+    the inverse dynamics node in the same process."""
+    return EventsExecutor()
+
+
 class ViewNode(RobotNode):
-    EXECUTOR = EventsExecutor
+    EXECUTOR = staticmethod(view_executor)
     PARAMETERS = (
         ParameterSpec("host", "127.0.0.1",
                       "Address the page is served on: 127.0.0.1 (this machine only) or 0.0.0.0 (every "

@@ -119,7 +119,6 @@ class ViewNode(RobotNode):
         for warning in self.viewer.warnings:
             self.get_logger().warning(f"view: {warning}")
         self.q = self.model.neutral_configuration()
-        self._joints_seen = set()
         self._latest = {"joint_states": None, "odom": None, "contacts": None, "momentum": None}
         self.frame_times = timings()
         if self.parameter("record_file"):

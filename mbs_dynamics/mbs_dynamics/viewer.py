@@ -12,9 +12,9 @@ The scene: the ground grid (z up) and the world's boxes, one scene frame per
 body (hidden until the first pose) posed by forward kinematics
 (kinematics.body_poses), the body's visuals in it
 (visuals.link_visuals: meshes through trimesh, primitives drawn), contact
-forces as line segments from their points (FORCE_SCALE m per N), the centre
-of mass as a sphere with its linear momentum (MOMENTUM_SCALE m per kg m/s)
-and angular momentum about it (m per kg m^2/s) as segments.
+forces as arrows from their points (FORCE_SCALE m per N), the centre of mass
+as a sphere with its linear momentum (MOMENTUM_SCALE m per kg m/s) and
+angular momentum about it (m per kg m^2/s) as arrows.
 
 Updates are the latest state only: viser sends a scene node's newest pose
 and drops the unsent ones, so a slow or disconnected browser never makes
@@ -40,11 +40,29 @@ LINEAR_MOMENTUM_COLOR = (40, 120, 230)
 ANGULAR_MOMENTUM_COLOR = (150, 60, 200)
 COM_COLOR = (250, 200, 0)
 BOX_COLOR = (150, 160, 175)
+ARROW_HEAD = 0.05
 
 
 def _wxyz(R: np.ndarray) -> np.ndarray:
     x, y, z, w = matrix_to_quaternion(R)
     return np.array([w, x, y, z])
+
+
+def arrows(starts: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """Line segments (3n, 2, 3) drawing n arrows from `starts` along
+    `vectors` (n, 3): the n shafts, then two barbs at each tip (a head a
+    quarter of the arrow long, at most ARROW_HEAD m; none on a zero vector)."""
+    tips = starts + vectors
+    length = np.linalg.norm(vectors, axis=1, keepdims=True)
+    direction = np.divide(vectors, length, out=np.zeros_like(vectors), where=length > 0)
+    side = np.cross(direction, (0.0, 0.0, 1.0))
+    flat = np.linalg.norm(side, axis=1, keepdims=True) < 1e-6  # vertical: the barbs spread along x
+    side = np.where(flat, np.cross(direction, (1.0, 0.0, 0.0)), side)
+    side /= np.maximum(np.linalg.norm(side, axis=1, keepdims=True), 1e-12)
+    head = np.minimum(0.25 * length, ARROW_HEAD)
+    back = tips - head * direction
+    return np.concatenate([np.stack([starts, tips], axis=1), np.stack([tips, back + 0.4 * head * side], axis=1),
+                           np.stack([tips, back - 0.4 * head * side], axis=1)])
 
 
 def _rgb(rgba) -> tuple[int, int, int]:
@@ -91,8 +109,9 @@ class Viewer:
                                      f"({type(error).__name__}: {error}); not drawn")
         self.contact_lines = None
         self.com = self.scene.add_icosphere("/com", radius=0.03, color=COM_COLOR, visible=False)
-        self.momentum = self.scene.add_line_segments(
-            "/com/momentum", np.zeros((2, 2, 3)), np.array([[LINEAR_MOMENTUM_COLOR] * 2, [ANGULAR_MOMENTUM_COLOR] * 2]),
+        self.momentum = self.scene.add_line_segments(  # arrows(): shafts, then barbs, linear before angular
+            "/com/momentum", np.zeros((6, 2, 3)),
+            np.array([[LINEAR_MOMENTUM_COLOR] * 2, [ANGULAR_MOMENTUM_COLOR] * 2] * 3, dtype=np.uint8),
             thickness=0.012, visible=False)
         self.recording = None
         self._last_time: float | None = None
@@ -151,7 +170,7 @@ class Viewer:
                 self.robot.visible = True
 
     def show_contacts(self, frames, points, forces, scale: float = FORCE_SCALE) -> None:
-        """Contact forces as segments from each contact point (points (k, 3),
+        """Contact forces as arrows from each contact point (points (k, 3),
         in the link frames `frames`, at the pose last shown) along its force
         (forces (k, 3), world axes, N) times `scale` (m/N)."""
         if self._world_R is None:
@@ -164,7 +183,7 @@ class Viewer:
                 starts[k] = local
             else:
                 starts[k] = self._world_R[frame.body] @ local + self._world_p[frame.body]
-        segments = np.stack([starts, starts + scale * np.asarray(forces, dtype=float).reshape(-1, 3)], axis=1)
+        segments = arrows(starts, scale * np.asarray(forces, dtype=float).reshape(-1, 3))
         if self.contact_lines is None or self.contact_lines.points.shape != segments.shape:
             if self.contact_lines is not None:
                 self.contact_lines.remove()
@@ -176,13 +195,12 @@ class Viewer:
 
     def show_momentum(self, com, linear, angular, scale: float = MOMENTUM_SCALE) -> None:
         """The centre of mass `com` (world, m) as a sphere, its linear momentum
-        and the angular momentum about it as segments from it times `scale`."""
+        and the angular momentum about it as arrows from it times `scale`."""
         com = np.asarray(com, dtype=float)
         with self.server.atomic():
             self.com.position = com
             self.com.visible = True
-            self.momentum.points = np.array([[np.zeros(3), scale * np.asarray(linear, dtype=float)],
-                                             [np.zeros(3), scale * np.asarray(angular, dtype=float)]])
+            self.momentum.points = arrows(np.zeros((2, 3)), scale * np.array([linear, angular], dtype=float))
             self.momentum.visible = True
 
     def look_at(self, target, distance: float) -> None:

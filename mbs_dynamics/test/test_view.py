@@ -81,9 +81,9 @@ def test_each_visual_is_drawn_where_pinocchio_places_it(robot, floating_base):
 
 def test_contact_forces_start_at_their_points_and_the_momentum_at_the_com():
     """The ground at its height, a step where the simulator has it; Solo-12
-    at a random pose: each contact force's segment runs from its
-    point (given in its link frame; Pinocchio's placement of the frame) along
-    the force times the scale; the momentum segments from the CoM sphere."""
+    at a random pose: each contact force's arrow runs from its point (given
+    in its link frame; Pinocchio's placement of the frame) along the force
+    times the scale; the momentum arrows from the CoM sphere."""
     pair = Pair(robot_path("solo12"), floating_base=True)
     step = mbs.Box(size=(0.4, 1.0, 0.1), position=(0.5, 0.0, 0.05), orientation=(0.0, 0.0, np.sin(0.2), np.cos(0.2)))
     viewer = Viewer(pair.model, Path(robot_path("solo12")).read_text(), port=0, ground_height=-0.02, boxes=[step])
@@ -97,7 +97,9 @@ def test_contact_forces_start_at_their_points_and_the_momentum_at_the_com():
         points = np.array([[0.0, 0.0, -0.01], [0.01, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.02, 0.0]])
         forces = np.array([[0.0, 0.0, 30.0], [5.0, 0.0, 25.0], [0.0, 0.0, 0.0], [-3.0, 1.0, 20.0]])
         viewer.show_contacts(feet, points, forces, scale=0.01)
-        segments = viewer.contact_lines.points
+        segments = viewer.contact_lines.points  # the shafts, then the barbs of the heads
+        assert segments.shape == (3 * len(feet), 2, 3)
+        assert np.allclose(segments[len(feet) + 2], segments[2])  # no force: no arrow
         for k, foot in enumerate(feet):
             T = pair.frame_pose(q, foot)
             start = T[:3, :3] @ points[k] + T[:3, 3]
@@ -105,7 +107,11 @@ def test_contact_forces_start_at_their_points_and_the_momentum_at_the_com():
             assert np.allclose(segments[k, 1] - segments[k, 0], 0.01 * forces[k], atol=1e-6)
         viewer.show_momentum((0.1, 0.2, 0.3), (1.0, 0.0, 0.0), (0.0, 0.0, 2.0), scale=0.1)
         assert np.allclose(viewer.com.position, (0.1, 0.2, 0.3)) and viewer.com.visible
-        assert np.allclose(viewer.momentum.points, [[[0, 0, 0], [0.1, 0, 0]], [[0, 0, 0], [0, 0, 0.2]]])
+        assert np.allclose(viewer.momentum.points[:2], [[[0, 0, 0], [0.1, 0, 0]], [[0, 0, 0], [0, 0, 0.2]]])
+        heads = viewer.momentum.points[2:]  # two barbs at each tip, a quarter of the arrow back, either side
+        assert np.allclose(heads[:, 0], [[0.1, 0, 0], [0, 0, 0.2]] * 2)
+        assert np.allclose(heads[[0, 2], 1, 0], 0.075) and np.allclose(heads[[1, 3], 1, 2], 0.15)
+        assert np.allclose(heads[0, 1] + heads[2, 1], [0.15, 0, 0])  # symmetric about the shaft
     finally:
         viewer.close()
 

@@ -84,7 +84,7 @@ from mbs_dynamics.kinematics import add_point_jacobian, body_poses_kernel, frame
 from mbs_dynamics.lie import quaternion_to_matrix
 from mbs_dynamics.model import FLOATING, Model, body_count, plane_basis, unpack_model
 from mbs_dynamics.rnea import rnea_kernel
-from mbs_dynamics.workspace import kinematic_views, scratch, take
+from mbs_dynamics.workspace import kinematic_views, scratch, take, untracked
 
 # Slower impacts (m/s) do not bounce: a resting contact stays at rest.
 BOUNCE_SPEED = 1e-2
@@ -630,15 +630,50 @@ StepWork = namedtuple("StepWork", "M M_nominal h effort damping clamp v_next pos
 
 @njit(cache=True, inline="always")
 def step_work(nq, nv, nbodies, npoints, nobstacles):
+    """(StepWork, floats, ints): the work arrays as untracked views
+    (workspace.take) of one float and one int buffer, which the caller keeps
+    alive while it uses them: a tracked array costs two atomic reference
+    counts at every call it is passed to."""
     pairs = npoints * nobstacles
     rows = 3 * pairs + nv
-    return StepWork(np.empty((nv, nv)), np.empty((nv, nv)), np.empty(nv), np.empty(nv), np.empty(nv), np.zeros(nv),
-                    np.empty(nv), np.empty((npoints, 3)), np.empty((nbodies, 6)), np.empty((nbodies, 6)),
-                    np.empty((pairs, 3, 3)), np.empty((pairs, 3)), np.empty((6, nv)),
-                    np.empty((4, nv)), np.empty((4, nv)), np.empty(nq), np.empty(nv), np.empty((rows, nv)),
-                    np.empty(rows, dtype=np.int64), np.empty(rows), np.empty(rows), np.empty(pairs, dtype=np.int64),
-                    np.empty(pairs, dtype=np.int64), np.empty(pairs), np.empty(pairs), np.empty(nv), np.empty(nv),
-                    np.empty(nv, dtype=np.int64), np.zeros(nv), np.empty((0, 6)))
+    floats = np.empty(2 * nv * nv + 23 * nv + 3 * npoints + 12 * nbodies + 14 * pairs + nq + rows * nv + 2 * rows
+                      + nq)  # the last nq: simulate_kernel's q_next
+    ints = np.empty(rows + 2 * pairs + nv, dtype=np.int64)
+    M, o = take(floats, 0, (nv, nv))
+    M_nominal, o = take(floats, o, (nv, nv))
+    h, o = take(floats, o, (nv,))
+    effort, o = take(floats, o, (nv,))
+    damping, o = take(floats, o, (nv,))
+    clamp, o = take(floats, o, (nv,))
+    v_next, o = take(floats, o, (nv,))
+    positions, o = take(floats, o, (npoints, 3))
+    vel, o = take(floats, o, (nbodies, 6))
+    free_vel, o = take(floats, o, (nbodies, 6))
+    axes, o = take(floats, o, (pairs, 3, 3))
+    location, o = take(floats, o, (pairs, 3))
+    jacobian, o = take(floats, o, (6, nv))
+    stage_x, o = take(floats, o, (4, nv))
+    stage_v, o = take(floats, o, (4, nv))
+    q_stage, o = take(floats, o, (nq,))
+    v_stage, o = take(floats, o, (nv,))
+    G, o = take(floats, o, (rows, nv))
+    c, o = take(floats, o, (rows,))
+    impulses, o = take(floats, o, (rows,))
+    pair_bias, o = take(floats, o, (pairs,))
+    pair_friction, o = take(floats, o, (pairs,))
+    lowest, o = take(floats, o, (nv,))
+    highest, o = take(floats, o, (nv,))
+    zero, o = take(floats, o, (nv,))
+    no_force, o = take(floats, o, (0, 6))
+    deepest, o = take(ints, 0, (rows,))
+    pair_point, o = take(ints, o, (pairs,))
+    pair_obstacle, o = take(ints, o, (pairs,))
+    coordinates, o = take(ints, o, (nv,))
+    clamp[:] = 0.0
+    zero[:] = 0.0
+    return StepWork(M, M_nominal, h, effort, damping, clamp, v_next, positions, vel, free_vel, axes, location, jacobian,
+                    stage_x, stage_v, q_stage, v_stage, G, deepest, c, impulses, pair_point, pair_obstacle, pair_bias,
+                    pair_friction, lowest, highest, coordinates, zero, no_force), floats, ints
 
 
 @njit(cache=True, inline="always")
@@ -857,19 +892,23 @@ def simulate_kernel(packed, dof_parent, world, actuation, settings, state, resul
     compliance, steps)); state: the StepState arrays; results: the StepResults
     arrays, of the last step. Stops at a step it cannot take (the state is
     the one before it). Returns a StepReport."""
+    # every array as an untracked view (workspace.untracked): the arguments live until the kernel returns
+    packed, buffer, dof_parent = (untracked(packed[0]), untracked(packed[1])), untracked(buffer), untracked(dof_parent)
     model = unpack_model(packed)
     step = step_settings(settings)
     nq, nv = state[0].shape[0], state[1].shape[0]
-    contacts = ContactPoints(world[0][0], world[0][1], world[0][2])
-    obstacles, terms = world[1], unpack_joint_terms(world[2], nv)
-    actuation = Actuation(actuation[0], actuation[1], actuation[2], actuation[3], actuation[4], actuation[5],
-                          actuation[6])
-    state = StepState(state[0], state[1], state[2], state[3])
-    results = StepResults(results[0], results[1], results[2], results[3], results[4], results[5], results[6])
+    contacts = ContactPoints(untracked(world[0][0]), untracked(world[0][1]), untracked(world[0][2]))
+    obstacles, terms = untracked(world[1]), unpack_joint_terms(world[2], nv)  # (terms: untracked already)
+    actuation = Actuation(untracked(actuation[0]), untracked(actuation[1]), untracked(actuation[2]),
+                          untracked(actuation[3]), untracked(actuation[4]), untracked(actuation[5]),
+                          untracked(actuation[6]))
+    state = StepState(untracked(state[0]), untracked(state[1]), untracked(state[2]), untracked(state[3]))
+    results = StepResults(untracked(results[0]), untracked(results[1]), untracked(results[2]), untracked(results[3]),
+                          untracked(results[4]), untracked(results[5]), untracked(results[6]))
     q, v = state.q, state.v
     npoints, nobstacles = contacts.bodies.shape[0], obstacles.shape[0]
-    work = step_work(nq, nv, model.parent.shape[0], npoints, nobstacles)
-    q_next = np.empty(nq)
+    work, work_floats, work_ints = step_work(nq, nv, model.parent.shape[0], npoints, nobstacles)
+    q_next, _ = take(work_floats, work_floats.shape[0] - nq, (nq,))
     gains = has_gains(actuation)
     friction = False
     for r in range(nv):
@@ -919,7 +958,9 @@ def simulate_kernel(packed, dof_parent, world, actuation, settings, state, resul
             results.acceleration[r] = (work.v_next[r] - v[r]) / step.dt
         q[:] = q_next
         v[:] = work.v_next
-    return StepReport(0, sweeps, residual, limits, -1, step.steps, unconverged, smooth)
+    # the work buffers used last here: numba frees an array after its last use, and `work` views them
+    steps = step.steps + 0 * (work_floats.shape[0] + work_ints.shape[0])
+    return StepReport(0, sweeps, residual, limits, -1, steps, unconverged, smooth)
 
 
 # --- the Python step ----------------------------------------------------------------

@@ -59,6 +59,16 @@ def take(buffer, offset, shape):
     return carray(_element_pointer(buffer, offset), shape), offset + size
 
 
+@njit(cache=True)
+def untracked(array):
+    """A C-contiguous array's memory as an untracked view (module docstring),
+    for a kernel that passes it on at every step: valid while `array` lives
+    (a kernel's argument lives until it returns)."""
+    if not array.flags.c_contiguous:
+        raise ValueError("untracked: the array is not C-contiguous")
+    return carray(_element_pointer(array, 0), array.shape)
+
+
 # The arrays every recursion starts from (kinematic_views): parent placements
 # (R, p), motion subspaces S, world placements (world_R, world_p).
 KinematicViews = namedtuple("KinematicViews", ("R", "p", "S", "world_R", "world_p"))

@@ -170,7 +170,8 @@ class Simulation:
     solver sweeps and largest residual; applied: the actuators' efforts;
     acceleration: (v⁺ - v) / dt; body_wrenches: the contact forces on each
     body, [torque; force] in its frame about its origin, what sensors.
-    joint_wrenches takes; unconverged_steps)."""
+    joint_wrenches takes; unconverged_steps; softened_steps: those whose rows
+    were solved softer than the world's compliance, time_stepping.SOFTENINGS)."""
 
     def __init__(self, model: Model, world: World = World(), dt: float = 1e-3,
                  integrator: str = DEFAULT_INTEGRATOR, q=None, v=None, actuators: Actuators = Actuators(),
@@ -322,6 +323,7 @@ class Simulation:
         result.applied, result.acceleration = applied.copy(), acceleration.copy()
         result.body_wrenches = body_wrenches.copy()
         result.unconverged_steps, result.smooth_steps, result.steps = report.unconverged, report.smooth, report.steps
+        result.softened_steps = report.softened
         self.last = result
         return result
 

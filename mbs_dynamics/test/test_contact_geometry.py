@@ -123,16 +123,18 @@ def test_the_quadruped_stands_on_its_sphere_feet_without_contact_configuration()
     assert simulation.contact_forces[:, 2].sum() == pytest.approx(model.mass.sum() * 9.81, rel=1e-3)
 
 
+@pytest.mark.parametrize("compliance", [1e-2, 0.0])
 @pytest.mark.parametrize("tilt", [0.35, -0.35])
-def test_talos_tipped_over_falls_and_lies_on_its_collision_geometry(tilt):
+def test_talos_tipped_over_falls_and_lies_on_its_collision_geometry(tilt, compliance):
     """TALOS, its soles on the ground, tipped 20 degrees forward or backward
     and let go (passive: its URDF joint damping, friction and limits): it falls
-    and lies still on the ground, touching it with the points of its collision
-    meshes (2338, reduced per body to its patch's extreme points), nothing sunk
-    in, the weight carried. With the contact rows' compliance 1e-2 (the
-    documented setting for a robot lying on many coplanar points) the solver
-    converges on all but a few steps of the fall; measured: 2 of 3000 forward,
-    none backward."""
+    onto the ground, touching it with the points of its collision meshes
+    (2338, reduced per body to its patch's extreme points), nothing sunk in,
+    and every step converged: the steps whose rows contradict are solved
+    softer (time_stepping.SOFTENINGS), at compliance 1e-2 (the documented
+    setting for a robot lying on many points) one step of 3000 forward, none
+    backward, and it lies still with its weight carried; rigid, about half of
+    the steps, and an ankle may keep rattling against its limit."""
     path = robot_path("talos")
     model = mbs.Model.from_urdf_file(path, floating_base=True)
     geometry = collision_contacts(model, Path(path).read_text())
@@ -144,16 +146,21 @@ def test_talos_tipped_over_falls_and_lies_on_its_collision_geometry(tilt):
     q0[2] -= lowest(q0)
     q0[3:7] = [0.0, math.sin(tilt / 2), 0.0, math.cos(tilt / 2)]
     simulation = mbs.Simulation(model, mbs.World(mbs.Ground(friction=0.8), contact_geometry=geometry,
-                                                 compliance=1e-2), 1e-3, q=q0)
-    unconverged, deepest = 0, 0.0
+                                                 compliance=compliance), 1e-3, q=q0)
+    unconverged, softened, deepest = 0, 0, 0.0
     for _ in range(60):
         result = simulation.step(steps=50)
         unconverged += result.unconverged_steps
+        softened += result.softened_steps
         deepest = min(deepest, lowest(simulation.q))
-    assert unconverged <= 0.002 * simulation.steps
+    print(f"tilt {tilt:+.2f}, compliance {compliance:g}: {softened} of 3000 steps softened")
+    assert unconverged == 0
+    assert softened <= (0.01 if compliance else 0.6) * simulation.steps  # measured: 1 and 0; rigid 1449 and 1091
     assert simulation.q[2] < 0.45  # the base lies low: standing, it is at 1.08 m
     assert deepest > -1e-3
+    touching = {geometry.names[k].split("/")[0] for k in np.flatnonzero(simulation.last.active)}
+    if compliance == 0.0:
+        return
     assert np.abs(simulation.v).max() < 1e-2
     assert simulation.contact_forces[:, 2].sum() == pytest.approx(model.mass.sum() * 9.81, rel=1e-3)
-    touching = {geometry.names[k].split("/")[0] for k in np.flatnonzero(simulation.last.active)}
     assert len(touching) >= 5  # lying on legs, arms, head or torso, not on its soles alone

@@ -192,9 +192,10 @@ class SimulatorNode(RobotNode):
                       "Static boxes (a step, a table): [size_x, size_y, size_z, x, y, z, yaw] per box (m, rad; "
                       "world frame, centre), flattened; empty = none."),
         ParameterSpec("contact_compliance", 0.0,
-                      "Softness of the constraint rows: 0 is rigid; 0.01 keeps the solver converged where rows "
-                      "contradict (a robot lying on its collision meshes, against its joint limits), at a small "
-                      "penetration and a slow creep of sticking points.", bounds=(0.0, 1.0)),
+                      "Softness of the constraint rows: 0 is rigid; 0.01 for a robot lying on its collision meshes "
+                      "or against its joint limits (rows that contradict), at a small penetration and a slow creep "
+                      "of sticking points. A step the solver cannot converge is solved at ten times it (at least "
+                      "0.01), up to twice (softened_steps in the diagnostics).", bounds=(0.0, 1.0)),
         ParameterSpec("position_joints", EMPTY_STRING_ARRAY,
                       "Joints under position control: PD actuators toward the positions of joint_commands, "
                       "implicit in the step, clamped to the URDF effort limits; they hold their initial "
@@ -650,6 +651,7 @@ class SimulatorNode(RobotNode):
                 return
             self._applied = result.applied
             self.counts["unconverged_steps"] += result.unconverged_steps
+            self.counts["softened_steps"] += result.softened_steps
             self._count_steps(steps)
         self.step_times.append((time.perf_counter() - start) / steps)
         if not stepping:

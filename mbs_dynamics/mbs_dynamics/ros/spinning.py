@@ -5,6 +5,7 @@ orderly stop; and a console command's arguments split from rcl's."""
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import signal
 import sys
 import threading
@@ -124,6 +125,8 @@ def spin_nodes(node_factories: Sequence[Callable[[Future], ProcessNode]], args=N
     Returns the process exit code: 0 after Ctrl-C or a node's finish(), 1
     when a node stopped on a fatal error.
     """
+    # A crash in native code (rcl, DDS, a compiled kernel) prints every thread's Python stack on stderr
+    faulthandler.enable(all_threads=True)
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     stop = Future()

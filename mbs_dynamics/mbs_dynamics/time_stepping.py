@@ -107,6 +107,9 @@ MAX_ACTUATOR_PASSES = 3
 # vertices) makes as many redundant rows, on which the solver stalls.
 PATCH_POINTS = 8
 PATCH_DIRECTIONS = 8
+# Rows the solver cannot satisfy at the step's compliance are solved again at SOFTENING times it (at least
+# SOFTENED_COMPLIANCE), up to SOFTENINGS times (module docstring).
+SOFTENINGS, SOFTENING, SOFTENED_COMPLIANCE = 2, 10.0, 0.01
 
 
 def _obstacle_row(kind: int, friction: float, restitution: float, centre, axes, half_extents) -> np.ndarray:
@@ -242,7 +245,6 @@ Pairs = namedtuple("Pairs", "point obstacle bias axes location friction")
 # pivot, else -1), the last step's solver sweeps, the largest residual of its
 # steps, the joint limits in the last step's solver, the steps taken, those
 # unconverged, those taken by the smooth integrator and those softened.
-SOFTENINGS, SOFTENING, SOFTENED_COMPLIANCE = 2, 10.0, 0.01
 StepReport = namedtuple("StepReport", "status sweeps residual limits pivot steps unconverged smooth softened")
 
 
@@ -457,9 +459,8 @@ def reduce_patches(point, obstacle, bias, axes, location, friction, count, bodie
     """Keep, of each body's pairs with one obstacle when they are more than
     PATCH_POINTS, the deepest and those extreme along PATCH_DIRECTIONS
     directions of the tangent plane (t1, t2 of the first); compact the pair
-    arrays. Returns the new count. Its flags are allocated here, in the rare
-    steps that have more than PATCH_POINTS pairs: a flag array in StepWork
-    slowed every step by 1 µs (the Panda's 4.4 -> 5.3)."""
+    arrays. Returns the new count. Its flags are allocated here, only in the
+    steps that have more than PATCH_POINTS pairs."""
     keep = np.ones(count, dtype=np.bool_)
     for first in range(count):
         body, wall = bodies[point[first]], obstacle[first]
@@ -624,13 +625,14 @@ def velocity_change(L, dof_parent, rows):
     return change
 
 
-# Scratch arrays of simulate_kernel, allocated once per call: M and its copy,
-# h, the actuators' effective effort and damping and their clamps, v after a
-# pass, the points' positions, the body twists at v and at v_free, room for the
-# pairs' axes and contact points, a Jacobian, and the smooth integrator's stages.
+# Scratch arrays of simulate_kernel, laid out once per call (step_work): M and
+# its copy, h, the actuators' effective effort and damping and their clamps, v
+# after a pass, the points' positions, the body twists at v and at v_free, room
+# for the pairs' axes and contact points, a Jacobian, the smooth integrator's
+# stages, the rows, and q after the step.
 StepWork = namedtuple("StepWork", "M M_nominal h effort damping clamp v_next positions vel free_vel axes location "
                                   "jacobian stage_x stage_v q_stage v_stage G deepest c impulses pair_point "
-                                  "pair_obstacle pair_bias pair_friction lowest highest coordinates zero no_force")
+                                  "pair_obstacle pair_bias pair_friction lowest highest coordinates zero no_force q_next")
 
 
 @njit(cache=True, inline="always")
@@ -641,8 +643,8 @@ def step_work(nq, nv, nbodies, npoints, nobstacles):
     counts at every call it is passed to."""
     pairs = npoints * nobstacles
     rows = 3 * pairs + nv
-    floats = np.empty(2 * nv * nv + 23 * nv + 3 * npoints + 12 * nbodies + 14 * pairs + nq + rows * nv + 2 * rows
-                      + nq)  # the last nq: simulate_kernel's q_next
+    floats = np.empty(2 * nv * nv + 23 * nv + 3 * npoints + 12 * nbodies + 14 * pairs + 2 * nq + rows * nv
+                      + 2 * rows)
     ints = np.empty(rows + 2 * pairs + nv, dtype=np.int64)
     M, o = take(floats, 0, (nv, nv))
     M_nominal, o = take(floats, o, (nv, nv))
@@ -670,6 +672,7 @@ def step_work(nq, nv, nbodies, npoints, nobstacles):
     highest, o = take(floats, o, (nv,))
     zero, o = take(floats, o, (nv,))
     no_force, o = take(floats, o, (0, 6))
+    q_next, o = take(floats, o, (nq,))
     deepest, o = take(ints, 0, (rows,))
     pair_point, o = take(ints, o, (pairs,))
     pair_obstacle, o = take(ints, o, (pairs,))
@@ -678,7 +681,7 @@ def step_work(nq, nv, nbodies, npoints, nobstacles):
     zero[:] = 0.0
     return StepWork(M, M_nominal, h, effort, damping, clamp, v_next, positions, vel, free_vel, axes, location, jacobian,
                     stage_x, stage_v, q_stage, v_stage, G, deepest, c, impulses, pair_point, pair_obstacle, pair_bias,
-                    pair_friction, lowest, highest, coordinates, zero, no_force), floats, ints
+                    pair_friction, lowest, highest, coordinates, zero, no_force, q_next), floats, ints
 
 
 @njit(cache=True, inline="always")
@@ -925,7 +928,7 @@ def simulate_kernel(packed, dof_parent, world, actuation, settings, state, resul
     q, v = state.q, state.v
     npoints, nobstacles = contacts.bodies.shape[0], obstacles.shape[0]
     work, work_floats, work_ints = step_work(nq, nv, model.parent.shape[0], npoints, nobstacles)
-    q_next, _ = take(work_floats, work_floats.shape[0] - nq, (nq,))
+    q_next = work.q_next
     gains = has_gains(actuation)
     friction = False
     for r in range(nv):

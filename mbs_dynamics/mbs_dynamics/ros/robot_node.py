@@ -176,6 +176,17 @@ class RobotNode(ProcessNode):
     def on_robot(self, robot: RobotDescription) -> None:
         """Called once the robot description is loaded."""
 
+    def mesh_search_paths(self) -> tuple[str, ...]:
+        """Where the URDF's mesh files are looked for after the ament index and
+        the Python environment (resources.resolve): the node's parameter
+        mesh_search_paths, then the URDF file's directory when the robot came
+        from one."""
+        search = [str(Path(path).expanduser()) for path in self.parameter("mesh_search_paths")]
+        path = self.parameter("robot_description_file")
+        if path and not self.parameter("robot_description"):
+            search.append(str(Path(path).resolve().parent))
+        return tuple(search)
+
     def build_model(self, robot: RobotDescription) -> Model:
         """The model of `robot` as the common parameters ask (armature_joints and
         armature over the URDF's transmissions; ValueError if unusable); its warnings are logged, once per process (the bringup's

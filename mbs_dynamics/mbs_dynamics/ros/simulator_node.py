@@ -51,7 +51,6 @@ from __future__ import annotations
 import threading
 import time
 from array import array
-from pathlib import Path
 
 import numpy as np
 from geometry_msgs.msg import TransformStamped, WrenchStamped
@@ -361,11 +360,7 @@ class SimulatorNode(RobotNode):
             raise ValueError(f"contact_geometry must be 'collision' or 'none', got {kind!r}")
         from mbs_dynamics.contact_geometry import collision_contacts
 
-        search = list(self.parameter("mesh_search_paths"))
-        path = self.parameter("robot_description_file")
-        if path and not self.parameter("robot_description"):
-            search.append(str(Path(path).resolve().parent))
-        geometry = collision_contacts(self.model, self.robot_xml, search_paths=tuple(search))
+        geometry = collision_contacts(self.model, self.robot_xml, search_paths=self.mesh_search_paths())
         for warning in geometry.warnings:
             self.get_logger().warning(f"collision geometry: {warning}")
         return geometry

@@ -140,10 +140,7 @@ class ViewNode(RobotNode):
     def _viewer(self, robot):
         from mbs_dynamics.viewer import Viewer
 
-        search = [str(Path(path).expanduser()) for path in self.parameter("mesh_search_paths")]
-        if self.parameter("robot_description_file"):
-            search.append(str(Path(self.parameter("robot_description_file")).resolve().parent))
-        return Viewer(self.model, self.robot_xml, search, host=self.parameter("host"), port=self.parameter("port"),
+        return Viewer(self.model, self.robot_xml, self.mesh_search_paths(), host=self.parameter("host"), port=self.parameter("port"),
                       source=self.parameter("geometry"), title=f"{self.get_namespace().rstrip('/')}/{robot.name}",
                       ground_height=self.parameter("ground_height"), boxes=world_boxes(self.parameter("world_boxes")))
 

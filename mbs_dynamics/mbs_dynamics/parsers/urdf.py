@@ -26,8 +26,6 @@ joint's reflected rotor inertia (armature) is I N^2 (N = 1 when absent).
 from __future__ import annotations
 
 import math
-import os
-import stat
 import threading
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -36,6 +34,7 @@ import numpy as np
 from urdf_parser_py import urdf as urdf_parser
 from urdf_parser_py.xml_reflection import core as urdf_parser_core
 
+from mbs_dynamics.files import FileProblem, read_file
 from mbs_dynamics.lie import rpy_to_matrix
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
@@ -119,18 +118,9 @@ class RobotDescription:
 
 def parse_urdf_file(path, strict: bool = False) -> RobotDescription:
     try:
-        status = os.stat(path)
-        if not stat.S_ISREG(status.st_mode):  # /dev/zero, a FIFO, a directory: would never end or block
-            raise URDFError(f"cannot read URDF file {path}: not a regular file")
-        if status.st_size > MAX_URDF_BYTES:
-            raise URDFError(f"URDF file {path} has {status.st_size} bytes, more than the {MAX_URDF_BYTES} a URDF "
-                            "may have")
-        with open(path, encoding="utf-8") as f:
-            xml = f.read(MAX_URDF_BYTES + 1)
-    except OSError as error:
-        raise URDFError(f"cannot read URDF file {path}: {error.strerror}") from error
-    except UnicodeDecodeError as error:
-        raise URDFError(f"URDF file {path} is not UTF-8 text: {error.reason} at byte {error.start}") from error
+        xml = read_file(path, "URDF file", MAX_URDF_BYTES)
+    except FileProblem as error:
+        raise URDFError(str(error)) from error
     return parse_urdf_string(xml, strict=strict)
 
 

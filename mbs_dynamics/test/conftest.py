@@ -45,12 +45,34 @@ def start_process():
 
 @pytest.fixture(scope="session")
 def ros_context():
-    """rclpy's default context, initialised once for the test session."""
+    """rclpy's default context, initialised once for the test session. rclpy's
+    signal handlers are left out: with them a SIGINT or SIGTERM that reaches
+    the test process (a child's, or one sent to its process group) shuts the
+    context down under every later test; without them Ctrl-C stops pytest as
+    usual."""
     import rclpy
+    from rclpy.signals import SignalHandlerOptions
 
-    rclpy.init()
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     yield
     rclpy.try_shutdown()
+
+
+@pytest.fixture(autouse=True)
+def ros_context_survives(request):
+    """After each test that uses ROS in the test process: its rclpy context is
+    still valid. A test that ends it fails here, by name, and the context is
+    made again, so that the tests after it fail only for reasons of their own."""
+    yield
+    if "ros_context" not in request.fixturenames:
+        return
+    import rclpy
+    from rclpy.signals import SignalHandlerOptions
+
+    if not rclpy.ok():
+        rclpy.try_shutdown()
+        rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+        pytest.fail(f"{request.node.nodeid} ended the test process's rclpy context", pytrace=False)
 
 
 @pytest.fixture

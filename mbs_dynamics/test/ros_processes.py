@@ -23,7 +23,7 @@ def executable(name: str) -> str:
     return str(path)
 
 
-def wait_for_node(test_node, name: str, timeout: float = 15.0) -> None:
+def wait_for_node(test_node, name: str, timeout: float = 60.0) -> None:
     """The node is in the ROS graph (discovered over DDS)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -40,8 +40,9 @@ class NodeProcess:
         self.command = command
         self.lines: list[str] = []
         self._changed = threading.Condition()
+        # a session of its own: a signal the process sends to its process group never reaches pytest
         self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1, start_new_session=True
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -59,7 +60,7 @@ class NodeProcess:
         with self._changed:
             return "\n".join(self.lines)
 
-    def wait_for(self, pattern: str, timeout: float = 20.0, count: int = 1) -> list[str]:
+    def wait_for(self, pattern: str, timeout: float = 60.0, count: int = 1) -> list[str]:
         """The first `count` output lines matching `pattern`; fails after `timeout` s."""
         regex = re.compile(pattern)
         deadline = time.monotonic() + timeout
@@ -76,7 +77,7 @@ class NodeProcess:
                     )
                 self._changed.wait(min(remaining, 0.2))
 
-    def wait_exit(self, timeout: float = 20.0) -> int:
+    def wait_exit(self, timeout: float = 60.0) -> int:
         try:
             code = self.process.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -85,7 +86,7 @@ class NodeProcess:
         self._reader.join(5)
         return code
 
-    def interrupt(self, timeout: float = 20.0) -> int:
+    def interrupt(self, timeout: float = 60.0) -> int:
         """Ctrl-C, as a person stops a node; returns the exit code."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
@@ -106,11 +107,11 @@ def set_parameters(test_node, node_name: str, **values) -> dict:
 
     client = test_node.create_client(SetParameters, f"{node_name}/set_parameters")
     try:
-        assert client.wait_for_service(timeout_sec=15.0), f"{node_name}/set_parameters not available"
+        assert client.wait_for_service(timeout_sec=60.0), f"{node_name}/set_parameters not available"
         results = {}
         for name, value in values.items():
             future = client.call_async(SetParameters.Request(parameters=[Parameter(name, value=value).to_parameter_msg()]))
-            rclpy.spin_until_future_complete(test_node, future, timeout_sec=15.0)
+            rclpy.spin_until_future_complete(test_node, future, timeout_sec=60.0)
             assert future.done(), f"{node_name}/set_parameters did not answer"
             result = future.result().results[0]
             results[name] = (result.successful, result.reason)
@@ -152,7 +153,7 @@ class Exchange:
                                       lambda m: received["diagnostics"].append(m), 10)
         self.messages = {"JointState": JointState, "Odometry": Odometry, "JointTrajectory": JointTrajectory}
 
-    def wait_connected(self, timeout=15.0):
+    def wait_connected(self, timeout=60.0):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.joint_states.get_subscription_count() and all(
@@ -186,7 +187,7 @@ class Exchange:
         twist.linear.x, twist.linear.y, twist.linear.z = v[3:6]
         self.odometry.publish(message)
 
-    def ask(self, message, timeout: float = 5.0):
+    def ask(self, message, timeout: float = 30.0):
         """Publish joint_states and wait for the efforts with its stamp."""
         key = stamp_key(message)
         self.joint_states.publish(message)
@@ -195,13 +196,13 @@ class Exchange:
             self.spin(0.005)
         return self.received["efforts"].get(key)
 
-    def wait_for(self, channel: str, key, timeout: float = 5.0):
+    def wait_for(self, channel: str, key, timeout: float = 30.0):
         deadline = time.monotonic() + timeout
         while key not in self.received[channel] and time.monotonic() < deadline:
             self.spin(0.005)
         return self.received[channel][key]
 
-    def counts(self, timeout: float = 5.0) -> dict:
+    def counts(self, timeout: float = 30.0) -> dict:
         """The node's latest diagnostics values."""
         self.received["diagnostics"].clear()
         deadline = time.monotonic() + timeout

@@ -43,7 +43,7 @@ class Server:
         self.process.wait_for(f"\\[{self.name}\\]: serving the dynamics of")
         wait_for_node(self.node, self.name)
         for service, client in self.clients.items():
-            assert client.wait_for_service(timeout_sec=15), f"{service} not available"
+            assert client.wait_for_service(timeout_sec=60), f"{service} not available"
 
     def request(self, service: str):
         return self.kinds[service].Request()
@@ -62,9 +62,9 @@ class Server:
         from rclpy.parameter import Parameter
 
         client = self.node.create_client(SetParameters, f"/{self.name}/set_parameters")
-        assert client.wait_for_service(timeout_sec=10)
+        assert client.wait_for_service(timeout_sec=60)
         future = client.call_async(SetParameters.Request(parameters=[Parameter(name, value=value).to_parameter_msg()]))
-        rclpy.spin_until_future_complete(self.node, future, timeout_sec=10)
+        rclpy.spin_until_future_complete(self.node, future, timeout_sec=60)
         self.node.destroy_client(client)
         return future.result().results[0]
 
@@ -561,7 +561,7 @@ def test_four_concurrent_clients_get_their_own_answers(servers):
         local = np.random.default_rng(100 + index)
         fd = node.create_client(talos.kinds["forward_dynamics"], f"/{talos.name}/forward_dynamics")
         terms = node.create_client(talos.kinds["dynamics_terms"], f"/{talos.name}/dynamics_terms")
-        assert fd.wait_for_service(timeout_sec=10) and terms.wait_for_service(timeout_sec=10)
+        assert fd.wait_for_service(timeout_sec=60) and terms.wait_for_service(timeout_sec=60)
         for k in range(calls):
             q, v, tau = talos_state(model, local)
             tau[:6] = 0.0
@@ -572,7 +572,7 @@ def test_four_concurrent_clients_get_their_own_answers(servers):
             done = threading.Event()
             future = (terms if use_terms else fd).call_async(request)
             future.add_done_callback(lambda _, done=done: done.set())
-            if not done.wait(10):
+            if not done.wait(60):
                 errors.append(f"client {index} call {k}: no answer")
                 return
             response = future.result()

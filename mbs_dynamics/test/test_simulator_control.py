@@ -44,7 +44,7 @@ class Node:
             rclpy.spin_once(self.test_node, timeout_sec=0.01)
 
     def state(self, after=0.0):
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             self.spin(0.02)
             if self.states and self.states[-1].header.stamp.sec + 1e-9 * self.states[-1].header.stamp.nanosec > after:
@@ -53,14 +53,26 @@ class Node:
                                                             message.effort, strict=True)}
         raise AssertionError(f"no joint_states after {after} s:\n{self.process.output}")
 
-    def heard(self, kind, topic, count=1, timeout=10.0):
+    def heard(self, kind, topic, count=1, timeout=60.0):
+        """The first `count` messages on `topic`, from a subscription that is
+        first matched with the node's publisher (discovery takes its time on a
+        busy machine), then given a generous bound."""
         messages = []
         subscription = self.test_node.create_subscription(kind, topic, messages.append, 10)
-        deadline = time.monotonic() + timeout
-        while len(messages) < count and time.monotonic() < deadline:
-            self.spin(0.02)
-        self.test_node.destroy_subscription(subscription)
-        assert len(messages) >= count, f"nothing on {topic}:\n{self.process.output}"
+        try:
+            deadline = time.monotonic() + timeout
+            while subscription.get_publisher_count() == 0 and time.monotonic() < deadline:
+                self.spin(0.05)
+            matched = subscription.get_publisher_count()
+            while len(messages) < count and time.monotonic() < deadline:
+                self.spin(0.02)
+        finally:
+            self.test_node.destroy_subscription(subscription)
+        publishers = [(info.node_name, info.qos_profile.reliability.name)
+                      for info in self.test_node.get_publishers_info_by_topic(topic)]
+        assert len(messages) >= count, (
+            f"{len(messages)} of {count} messages on {topic} in {timeout:g} s ({matched} publisher(s) matched; "
+            f"in the graph: {publishers}):\n{self.process.output}")
         return messages
 
 
@@ -113,7 +125,7 @@ def test_imu_and_force_torque_sensors_of_a_quadruped_held_standing(start_process
         "contact_frames:=[LF_FOOT, RF_FOOT, LH_FOOT, RH_FOOT]", "initial_base_pose:=[0.0, 0.0, 0.40, 0.0, 0.0, 0.0, 1.0]",
         f"position_joints:={QUADRUPED_JOINTS}", "imu_links:=[base_link]", "ft_joints:=[LF_HFE, RF_HFE]",
         "imu_rate:=100.0", "ft_rate:=50.0"], name="dog")
-    node.spin(1.5)
+    node.state(after=1.0)  # standing for a simulated second
     imu = node.heard(Imu, "/dog_ns/imu/base_link")[-1]
     assert imu.header.frame_id == "base_link"
     acceleration = np.array([imu.linear_acceleration.x, imu.linear_acceleration.y, imu.linear_acceleration.z])

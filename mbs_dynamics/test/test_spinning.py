@@ -23,7 +23,7 @@ def test_an_executor_thread_serves_its_nodes_and_stops_at_once(test_node, kind):
     test_node.create_timer(0.01, ticks.set)
     served = ExecutorThread(kind(), [test_node], Future(), "test executor")
     try:
-        assert ticks.wait(5.0), "the timer never ran"
+        assert ticks.wait(30.0), "the timer never ran"
     finally:
         start = time.monotonic()
         served.stop()
@@ -47,7 +47,7 @@ def test_subscriptions_thread_takes_the_nodes_topics_with_its_remappings(ros_con
     subscriptions = SubscriptionsThread(node, [(String, "~/commands", on_message)], 10)
     publisher = node.create_publisher(String, "/spinning_test/remapped", 10)
     try:
-        deadline = time.monotonic() + 10.0
+        deadline = time.monotonic() + 30.0
         while not arrived.is_set() and time.monotonic() < deadline:
             publisher.publish(String(data="hello"))
             arrived.wait(0.1)
@@ -68,7 +68,7 @@ def test_an_error_escaping_a_callback_stops_the_process_and_says_why(test_node, 
     stop = Future()
     served = ExecutorThread(kind(), [test_node], stop, "failing executor")
     try:
-        served.thread.join(5.0)
+        served.thread.join(30.0)
         assert stop.done() and "failing executor: RuntimeError: broken callback" in stop.result()
         assert not served.is_alive()
     finally:
@@ -78,7 +78,7 @@ def test_an_error_escaping_a_callback_stops_the_process_and_says_why(test_node, 
     timer = test_node.create_timer(0.01, fail)
     served = ExecutorThread(kind(), [test_node], Future(), "watched executor", on_error=told.append)
     try:
-        served.thread.join(5.0)
+        served.thread.join(30.0)
         assert told == ["watched executor: RuntimeError: broken callback"]
     finally:
         served.stop()

@@ -5,8 +5,9 @@ name ``run_monitor``; started by mbs_dynamics_bringup --summary-period,
 It listens to the simulator's joint_states (and odom) and the inverse
 dynamics node's centroidal momentum, and asks the dynamics server for the
 forward dynamics of the state it sees. Every summary_period it logs the
-simulated time, the achieved real-time factor, the joint efforts, the CoM,
-the centroidal momentum, the energy and the server's accelerations. At the
+simulated time, the real-time factor achieved since the last summary, the
+joint efforts, the CoM, the centroidal momentum, the energy and the
+server's accelerations. At the
 end (duration of simulated time reached, or Ctrl-C) it writes plot_file: an
 SVG of the joint positions, efforts, energy and centroidal momentum against
 time. With push_time > 0 it sets push_joint_velocities on
@@ -75,7 +76,7 @@ class RunMonitor(RobotNode):
         self._odometry = None
         self._momentum = None  # (com, [k; l]) of the last centroidal momentum message
         self._accelerations = None  # the server's last answer: (t, max |a|) or a message
-        self._wall_anchor = None
+        self._wall_anchor = None  # (wall time, simulated time) of the last summary, or of the first message
         self._finished = False
         self._said: set[str] = set()  # what is missing, said once
         self.create_subscription(JointState, "joint_states", self._on_joint_states, 100)
@@ -166,9 +167,11 @@ class RunMonitor(RobotNode):
             self._say_once("joint_states", "no joint_states yet")
             return
         t, q, v, effort, (kinetic, potential) = self._latest
-        factor = ""
-        if self._wall_anchor is not None and time.monotonic() > self._wall_anchor[0]:
-            factor = f", real-time factor {(t - self._wall_anchor[1]) / (time.monotonic() - self._wall_anchor[0]):.2f}"
+        factor, now = "", time.monotonic()
+        if self._wall_anchor is not None and now > self._wall_anchor[0]:
+            # over the last summary period, so that a stall shows where it happened and no later
+            factor = f", real-time factor {(t - self._wall_anchor[1]) / (now - self._wall_anchor[0]):.2f}"
+            self._wall_anchor = (now, t)
         lines = [f"t = {t:.3f} s{factor}; energy {kinetic + potential:.4f} J (kinetic {kinetic:.4f} J)",
                  "  efforts (N m, N): " + " ".join(f"{name} {effort[i]:+.2f}" for name, i in
                                                      zip(self.joints.names, self.joints.v_index, strict=True))]

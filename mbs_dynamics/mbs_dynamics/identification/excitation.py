@@ -496,7 +496,8 @@ def optimise_excitation(model: Model, joint_names=None, *, period: float = PERIO
     if not (np.isfinite(period) and period > 0.0):
         raise ValueError(f"period must be positive, got {period}")
     if int(harmonics) != harmonics or not 2 <= harmonics <= MAX_HARMONICS:
-        raise ValueError(f"harmonics must be an integer from 2 to {MAX_HARMONICS}, got {harmonics}")
+        raise ValueError(f"harmonics must be an integer from 2 (an excitation that starts at rest needs at least 2 "
+                         f"harmonics) to {MAX_HARMONICS}, got {harmonics}")
     if int(max_iterations) != max_iterations or max_iterations < 1:
         raise ValueError(f"max_iterations must be a positive integer, got {max_iterations}")
     limits = ExcitationLimits.from_model(model, joint_names) if limits is None else limits

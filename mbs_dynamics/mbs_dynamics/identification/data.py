@@ -101,9 +101,10 @@ TIME_ORIGIN = re.compile(r"#\s*time_origin_ns\s*:\s*(\S+)\s*$")
 MAX_CSV_BYTES = 256 * 2**20
 # A bag's metadata.yaml: a few kB per storage file and topic.
 MAX_BAG_METADATA_BYTES = 16 * 2**20
-# Messages read from a bag's topics: over half an hour at 1 kHz, about 1.5 GB in memory once decoded.
-MAX_BAG_MESSAGES = 2_000_000
-# Their serialized bytes: 500 bytes each (a 7-joint JointState is about 400).
+# Messages read from a bag's topics: over a quarter of an hour at 1 kHz, half an hour at 500 Hz; reading
+# them peaks at some 1.3 GB (1340 bytes a 6-joint JointState, measured) and takes about 45 s.
+MAX_BAG_MESSAGES = 1_000_000
+# Their serialized bytes: 500 bytes each (a 6-joint JointState takes 363 in an MCAP bag).
 MAX_BAG_MESSAGE_BYTES = 500 * MAX_BAG_MESSAGES
 
 

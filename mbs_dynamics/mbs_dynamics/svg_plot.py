@@ -94,6 +94,12 @@ def _panel(panel: Panel, t: np.ndarray, x0: float, y0: float) -> list[str]:
 
 def write(path: str, title: str, t, panels: list[Panel]) -> None:
     """Write the panels, in rows of two, against the common time axis t (s)."""
+    with open(path, "w", encoding="utf-8") as file:
+        file.write(document(title, t, panels))
+
+
+def document(title: str, t, panels: list[Panel]) -> str:
+    """The SVG text of the panels, in rows of two, against the common time axis t (s)."""
     t = np.asarray(t, dtype=float)
     rows = (len(panels) + COLUMNS - 1) // COLUMNS
     width, height = COLUMNS * PANEL_WIDTH, rows * PANEL_HEIGHT + 40
@@ -104,7 +110,6 @@ def write(path: str, title: str, t, panels: list[Panel]) -> None:
              ".heading{font-size:16px;text-anchor:middle}.title{font-size:13px;text-anchor:middle}"
              ".ytick{text-anchor:end}.xtick{text-anchor:middle}.unit{text-anchor:middle}"
              ".axes{fill:none;stroke:#444}.grid{stroke:#ddd}.line{fill:none;stroke-width:1.5}")
-    with open(path, "w", encoding="utf-8") as file:
-        file.write(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-                   f'viewBox="0 0 {width} {height}">\n<style>{style}</style>\n'
-                   f'<rect width="100%" height="100%" fill="white"/>\n' + "\n".join(body) + "\n</svg>\n")
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}">\n<style>{style}</style>\n'
+            f'<rect width="100%" height="100%" fill="white"/>\n' + "\n".join(body) + "\n</svg>\n")

@@ -380,11 +380,11 @@ def test_the_whole_trajectory_as_one_message(start_process, test_node, tmp_path)
 
 
 @pytest.mark.parametrize("content, arguments, says", [
-    (None, [], "cannot read it"),
+    (None, [], "cannot read CSV file"),
     ("time,position/a\n0.0,1.0\n0.1,x\n", [], "line 3"),
     ("t,position/a\n0.0,1.0\n", [], "the first column must be 'time'"),
     ("time,velocity/a\n0.0,1.0\n0.1,1.0\n", [], "a trajectory needs positions"),
-    ("time,position/a\n0.0,1.0\n", ["--rate-scale", "0"], "--rate-scale must be positive"),
+    ("time,position/a\n0.0,1.0\n", ["--rate-scale", "0"], "argument --rate-scale: '0' is not a finite number >= 0.001"),
     ("time,position/a\n0.0,1.0\n", ["--loop", "--whole"], "not with --whole"),
 ])
 def test_the_player_refuses_bad_input_in_one_line(start_process, tmp_path, content, arguments, says):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from mbs_dynamics.command_line import EXIT_BAD_DATA
 from mbs_dynamics.identification import cli, data
 from mbs_dynamics.identification import estimation as est
 from mbs_dynamics.identification.base_parameters import base_parameters, random_states
@@ -246,7 +247,7 @@ def test_bad_input_gets_one_clear_message(ur5_runs, tmp_path, capsys, change, me
     status = cli.main([str(bag), "--urdf", str(directory / "nominal.urdf"), "--output", str(tmp_path / "x.urdf"),
                        "--quiet"])
     error = capsys.readouterr().err
-    assert status == cli.EXIT_BAD_INPUT
+    assert status == EXIT_BAD_DATA
     assert message in error and "Traceback" not in error
     assert not (tmp_path / "x.urdf").exists()
 
@@ -256,7 +257,7 @@ def test_no_such_topic(ur5_runs, tmp_path, capsys):
     status = cli.main([str(bags[0]), "--topic", "robot/joint_states_nope", "--urdf", str(directory / "nominal.urdf"),
                        "--output", str(tmp_path / "x.urdf"), "--quiet"])
     error = capsys.readouterr().err
-    assert status == cli.EXIT_BAD_INPUT and "joint_states_nope" in error and "/joint_states" in error
+    assert status == EXIT_BAD_DATA and "joint_states_nope" in error and "/joint_states" in error
 
 
 def test_random_states_respect_the_joint_limits():
@@ -303,7 +304,7 @@ def test_identify_a_floating_base_robot_from_joint_states_and_odometry(tmp_path)
     bag = data.write_bag(tmp_path / "solo", recording, odometry_topic="odom")
     arguments = [str(bag), "--urdf", robot_path("solo12"), "--floating-base", "--output", str(tmp_path / "solo.urdf"),
                  "--quiet"]
-    assert cli.main(arguments) == cli.EXIT_BAD_INPUT  # with the armature: too little excitation
+    assert cli.main(arguments) == EXIT_BAD_DATA  # with the armature: too little excitation
     assert cli.main([*arguments, "--joint-parameters", "friction,damping"]) == 0
     identified = ParameterLayout(mbs.Model.from_urdf_file(tmp_path / "solo.urdf", floating_base=True),
                                  ("friction", "damping"))

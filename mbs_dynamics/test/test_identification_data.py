@@ -421,7 +421,7 @@ def test_malformed_csv_files_give_data_errors_naming_the_place(tmp_path, text, m
 
 
 def test_csv_that_cannot_be_read_gives_a_data_error(tmp_path):
-    with pytest.raises(DataError, match="cannot read it"):
+    with pytest.raises(DataError, match="cannot read CSV file"):
         read_csv(tmp_path / "missing.csv")
     (tmp_path / "binary.csv").write_bytes(b"\xff\xfe\x00time")
     with pytest.raises(DataError, match="UTF-8"):

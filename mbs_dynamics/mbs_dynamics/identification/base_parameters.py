@@ -29,6 +29,9 @@ from mbs_dynamics.model import FLOATING, PLANAR
 # that are exact combinations on the drawing board apart by as much.
 RANK_TOLERANCE = 1e-5
 STATES_PER_PARAMETER = 2
+# Beyond this condition number (condition_number) the data excite some base parameter too little to fit:
+# identification stops there, and an excitation trajectory must stay below it.
+MAX_CONDITION_NUMBER = 1e6
 
 
 @dataclass(frozen=True)

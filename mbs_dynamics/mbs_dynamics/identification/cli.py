@@ -7,8 +7,10 @@ the identified URDF out.
 
 Prints a progress bar while reading and reducing, then a table per joint (the
 torque RMS error on the data of the nominal and the identified model, which
-parameters are identifiable on their own) and a summary. Bad input gets one
-message on stderr and exit code 2.
+parameters are identifiable on their own) and a summary. What is wrong gets
+one line on stderr: exit code 2 for a malformed command line (argparse's), 1
+for files or data that cannot be used (checked before the fit where they
+can: the outputs' directories, the scheduler), 130 after Ctrl-C.
 """
 from __future__ import annotations
 
@@ -16,22 +18,32 @@ import argparse
 import sys
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 
+from mbs_dynamics.command_line import EXIT_BAD_DATA, EXIT_INTERRUPTED, OneLineErrorParser, number, say_error
+from mbs_dynamics.files import check_writable, read_file, write_file
 from mbs_dynamics.identification import data, report
 from mbs_dynamics.identification.estimation import DEFAULT_PRIOR_WEIGHT
-from mbs_dynamics.identification.identify import IdentificationError, identify
+from mbs_dynamics.identification.identify import identify
 from mbs_dynamics.identification.parameters import DEFAULT_JOINT_PARAMETERS, JOINT_PARAMETERS
 from mbs_dynamics.identification.urdf_writer import identified_urdf
-from mbs_dynamics.parsers.urdf import URDFError
+from mbs_dynamics.parsers.urdf import MAX_URDF_BYTES
 
-EXIT_BAD_INPUT = 2
+PROG = "mbs_dynamics_identify"
+
+
+def joint_parameters(text: str) -> tuple[str, ...]:
+    """--joint-parameters: names among JOINT_PARAMETERS, comma-separated (none: the inertias alone)."""
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in JOINT_PARAMETERS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"{', '.join(unknown)}: joint parameters are among "
+                                         f"{', '.join(JOINT_PARAMETERS)}")
+    return names
 
 
 def parser() -> argparse.ArgumentParser:
-    arguments = argparse.ArgumentParser(
-        prog="mbs_dynamics_identify", description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    arguments = OneLineErrorParser(
+        prog=PROG, description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     arguments.add_argument("recordings", nargs="+", metavar="BAG",
                            help="ROS 2 bags (directories, or their .mcap / .db3 files) or CSV files (.csv)")
     arguments.add_argument("--urdf", required=True, help="the nominal URDF (the prior)")
@@ -44,15 +56,16 @@ def parser() -> argparse.ArgumentParser:
     arguments.add_argument("--report", metavar="REPORT.svg", help="plot measured vs predicted torques")
     arguments.add_argument("--scheduler", metavar="ADDRESS",
                            help="an existing Dask cluster's scheduler (tcp://host:8786); local threads if not given")
-    arguments.add_argument("--cutoff", type=float, default=data.DEFAULT_CUTOFF,
+    arguments.add_argument("--cutoff", type=number(0.0, low_open=True), default=data.DEFAULT_CUTOFF,
                            help="low-pass cut-off (Hz) of the zero-phase filter before differentiation")
-    arguments.add_argument("--joint-parameters", default=",".join(DEFAULT_JOINT_PARAMETERS),
-                           help="the joint parameters to identify, among " + ", ".join(JOINT_PARAMETERS))
+    arguments.add_argument("--joint-parameters", type=joint_parameters, default=",".join(DEFAULT_JOINT_PARAMETERS),
+                           help="the joint parameters to identify, among " + ", ".join(JOINT_PARAMETERS)
+                           + " (none: the inertias alone)")
     arguments.add_argument("--exclude-joints", default="", metavar="JOINT,...",
                            help="joints whose torques are not used and whose parameters are not fitted (a "
                                 "gripper's fingers, a joint without a torque sensor)")
-    arguments.add_argument("--prior-weight", type=float, default=DEFAULT_PRIOR_WEIGHT,
-                           help="pull toward the nominal URDF, relative to the data")
+    arguments.add_argument("--prior-weight", type=number(0.0), default=DEFAULT_PRIOR_WEIGHT,
+                           help="pull toward the nominal URDF, relative to the data (>= 0)")
     arguments.add_argument("--robust", action="store_true", help="Huber-weighted refits: outliers count less")
     arguments.add_argument("--quiet", action="store_true", help="no progress bars")
     return arguments
@@ -62,24 +75,34 @@ def main(argv=None) -> int:
     options = parser().parse_args(argv)
     started = time.monotonic()
     try:
-        urdf_xml = Path(options.urdf).read_text(encoding="utf-8")
-        joint_parameters = tuple(name.strip() for name in options.joint_parameters.split(",") if name.strip())
+        urdf_xml = read_file(options.urdf, "URDF file", MAX_URDF_BYTES)
+        outputs = [check_writable(options.output, "identified URDF")]
+        if options.report:
+            outputs.append(check_writable(options.report, "report"))
+        if len(outputs) == 2 and outputs[0].resolve() == outputs[1].resolve():
+            raise ValueError(f"--output and --report name the same file {options.output}")
         result = identify(options.recordings, urdf_xml, scheduler=options.scheduler, progress=not options.quiet,
                           floating_base=options.floating_base,
                           odometry_topic=options.odometry_topic if options.floating_base else None,
-                          topic=options.topic, cutoff=options.cutoff, joint_parameters=joint_parameters,
+                          topic=options.topic, cutoff=options.cutoff, joint_parameters=options.joint_parameters,
                           prior_weight=options.prior_weight, robust=options.robust,
                           excluded_joints=tuple(name for name in options.exclude_joints.split(",") if name))
-    except (IdentificationError, URDFError, data.DataError, OSError, ValueError) as error:
-        print(f"mbs_dynamics_identify: error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    comment = (f"Identified by mbs_dynamics_identify on {when} from {', '.join(result.sources)}, "
-               f"nominal {options.urdf}")
-    Path(options.output).write_text(identified_urdf(urdf_xml, result.layout, result.identified,
-                                                    result.fit.identified_bodies, comment), encoding="utf-8")
-    if options.report:
-        report.write_svg(options.report, result)
+        when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        comment = (f"Identified by {PROG} on {when} from {', '.join(result.sources)}, nominal {options.urdf}")
+        write_file(options.output, identified_urdf(urdf_xml, result.layout, result.identified,
+                                                   result.fit.identified_bodies, comment), "identified URDF")
+    except (ValueError, OSError, MemoryError) as error:  # IdentificationError, URDFError, DataError, FileProblem
+        say_error(PROG, error)
+        return EXIT_BAD_DATA
+    except KeyboardInterrupt:
+        say_error(PROG, "interrupted")
+        return EXIT_INTERRUPTED
+    try:
+        if options.report:
+            report.write_svg(options.report, result)
+    except (ValueError, OSError, MemoryError) as error:
+        say_error(PROG, f"{error} (the identified URDF {options.output} was written)")
+        return EXIT_BAD_DATA
     print(report.joint_table(result))
     print(report.summary(result))
     print(f"wrote {options.output}" + (f" and {options.report}" if options.report else "")

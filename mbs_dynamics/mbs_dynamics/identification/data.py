@@ -40,11 +40,22 @@ CSV format (recorded data and trajectory files alike)::
   its messages from; 0 when absent.
 * Every value is a finite decimal number; write_csv writes the shortest
   form that reads back to the same float64.
+* A CSV file is a regular file of at most MAX_CSV_BYTES (256 MiB: some 20
+  minutes of 7 joints' positions, velocities and efforts at 500 Hz; reading
+  one takes about five times its size in memory); longer recordings go in
+  bags.
+
+Bags are bounded likewise: a bag is a regular .mcap or .db3 file or a
+directory whose metadata.yaml (at most MAX_BAG_METADATA_BYTES) and other
+entries are regular files (a FIFO would block the reader, /dev/zero never
+end); at most MAX_BAG_MESSAGES messages and MAX_BAG_MESSAGE_BYTES bytes of
+them are read from the topics asked for.
 """
 from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import re
 from collections import Counter
 from contextlib import contextmanager
@@ -56,6 +67,7 @@ from typing import NamedTuple
 import numpy as np
 
 from mbs_dynamics.configuration import floating_base_state
+from mbs_dynamics.files import FileProblem, checked_file, read_file, write_file
 from mbs_dynamics.inputs import QUATERNION_TOLERANCE
 from mbs_dynamics.model import JOINT_NQ, ROOT_JOINT, Model
 
@@ -82,7 +94,18 @@ DEFAULT_ORDER = 4
 # Sample intervals further than this (relative) from their median make
 # filtered() resample onto a uniform grid first.
 UNIFORM_TOLERANCE = 0.05
+# ... but not onto more than this many times its samples: a recording with long gaps.
+MAX_RESAMPLING = 2
 TIME_ORIGIN = re.compile(r"#\s*time_origin_ns\s*:\s*(\S+)\s*$")
+# The largest CSV file read (module docstring).
+MAX_CSV_BYTES = 256 * 2**20
+# A bag's metadata.yaml: a few kB per storage file and topic.
+MAX_BAG_METADATA_BYTES = 16 * 2**20
+# Messages read from a bag's topics: over a quarter of an hour at 1 kHz, half an hour at 500 Hz; reading
+# them peaks at some 1.3 GB (1340 bytes a 6-joint JointState, measured) and takes about 45 s.
+MAX_BAG_MESSAGES = 1_000_000
+# Their serialized bytes: 500 bytes each (a 6-joint JointState takes 363 in an MCAP bag).
+MAX_BAG_MESSAGE_BYTES = 500 * MAX_BAG_MESSAGES
 
 
 class DataError(ValueError):
@@ -288,6 +311,7 @@ def _opened_bag(path: Path):
         raise DataError(f"{path}: no such file or directory")
     if path.suffix == ".bag":
         raise DataError(f"{path} is a ROS 1 bag: convert it to ROS 2 first (rosbags-convert --src {path})")
+    _check_bag_files(path)
     try:
         reader = AnyReader([path], default_typestore=_typestore())
         reader.open()
@@ -300,6 +324,25 @@ def _opened_bag(path: Path):
         yield reader
     finally:
         reader.close()
+
+
+def _check_bag_files(path: Path) -> None:
+    """DataError unless `path` is a regular file (a bag's storage file) or a
+    directory with a metadata.yaml of at most MAX_BAG_METADATA_BYTES whose
+    entries are all regular files or directories: rosbags would block on a
+    FIFO and read /dev/zero without end."""
+    what = "bag file"
+    try:
+        if not path.is_dir():
+            checked_file(path, what, float("inf"))
+            return
+        checked_file(path / "metadata.yaml", "bag metadata", MAX_BAG_METADATA_BYTES)
+        for entry in path.iterdir():
+            if not (entry.is_dir() or entry.is_file()):
+                checked_file(entry, what, float("inf"))  # says why
+    except FileProblem as error:
+        raise DataError(f"{path} is not a readable ROS 2 bag ({error}). A bag is a directory with a metadata.yaml, "
+                        "or one .mcap or .db3 file.") from None
 
 
 def _reason(error: Exception) -> str:
@@ -355,10 +398,16 @@ def _decoded_messages(reader, path: Path, topics: list, progress: bool, notes: l
     connections = [connection for connection in reader.connections if connection.topic in topics]
     decoded = {topic: [] for topic in topics}
     failures = Counter()
-    bar = tqdm(total=sum(reader.topics[topic].msgcount for topic in topics), unit="msg", disable=not progress,
-               desc=path.name)
+    count = sum(reader.topics[topic].msgcount for topic in topics)
+    if count > MAX_BAG_MESSAGES:
+        raise _too_long(path, topics, f"{count} messages")
+    read_bytes = 0
+    bar = tqdm(total=count, unit="msg", disable=not progress, desc=path.name)
     with bar:
-        for connection, receive_time, data in _raw_messages(reader, connections, path):
+        for index, (connection, receive_time, data) in enumerate(_raw_messages(reader, connections, path)):
+            read_bytes += len(data)
+            if index >= MAX_BAG_MESSAGES or read_bytes > MAX_BAG_MESSAGE_BYTES:  # the metadata's counts may lie
+                raise _too_long(path, topics, f"more than {index} messages, {read_bytes} bytes")
             bar.update()
             try:
                 message = reader.deserialize(data, connection.msgtype)
@@ -371,6 +420,12 @@ def _decoded_messages(reader, path: Path, topics: list, progress: bool, notes: l
     notes.extend(f"{count} messages on {topic} could not be decoded and were dropped"
                  for topic, count in failures.items())
     return decoded
+
+
+def _too_long(path: Path, topics: list, size: str) -> DataError:
+    return DataError(f"{path}: {', '.join(topics)} hold {size}, more than the {MAX_BAG_MESSAGES} messages of "
+                     f"{MAX_BAG_MESSAGE_BYTES / 2**20:.0f} MiB that are read from a bag; split it (ros2 bag convert, "
+                     "rosbags-convert) and give the parts")
 
 
 def _raw_messages(reader, connections, path: Path):
@@ -618,9 +673,9 @@ def read_csv(path) -> Recording:
     the line and column of what is malformed."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a spreadsheet's byte order mark is no part of 'time'
-    except (OSError, UnicodeDecodeError) as error:
-        raise DataError(f"{path}: cannot read it as a UTF-8 text file ({_reason(error)})") from None
+        text = read_file(path, "CSV file", MAX_CSV_BYTES)  # a spreadsheet's byte order mark is dropped
+    except FileProblem as error:
+        raise DataError(str(error)) from None
     origin, lines = 0, []
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
@@ -716,7 +771,8 @@ def _csv_values(path: Path, rows: list, width: int) -> np.ndarray:
 
 def write_csv(path, recording: Recording) -> Path:
     """The recording as a CSV file in the module's format (accelerations
-    included when recorded), every value exact."""
+    included when recorded), every value exact; FileProblem (a ValueError)
+    when it cannot be written."""
     header, columns = ["time"], [recording.time[:, None]]
     for quantity in QUANTITIES:
         if getattr(recording, quantity) is not None:
@@ -726,15 +782,14 @@ def write_csv(path, recording: Recording) -> Path:
         if getattr(recording, field) is not None:
             header += [f"base/{name}" for name in names]
             columns.append(getattr(recording, field))
-    path = Path(path)
-    with path.open("w", encoding="utf-8", newline="") as file:
-        file.write(f"# {recording.source or 'recording'}: time in s; positions in rad or m, velocities in rad/s "
-                   "or m/s, accelerations in rad/s^2 or m/s^2, efforts in N m or N\n")
-        file.write(f"# time_origin_ns: {recording.time_origin_ns}\n")
-        writer = csv.writer(file, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows(np.hstack(columns).tolist())  # str(float) is the shortest exact form
-    return path
+    text = io.StringIO()
+    text.write(f"# {recording.source or 'recording'}: time in s; positions in rad or m, velocities in rad/s "
+               "or m/s, accelerations in rad/s^2 or m/s^2, efforts in N m or N\n")
+    text.write(f"# time_origin_ns: {recording.time_origin_ns}\n")
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(np.hstack(columns).tolist())  # str(float) is the shortest exact form
+    return write_file(path, text.getvalue(), "CSV file")
 
 
 # --- filtering ----------------------------------------------------------
@@ -785,12 +840,19 @@ def filtered(recording: Recording, cutoff: float = DEFAULT_CUTOFF, order: int = 
     if cutoff >= rate / 2:
         raise DataError(f"{recording._what()}: cut-off {cutoff:g} Hz at or above the Nyquist frequency "
                         f"{rate / 2:.6g} Hz of its {rate:.6g} Hz samples")
+
+    def too_few(needed: float) -> DataError:
+        return DataError(f"{recording._what()}: {len(recording)} samples ({recording.duration:.3g} s) are too few "
+                         f"to filter at {cutoff:g} Hz: more than {needed:.0f} ({needed / rate:.3g} s at {rate:.6g} Hz) "
+                         "are needed")
+
+    period = rate / cutoff  # samples in a period of the cut-off; inf for a tiny cut-off
+    if not len(recording) > period:
+        raise too_few(np.ceil(period))
     sections = butter(int(order), cutoff, fs=rate, output="sos")
-    padding = max(3 * (2 * len(sections) + 1), int(np.ceil(rate / cutoff)))
+    padding = max(3 * (2 * len(sections) + 1), int(np.ceil(period)))
     if len(recording) <= padding:
-        raise DataError(f"{recording._what()}: {len(recording)} samples ({recording.duration:.3g} s) are too few "
-                        f"to filter at {cutoff:g} Hz: more than {padding} ({padding / rate:.3g} s at {rate:.6g} Hz) "
-                        "are needed")
+        raise too_few(padding)
 
     def smooth(values):
         return None if values is None else sosfiltfilt(sections, values, axis=0, padlen=padding)
@@ -823,6 +885,12 @@ def _uniform(recording: Recording) -> tuple[Recording, list]:
     step = float(np.median(steps))
     if np.max(np.abs(steps - step)) <= UNIFORM_TOLERANCE * step:
         return recording, []
+    samples = recording.duration / step + 1
+    if samples > MAX_RESAMPLING * len(recording):
+        raise DataError(f"{recording._what()}: its sample intervals range from {steps.min() * 1e3:.3g} to "
+                        f"{steps.max() * 1e3:.3g} ms; a uniform grid at the median {step * 1e3:.3g} ms would take "
+                        f"{samples:.3g} samples, more than {MAX_RESAMPLING} times its {len(recording)}: the recording "
+                        "has long gaps; cut it at them (Recording.window) and give the parts")
     time = recording.time[0] + step * np.arange(int(np.floor(recording.duration / step + 1e-9)) + 1)
     changes = {field: np.column_stack([np.interp(time, recording.time, column) for column in values.T])
                for field in (*QUANTITIES, *BASE_COLUMNS)

@@ -272,9 +272,10 @@ class _Problem:
         theta0 = log_cholesky(pseudo_inertia(bodies_p0[self.bodies]))
         length = np.exp(theta0[:, 1:4]).mean(axis=1)
         rms_v, rms_a = np.sqrt(equations.velocity_squares), np.sqrt(equations.acceleration_squares)
-        joint_scales = np.column_stack([{"friction": 1.0 / torque_scale, "damping": rms_v / torque_scale,
-                                         "offset": 1.0 / torque_scale, "armature": rms_a / torque_scale}[name]
-                                        for name in layout.joint_parameters]).ravel()  # joint-major, as p
+        scales = {"friction": 1.0 / torque_scale, "damping": rms_v / torque_scale, "offset": 1.0 / torque_scale,
+                  "armature": rms_a / torque_scale}
+        joint_scales = np.column_stack([scales[name] for name in layout.joint_parameters]).ravel() \
+            if layout.joint_parameters else np.zeros(0)  # joint-major, as p
         self.prior_rows = np.sqrt(prior_weight) * np.concatenate([
             (1.0 / np.column_stack([np.ones((self.bodies.size, 4)), np.repeat(length[:, None], 6, 1)])).ravel(),
             joint_scales])

@@ -49,7 +49,8 @@ import numpy as np
 import scipy.optimize
 
 from mbs_dynamics.identification.base_parameters import BaseParameters, base_parameters, condition_number, random_states
-from mbs_dynamics.identification.data import Recording, write_csv
+from mbs_dynamics.files import read_file, write_file
+from mbs_dynamics.identification.data import MAX_CSV_BYTES, Recording, write_csv
 from mbs_dynamics.identification.parameters import ParameterLayout
 from mbs_dynamics.joint_friction import joint_friction_torques
 from mbs_dynamics.model import Model
@@ -57,6 +58,14 @@ from mbs_dynamics.rnea import inverse_dynamics
 
 PERIOD = 10.0  # s: w_f = 0.2 pi rad/s, the highest harmonic 0.5 Hz at L = 5
 HARMONICS = 5
+# The most harmonics optimised: the constraints grow as L^2 (some 240 MB for 7 joints at 50) and the time with them.
+MAX_HARMONICS = 50
+# Characters a value takes in a trajectory file at most (the shortest exact form of a float64, and a comma).
+CSV_VALUE_CHARACTERS = 25
+# SLSQP's exit modes that leave a usable result: converged, a line search that no longer descends (at the
+# optimum, within rounding), the iteration limit. The others (incompatible constraints, singular
+# subproblems) are failures.
+SLSQP_USABLE = (0, 8, 9)
 SAMPLES_PER_HARMONIC = 20  # times a period at which the regressor and the limits are evaluated, per harmonic
 POSITION_MARGIN = 0.05  # fraction of each joint's range kept free at either end
 VELOCITY_SCALE = 0.8  # fraction of the URDF velocity limit used
@@ -180,11 +189,11 @@ class ExcitationTrajectory:
 
     def to_recording(self, rate: float, periods: int = 1) -> Recording:
         """q, v, a over `periods` periods sampled at about `rate` Hz: the times
-        spaced evenly from 0 to periods T, both ends included (at rest)."""
-        if not (np.isfinite(rate) and rate > 0.0) or int(periods) != periods or periods < 1:
-            raise ValueError(f"rate must be positive and periods a positive integer, got {rate}, {periods}")
-        duration = periods * self.period
-        times = np.linspace(0.0, duration, max(2, round(duration * rate) + 1))
+        spaced evenly from 0 to periods T, both ends included (at rest);
+        ValueError when the trajectory file would pass MAX_CSV_BYTES
+        (check_trajectory_size)."""
+        times = np.linspace(0.0, periods * self.period, check_trajectory_size(len(self.joint_names), self.period,
+                                                                              periods, rate))
         q, v, a = self.sample(times)
         return Recording(self.joint_names, times, position=q, velocity=v, acceleration=a,
                          source=f"excitation trajectory, period {self.period:g} s, {self.harmonics} harmonics")
@@ -210,15 +219,30 @@ class ExcitationTrajectory:
                    seed=values.get("seed"), message=values.get("message", ""))
 
     def save_coefficients(self, path) -> None:
-        """to_dict as JSON."""
-        with open(path, "w", encoding="utf-8") as stream:
-            json.dump(self.to_dict(), stream, indent=1)
-            stream.write("\n")
+        """to_dict as JSON; FileProblem (a ValueError) when it cannot be written."""
+        write_file(path, json.dumps(self.to_dict(), indent=1) + "\n", "coefficients file")
 
     @classmethod
     def load_coefficients(cls, path) -> ExcitationTrajectory:
-        with open(path, encoding="utf-8") as stream:
-            return cls.from_dict(json.load(stream))
+        """What save_coefficients wrote (a regular file of at most MAX_CSV_BYTES)."""
+        return cls.from_dict(json.loads(read_file(path, "coefficients file", MAX_CSV_BYTES)))
+
+
+def check_trajectory_size(joints: int, period: float, periods: int, rate: float) -> int:
+    """The rows of a trajectory file of `joints` joints over `periods` periods
+    of `period` s at `rate` Hz (ExcitationTrajectory.to_recording), once its
+    size is within MAX_CSV_BYTES, what the player and identification read;
+    ValueError otherwise, or for a rate or number of periods that is not
+    positive."""
+    if not (np.isfinite(rate) and rate > 0.0) or int(periods) != periods or periods < 1:
+        raise ValueError(f"rate must be positive and periods a positive integer, got {rate}, {periods}")
+    rows = max(2.0, np.round(periods * period * rate) + 1)
+    size = rows * (1 + 3 * joints) * CSV_VALUE_CHARACTERS
+    if not size <= MAX_CSV_BYTES:
+        raise ValueError(f"{periods} periods of {period:g} s at {rate:g} Hz make {rows:.3g} rows of {joints} joints, "
+                         f"some {size / 2**20:.3g} MiB, more than the {MAX_CSV_BYTES / 2**20:.0f} MiB of a trajectory "
+                         "file; lower the rate or the number of periods")
+    return int(rows)
 
 
 def fourier_basis(times, period: float, harmonics: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -471,6 +495,11 @@ def optimise_excitation(model: Model, joint_names=None, *, period: float = PERIO
                          f"({', '.join(layout.actuated_joints)}), got {list(joint_names)}")
     if not (np.isfinite(period) and period > 0.0):
         raise ValueError(f"period must be positive, got {period}")
+    if int(harmonics) != harmonics or not 2 <= harmonics <= MAX_HARMONICS:
+        raise ValueError(f"harmonics must be an integer from 2 (an excitation that starts at rest needs at least 2 "
+                         f"harmonics) to {MAX_HARMONICS}, got {harmonics}")
+    if int(max_iterations) != max_iterations or max_iterations < 1:
+        raise ValueError(f"max_iterations must be a positive integer, got {max_iterations}")
     limits = ExcitationLimits.from_model(model, joint_names) if limits is None else limits
     if tuple(limits.joint_names) != joint_names:
         raise ValueError(f"limits are for joints {list(limits.joint_names)}, not {list(joint_names)}")
@@ -501,6 +530,9 @@ def optimise_excitation(model: Model, joint_names=None, *, period: float = PERIO
                                      bounds=problem.q0_bounds(), constraints=constraints,
                                      options={"maxiter": max_iterations, "ftol": 1e-6})
     x, message = result.x, f"SLSQP: {result.message} ({result.nit} iterations)"
+    if result.status not in SLSQP_USABLE:
+        raise ValueError(f"the optimisation failed ({message}): the limits, period ({period:g} s) and harmonics "
+                         f"({harmonics}) may leave no room to move")
     if not _feasible(problem, x, C, d, effort_rows, effort):
         if not _feasible(problem, x0, C, d, effort_rows, effort):
             torque = np.max(np.abs(problem.values(x0)[1]), axis=0)
@@ -582,16 +614,22 @@ def approach(start, goal, times, duration: float) -> tuple[np.ndarray, np.ndarra
     return start + (goal - start) * shape, (goal - start) * rate, (goal - start) * curvature
 
 
+def trajectory_paths(path) -> tuple[Path, Path]:
+    """The trajectory file `path` and its coefficients' file beside it (suffix .json)."""
+    path = Path(path)
+    coefficients = path.with_suffix(".json")
+    if coefficients == path:
+        raise ValueError(f"the trajectory file {path} must not end in .json: its coefficients go there")
+    return path, coefficients
+
+
 def write_trajectory(path, trajectory: ExcitationTrajectory, rate: float, periods: int = 1):
     """The trajectory as a CSV file (data.write_csv: time, position/<joint>,
     velocity/<joint>, acceleration/<joint>), to_recording(rate, periods), and
     its coefficients as JSON beside it (the same name, suffix .json), which
     regenerate it exactly (ExcitationTrajectory.load_coefficients). Returns
     both paths."""
-    path = Path(path)
-    coefficients = path.with_suffix(".json")
-    if coefficients == path:
-        raise ValueError(f"the trajectory file {path} must not end in .json: its coefficients go there")
+    path, coefficients = trajectory_paths(path)
     recording = trajectory.to_recording(rate, periods)
     write_csv(path, recording.replace(source=f"{recording.source}, coefficients in {coefficients.name}"))
     trajectory.save_coefficients(coefficients)

@@ -17,6 +17,9 @@ parameters, joint by joint; with `robust`, Huber-weighted passes
 """
 from __future__ import annotations
 
+import socket
+import struct
+import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -26,7 +29,12 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from mbs_dynamics.identification import data
-from mbs_dynamics.identification.base_parameters import BaseParameters, base_parameters, condition_number
+from mbs_dynamics.identification.base_parameters import (
+    MAX_CONDITION_NUMBER,
+    BaseParameters,
+    base_parameters,
+    condition_number,
+)
 from mbs_dynamics.identification.estimation import (
     DEFAULT_PRIOR_WEIGHT,
     STICKING_VELOCITIES,
@@ -38,6 +46,7 @@ from mbs_dynamics.identification.estimation import (
 )
 from mbs_dynamics.identification.parameters import DEFAULT_JOINT_PARAMETERS, ParameterLayout
 from mbs_dynamics.model import Model
+from mbs_dynamics.parsers.urdf import MAX_MAGNITUDE
 
 CHUNK_SAMPLES = 5000
 # Dropped at each end of a filtered recording: this many periods of the cut-off.
@@ -45,12 +54,14 @@ EDGE_PERIODS = 2.0
 # A joint whose fitted rows (where it moves: estimation.fitted_rows) are fewer than this
 # fraction of the samples did not move enough to identify anything of it.
 MIN_MOVING_FRACTION = 0.05
-# Beyond this condition number the data excite some base parameter too little to fit.
-MAX_CONDITION_NUMBER = 1e6
 # Above this, a warning: the fit leans on the prior for some combinations.
 POOR_CONDITION_NUMBER = 1e3
 # Huber-reweighted refits of robust identification.
 ROBUST_PASSES = 3
+# How long (s) a Dask scheduler given by address has to answer, and the largest first message (its
+# handshake, some 60 bytes) taken from it: anything else listening there is refused, not waited for.
+SCHEDULER_TIMEOUT = 10.0
+MAX_HANDSHAKE_BYTES = 2**16
 
 
 class IdentificationError(ValueError):
@@ -139,6 +150,7 @@ def read_samples(source: str, urdf_xml: str, options: Options) -> Samples:
         if recording.effort is None:
             raise IdentificationError(f"{recording.source}: the joint states carry no efforts; identification "
                                       "needs the measured joint torques")
+        _check_magnitudes(recording)
         recording = data.filtered(recording, options.cutoff, filter_effort=False)
         edge = EDGE_PERIODS / options.cutoff
         recording = recording.window(recording.time[0] + edge, recording.time[-1] - edge)
@@ -147,6 +159,19 @@ def read_samples(source: str, urdf_xml: str, options: Options) -> Samples:
         raise IdentificationError(str(error)) from None
     return Samples(recording.source, recording.time, state.q, state.v, state.a, state.effort,
                    list(recording.warnings) + list(state.warnings))
+
+
+def _check_magnitudes(recording: data.Recording) -> None:
+    """IdentificationError for a recorded value beyond MAX_MAGNITUDE: a units
+    mistake, and squares and products of it would overflow."""
+    for quantity in data.QUANTITIES:
+        values = getattr(recording, quantity)
+        if values is not None and values.size and np.max(np.abs(values)) > MAX_MAGNITUDE:
+            row, column = np.unravel_index(np.argmax(np.abs(values)), values.shape)
+            raise IdentificationError(
+                f"{recording.source}: {quantity} of {recording.joint_names[column]} reaches "
+                f"{values[row, column]:.3g} (t = {recording.time[row]:.6g} s), beyond {MAX_MAGNITUDE:.0e}: a "
+                "units mistake? Positions are in rad or m, velocities in rad/s or m/s, efforts in N m or N")
 
 
 def _chunk_equations(samples: Samples, start: int, urdf_xml: str, options: Options, weights, robust_scale=None,
@@ -187,9 +212,10 @@ class _Runner:
         if scheduler:
             from distributed import Client
 
+            _check_scheduler(scheduler)
             try:
-                self.client = Client(scheduler, timeout="10s")
-            except OSError as error:
+                self.client = Client(scheduler, timeout=f"{SCHEDULER_TIMEOUT}s")
+            except (OSError, ValueError) as error:
                 raise IdentificationError(f"cannot reach the Dask scheduler at {scheduler}: {error}") from None
 
     def compute(self, tasks, description: str):
@@ -219,6 +245,59 @@ class _Runner:
             self.client.close()
 
 
+def _check_scheduler(address: str) -> None:
+    """IdentificationError unless a Dask scheduler answers at `address`
+    (tcp://host:port, or inproc:// in this process) within SCHEDULER_TIMEOUT:
+    its handshake, which it sends first, read with bounded size and time.
+    Dask's own client would wait without end for anything else listening
+    there, or allocate what its first 8 bytes claim (exabytes)."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.protocol.core import loads
+    from distributed.protocol.utils import unpack_frames
+
+    def refused(why: str) -> IdentificationError:
+        return IdentificationError(f"cannot use {address} as a Dask scheduler: {why}")
+
+    try:
+        scheme, location = parse_address(address)
+        if scheme == "inproc":
+            return
+        if scheme != "tcp":
+            raise refused(f"only tcp:// addresses are taken, not {scheme}://")
+        host, port = parse_host_port(location)
+    except IdentificationError:
+        raise
+    except ValueError as error:
+        raise refused(str(error)) from None
+    deadline = time.monotonic() + SCHEDULER_TIMEOUT
+    try:
+        with socket.create_connection((host, port), timeout=SCHEDULER_TIMEOUT) as connection:
+            def receive(count: int) -> bytes:
+                received = bytearray()
+                while len(received) < count:
+                    connection.settimeout(max(deadline - time.monotonic(), 1e-3))
+                    chunk = connection.recv(count - len(received))
+                    if not chunk:
+                        raise ConnectionError("it closed the connection")
+                    received += chunk
+                return bytes(received)
+
+            (size,) = struct.unpack("<Q", receive(8))
+            if size > MAX_HANDSHAKE_BYTES:
+                raise refused(f"what answers there is not Dask (its first message would have {size} bytes)")
+            handshake = loads(unpack_frames(receive(size)), deserialize=False)
+    except IdentificationError:
+        raise
+    except TimeoutError:
+        raise refused(f"no Dask handshake within {SCHEDULER_TIMEOUT:g} s (is it a Dask scheduler's address?)") from None
+    except OSError as error:
+        raise refused(error.strerror or str(error)) from None
+    except Exception as error:  # noqa: BLE001  whatever the bytes make the decoder raise
+        raise refused(f"what answers there is not Dask ({type(error).__name__})") from None
+    if not (isinstance(handshake, dict) and "pickle-protocol" in handshake):
+        raise refused("what answers there is not Dask (no handshake)")
+
+
 def identify(sources, urdf_xml: str, scheduler: str | None = None, progress: bool = True,
              **options) -> Identification:
     """Identify the parameters of the URDF's robot (ParameterLayout: inertias, and
@@ -229,6 +308,7 @@ def identify(sources, urdf_xml: str, scheduler: str | None = None, progress: boo
         layout = layout_of(urdf_xml, options)
     except ValueError as error:
         raise IdentificationError(f"the nominal URDF: {error}") from None
+    massless = _check_layout(layout)
     joints = layout.joint_coordinates()
     runner = _Runner(scheduler, progress)
     try:
@@ -239,7 +319,8 @@ def identify(sources, urdf_xml: str, scheduler: str | None = None, progress: boo
         samples = sum(sizes)
         torque_rms = np.sqrt(sum(s[0] for s in statistics) / max(samples, 1))
         moving = sum(s[1] for s in statistics)
-        warnings = [w for s in statistics for w in s[2]]
+        warnings = massless + [w for s in statistics for w in s[2]]
+        _check_efforts(layout, torque_rms)
         _check_excitation(layout, samples, moving)
         weights = 1.0 / np.maximum(torque_rms, 1e-3 * max(torque_rms.max(), 1e-12)) ** 2
 
@@ -250,6 +331,9 @@ def identify(sources, urdf_xml: str, scheduler: str | None = None, progress: boo
         equations = _total(runner.compute(chunks(_chunk_equations, weights), "normal equations")).mean()
         base = base_parameters(layout)
         condition = condition_number(equations.normal_matrix, base)
+        if not np.isfinite(condition):
+            raise IdentificationError(f"the base regressor of the recordings is not finite (condition number "
+                                      f"{condition}): look at the recorded positions and velocities")
         if not condition < MAX_CONDITION_NUMBER:
             raise IdentificationError(f"too little excitation: the base regressor's condition number is "
                                       f"{condition:.3g} (above {MAX_CONDITION_NUMBER:.0e}); record an excitation "
@@ -257,15 +341,13 @@ def identify(sources, urdf_xml: str, scheduler: str | None = None, progress: boo
         if condition > POOR_CONDITION_NUMBER:
             warnings.append(f"the base regressor's condition number is {condition:.3g}: some combinations of "
                             "parameters are barely excited and stay near their URDF values")
-        with threadpool_limits(1, "blas"):
-            result = fit(layout, equations, prior_weight=options.prior_weight, torque_scale=torque_rms)
+        result = _fit(layout, equations, options, torque_rms)
         for _ in range(ROBUST_PASSES if options.robust else 0):
             errors = _total(runner.compute(chunks(_chunk_errors, [result.parameters]), "residuals"))
             scale = np.sqrt(errors[0] / np.maximum(errors[-1], 1))
             equations = _total(runner.compute(chunks(_chunk_equations, weights, scale, result.parameters),
                                               "robust normal equations")).mean()
-            with threadpool_limits(1, "blas"):
-                result = fit(layout, equations, prior_weight=options.prior_weight, torque_scale=torque_rms)
+            result = _fit(layout, equations, options, torque_rms)
         nominal = layout.nominal()
         errors = _total(runner.compute(chunks(_chunk_errors, [nominal, result.parameters]), "evaluation"))
         first = runner.compute([recordings[0]], "plot data")[0]
@@ -280,6 +362,53 @@ def identify(sources, urdf_xml: str, scheduler: str | None = None, progress: boo
               "identified": Y @ result.parameters}
     return Identification(layout, nominal, result.parameters, result, base, condition, reports, samples,
                           [str(s) for s in sources], warnings + result.warnings, series)
+
+
+def _fit(layout: ParameterLayout, equations: NormalEquations, options: Options, torque_rms) -> Fit:
+    """estimation.fit, its failure an IdentificationError."""
+    try:
+        with threadpool_limits(1, "blas"):
+            return fit(layout, equations, prior_weight=options.prior_weight, torque_scale=torque_rms)
+    except (ValueError, np.linalg.LinAlgError) as error:  # least_squares: residuals not finite, ...
+        raise IdentificationError(f"the fit failed ({error}): the recorded torques may not be in N m or N, or "
+                                  "not match the URDF's robot") from None
+
+
+def _check_layout(layout: ParameterLayout) -> list[str]:
+    """IdentificationError when nothing can be identified: every joint left out,
+    or every body of the nominal URDF massless (the URDF's masses and inertias
+    set each body's scale; a body of zero mass stays massless, estimation.fit).
+    A warning naming the bodies of zero mass that an actuated joint moves."""
+    if not layout.actuated_joints and layout.excluded_joints:
+        raise IdentificationError(f"every joint of '{layout.model.name}' is left out (--exclude-joints "
+                                  f"{','.join(layout.excluded_joints)}): no torque is left to identify from; keep at "
+                                  "least one joint whose torques were measured")
+    if not layout.actuated_joints:
+        raise IdentificationError(f"'{layout.model.name}' has no revolute or prismatic joint: no torque to "
+                                  "identify from")
+    masses = layout.body_parameters(layout.nominal())[:, 0]
+    if not np.any(masses > 0.0):
+        raise IdentificationError(
+            f"every link of the nominal URDF '{layout.model.name}' has zero mass: identification starts from the "
+            "URDF's masses and inertias, which give each body its scale, and keeps a massless link massless, so no "
+            "inertia could be identified (gravity would be fitted as friction and damping); give the links "
+            "approximate masses and inertias (CAD or a datasheet, within a factor of 2 will do)")
+    moved = set(layout.actuated_joints)
+    massless = [name for name, joint, mass in zip(layout.body_names, layout.model.body_joint_names, masses,
+                                                  strict=True) if joint in moved and mass <= 0.0]
+    return [f"links of zero mass in the nominal URDF stay massless (not identified): {', '.join(massless)}"] \
+        if massless else []
+
+
+def _check_efforts(layout: ParameterLayout, torque_rms) -> None:
+    """IdentificationError for joints whose measured efforts are zero throughout."""
+    zero = [name for name, rms in zip(layout.actuated_joints, torque_rms, strict=True) if not rms > 0.0]
+    if zero:
+        joints = "every joint" if len(zero) == len(layout.actuated_joints) else ", ".join(zero)
+        raise IdentificationError(
+            f"the measured efforts of {joints} are zero throughout the recordings: no torque was recorded (no "
+            "torque sensor, or efforts not published); record the measured torques, or leave such joints out "
+            "(--exclude-joints)")
 
 
 def _statistics(samples: Samples, urdf_xml: str, options: Options) -> tuple[np.ndarray, np.ndarray, list[str]]:

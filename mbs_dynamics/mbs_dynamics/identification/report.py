@@ -3,6 +3,7 @@ SVG of measured against predicted torques."""
 from __future__ import annotations
 
 from mbs_dynamics import svg_plot
+from mbs_dynamics.files import write_file
 from mbs_dynamics.identification.estimation import physically_consistent
 from mbs_dynamics.identification.identify import Identification
 from mbs_dynamics.model import PRISMATIC
@@ -49,10 +50,12 @@ def summary(result: Identification) -> str:
 
 
 def write_svg(path, result: Identification) -> None:
-    """Measured, nominal and identified torques of each actuated joint on the first recording."""
+    """Measured, nominal and identified torques of each actuated joint on the
+    first recording; FileProblem (a ValueError) when it cannot be written."""
     series, model = result.series, result.layout.model
     kinds = dict(zip(model.body_joint_names, model.joint_type, strict=True))
     panels = [Panel(joint, "N" if kinds[joint] == PRISMATIC else "N m", {
         "measured": series["measured"][:, k], "nominal URDF": series["nominal"][:, k],
         "identified": series["identified"][:, k]}) for k, joint in enumerate(result.layout.actuated_joints)]
-    svg_plot.write(path, f"identification: {result.layout.model.name}, {result.sources[0]}", series["time"], panels)
+    write_file(path, svg_plot.document(f"identification: {result.layout.model.name}, {result.sources[0]}",
+                                       series["time"], panels), "report")

@@ -54,9 +54,17 @@ def identified_urdf(nominal_xml: str, layout: ParameterLayout, parameters, bodie
         if "armature" in values:
             _set_rotor_inertia(root, joint, values["armature"][joint])
     if comment:
-        root.insert(0, etree.Comment(f" {comment} "))
+        root.insert(0, etree.Comment(f" {_comment_text(comment)} "))
     etree.indent(root, space="  ")
     return etree.tostring(root, xml_declaration=True, encoding="utf-8").decode()
+
+
+def _comment_text(text: str) -> str:
+    """text as an XML comment may hold it: no '--' (file names may have it), no control characters."""
+    text = "".join(c if c.isprintable() else "?" for c in text)
+    while "--" in text:
+        text = text.replace("--", "- -")
+    return text
 
 
 def _with_drake_namespace(root):

@@ -4,7 +4,6 @@ own, until Ctrl-C (or SIGTERM) or a node's finish() or fatal error, and an
 orderly stop; and a console command's arguments split from rcl's."""
 from __future__ import annotations
 
-import argparse
 import faulthandler
 import signal
 import sys
@@ -20,6 +19,7 @@ from rclpy.qos import QoSProfile
 from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
 
+from mbs_dynamics.command_line import OneLineErrorParser  # noqa: F401  the nodes' commands take it from here
 from mbs_dynamics.ros.parameters import ParameterError
 from mbs_dynamics.ros.robot_node import ProcessNode
 
@@ -179,13 +179,6 @@ def split_ros_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
         index = argv.index("--ros-args")
         return argv[:index], argv[index:]
     return argv, []
-
-
-class OneLineErrorParser(argparse.ArgumentParser):
-    """An argument parser that says what is wrong on one line (exit code 2)."""
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def node_main(node_class: type[ProcessNode], default_name: str) -> Callable[[], None]:

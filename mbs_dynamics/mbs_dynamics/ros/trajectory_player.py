@@ -27,6 +27,14 @@ zero velocities and accelerations; then the player exits 0.
 With --whole, the whole trajectory goes out as one message of many points
 (time_from_start from the first sample, header stamp the time to start), as a
 joint_trajectory_controller takes it.
+
+What cannot be played is refused in one line on stderr: a malformed command
+line or an option out of its bounds (--rate-scale within MIN_RATE_SCALE and
+MAX_RATE_SCALE, --start-delay up to MAX_START_DELAY, a topic name rcl
+refuses) with exit code 2, as argparse; with exit code 1 a FILE that is not
+a regular file of at most data.MAX_CSV_BYTES (a FIFO, /dev/zero), is
+malformed, or whose samples the rate scale would put on the same nanosecond
+or beyond MAX_DURATION, and --ros-args that rcl refuses.
 """
 from __future__ import annotations
 
@@ -35,15 +43,23 @@ import sys
 import threading
 
 import numpy as np
+from rclpy._rclpy_pybind11 import RCLError
 from rclpy.duration import Duration
+from rclpy.exceptions import InvalidTopicNameException
+from rclpy.expand_topic_name import expand_topic_name
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
+from rclpy.validate_full_topic_name import validate_full_topic_name
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from mbs_dynamics.command_line import EXIT_BAD_DATA, OneLineErrorParser, number, say_error
 from mbs_dynamics.identification.data import Recording, read_csv
 from mbs_dynamics.ros.robot_node import ProcessNode
-from mbs_dynamics.ros.spinning import STOP_TIMEOUT, OneLineErrorParser, spin_nodes, split_ros_args
+from mbs_dynamics.ros.spinning import STOP_TIMEOUT, spin_nodes, split_ros_args
+
+PROG = "mbs_dynamics_play_trajectory"
+NODE_NAME = "trajectory_player"
 
 # Reliable, so that no sample is lost; deep enough for a burst of samples released together by a coarse /clock.
 TRAJECTORY_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000, reliability=ReliabilityPolicy.RELIABLE,
@@ -54,6 +70,11 @@ HOLD_PERIOD = 0.05  # s, ROS time
 SIM_TIME_POLL = 0.001
 # A sample published this much (s) after its time counts as late.
 LATE = 0.001
+# --rate-scale's bounds: a thousand times slower or faster than recorded.
+MIN_RATE_SCALE, MAX_RATE_SCALE = 1e-3, 1e3
+# The longest --start-delay and the longest trajectory as played (s): a day, some 30 years.
+MAX_START_DELAY = 86400.0
+MAX_DURATION = 1e9
 
 
 class Trajectory:
@@ -61,13 +82,27 @@ class Trajectory:
     first sample) and the point of each sample at the rate scale."""
 
     def __init__(self, recording: Recording, rate_scale: float):
+        """ValueError for a recording without positions, or that cannot be
+        played at rate_scale: longer than MAX_DURATION, samples on the same
+        nanosecond, values that overflow."""
         if recording.position is None:
             raise ValueError(f"{recording.source}: no position columns: a trajectory needs positions")
         self.joint_names = list(recording.joint_names)
+        duration = recording.duration / rate_scale
+        if not duration <= MAX_DURATION:
+            raise ValueError(f"{recording.source}: {recording.duration:.6g} s at rate scale {rate_scale:g} play "
+                             f"{duration:.3g} s, longer than the {MAX_DURATION:.0e} s a trajectory may last")
         self.times_ns = np.round((recording.time - recording.time[0]) / rate_scale * 1e9).astype(np.int64)
+        if np.any(np.diff(self.times_ns) <= 0):
+            k = int(np.argmax(np.diff(self.times_ns) <= 0))
+            raise ValueError(f"{recording.source}: at rate scale {rate_scale:g}, samples {k} and {k + 1} (t = "
+                             f"{recording.time[k]:.9g} and {recording.time[k + 1]:.9g} s) fall on the same nanosecond")
         self.positions = recording.position
         self.velocities = None if recording.velocity is None else recording.velocity * rate_scale
         self.accelerations = None if recording.acceleration is None else recording.acceleration * rate_scale ** 2
+        for name, values in (("velocities", self.velocities), ("accelerations", self.accelerations)):
+            if values is not None and not np.all(np.isfinite(values)):
+                raise ValueError(f"{recording.source}: the {name} overflow at rate scale {rate_scale:g}")
         # a loop's next pass starts one (last) sample interval after this one's last sample
         self.period_ns = int(self.times_ns[-1] + (self.times_ns[-1] - self.times_ns[-2] if len(self) > 1 else 0))
 
@@ -201,47 +236,57 @@ class TrajectoryPlayer(ProcessNode):
         self.get_logger().info(f"published, to start at t = {start * 1e-9:.3f} s")
 
 
+def topic_name(text: str) -> str:
+    """--topic: a topic name rcl takes (relative, ~/..., or absolute)."""
+    try:
+        validate_full_topic_name(expand_topic_name(text, NODE_NAME, "/"))
+    except (InvalidTopicNameException, ValueError) as error:
+        raise argparse.ArgumentTypeError(str(error).split(", at /")[0]) from None
+    return text
+
+
 def parse_arguments(argv: list[str]) -> tuple[argparse.Namespace, Trajectory]:
-    parser = OneLineErrorParser(prog="mbs_dynamics_play_trajectory",
+    """The command line (argparse's exit 2 for what is wrong with it) and the
+    trajectory of its file (ValueError for what is wrong with that)."""
+    parser = OneLineErrorParser(prog=PROG,
                                 description="Play a joint trajectory file as trajectory_msgs/JointTrajectory.")
     parser.add_argument("file", metavar="FILE", help="CSV: time, position/<joint>..., velocity/<joint>..., "
                                                      "acceleration/<joint>...")
-    parser.add_argument("--topic", default="reference",
+    parser.add_argument("--topic", type=topic_name, default="reference",
                         help="topic, relative to the namespace (default: reference)")
-    parser.add_argument("--rate-scale", type=float, default=1.0, metavar="R",
-                        help="play R times faster (velocities x R, accelerations x R^2; default 1)")
+    parser.add_argument("--rate-scale", type=number(MIN_RATE_SCALE, MAX_RATE_SCALE), default=1.0, metavar="R",
+                        help="play R times faster (velocities x R, accelerations x R^2; default 1; "
+                             f"{MIN_RATE_SCALE:g} to {MAX_RATE_SCALE:g})")
     parser.add_argument("--loop", action="store_true", help="play again and again until Ctrl-C")
-    parser.add_argument("--start-delay", type=float, default=0.0, metavar="S",
-                        help="seconds (ROS time) from the subscribers' arrival to the first sample")
+    parser.add_argument("--start-delay", type=number(0.0, MAX_START_DELAY), default=0.0, metavar="S",
+                        help="seconds (ROS time) from the subscribers' arrival to the first sample "
+                             f"(up to {MAX_START_DELAY:g})")
     parser.add_argument("--whole", action="store_true",
                         help="publish the whole trajectory as one multi-point message (joint_trajectory_controller)")
-    parser.add_argument("--wait-for-subscribers", type=int, default=1, metavar="N",
+    parser.add_argument("--wait-for-subscribers", type=number(0, integer=True), default=1, metavar="N",
                         help="start once N subscribers are there (default 1; 0: at once)")
     parser.add_argument("--use-sim-time", action="store_true", help="time the samples on /clock")
     arguments = parser.parse_args(argv)
-    if not 0 < arguments.rate_scale < float("inf"):
-        parser.error(f"--rate-scale must be positive and finite, got {arguments.rate_scale}")
-    if not 0 <= arguments.start_delay < float("inf"):
-        parser.error(f"--start-delay must be finite and >= 0, got {arguments.start_delay}")
-    if arguments.wait_for_subscribers < 0:
-        parser.error(f"--wait-for-subscribers must be >= 0, got {arguments.wait_for_subscribers}")
     if arguments.loop and arguments.whole:
         parser.error("--loop plays sample by sample: not with --whole")
-    try:
-        trajectory = Trajectory(read_csv(arguments.file), arguments.rate_scale)
-    except ValueError as error:  # DataError too
-        parser.error(str(error))
-    return arguments, trajectory
+    return arguments, Trajectory(read_csv(arguments.file), arguments.rate_scale)
 
 
 def main(argv: list[str] | None = None) -> None:
     argv, ros_args = split_ros_args(sys.argv[1:] if argv is None else argv)
-    arguments, trajectory = parse_arguments(argv)
+    try:
+        arguments, trajectory = parse_arguments(argv)
+    except (ValueError, MemoryError) as error:  # DataError, FileProblem: the file
+        say_error(PROG, error)
+        sys.exit(EXIT_BAD_DATA)
     overrides = [Parameter("use_sim_time", value=True)] if arguments.use_sim_time else []
-    code = spin_nodes([lambda stop: TrajectoryPlayer(
-        "trajectory_player", trajectory, arguments.topic, arguments.start_delay, arguments.loop, arguments.whole,
-        arguments.wait_for_subscribers, stop=stop, parameter_overrides=overrides)],
-        args=["mbs_dynamics_play_trajectory", *ros_args])
+    try:
+        code = spin_nodes([lambda stop: TrajectoryPlayer(
+            NODE_NAME, trajectory, arguments.topic, arguments.start_delay, arguments.loop, arguments.whole,
+            arguments.wait_for_subscribers, stop=stop, parameter_overrides=overrides)], args=[PROG, *ros_args])
+    except (RCLError, InvalidTopicNameException, ValueError) as error:  # --ros-args rcl refuses, a remapped topic
+        say_error(PROG, str(error).split(", at /")[0])
+        code = EXIT_BAD_DATA
     sys.exit(code)
 
 

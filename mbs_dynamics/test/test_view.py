@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from browser import CHANGED, changed, needs_chromium, open_page, screenshot
 from oracles import ROBOTS_DIR, Pair, robot_path
-from ros_processes import executable
+from ros_processes import executable, wait_for_node
 
 import mbs_dynamics as mbs
 from mbs_dynamics.lie import quaternion_to_matrix
@@ -295,8 +295,8 @@ def test_the_view_node_waits_for_its_robot_and_says_what_it_cannot_draw_or_use(s
 
     node = start_process([executable("mbs_dynamics_view"), "--ros-args", "-r", "__ns:=/robot2", "-p", "port:=0",
                           "-p", "diagnostics_period:=0.2"])
-    node.wait_for(r"waiting for the robot description on /robot2/robot_description", 30)
-    time.sleep(1.0)
+    node.wait_for(r"waiting for the robot description on /robot2/robot_description")
+    wait_for_node(test_node, "view")  # up and in the graph while it waits
     assert node.process.poll() is None
     missing = "package://nowhere_description/meshes/hand.dae"
     xml = Path(robot_path("panda")).read_text().replace(

@@ -675,10 +675,10 @@ def test_request_sizes_are_bounded_and_cheap_requests_keep_flowing(servers):
     for response, _ in results[:3]:
         assert not response.success and "40000 joint names: at most 4096" in response.message, response.message
     response, seconds = results[3]
-    assert response.success and seconds < 5.0, seconds  # held for 61 s once
+    assert response.success and seconds < 20.0, seconds  # held for 61 s once
     response, seconds = call_all([(talos, "forward_dynamics", contacts)])[0]
     assert not response.success and "the request has 1000 contacts: at most 16 (max_contacts)" in response.message
-    assert seconds < 2.0, seconds
+    assert seconds < 10.0, seconds
     assert panda.set_parameter("max_trajectory_points", 100_000).successful
     response, _ = call_all([(panda, "inverse_dynamics_trajectory", trajectory)])[0]
     assert response.success and len(response.efforts) == 20_000 * len(cheap.joint_state.name)

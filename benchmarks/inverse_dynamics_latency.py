@@ -7,8 +7,9 @@
 
 Prints the latency from the input's stamp (the publisher's wall clock) to the
 receipt of the efforts with that stamp (p50, p99, max), the messages lost,
-and the node's CPU use (its process, from /proc). Goals (issue 5): p99 < 3 ms,
-nothing lost.
+the node's own counts of them (the publisher's sequence numbers; its
+stamps), and the node's CPU use (its process, from /proc). Goals (issue 5):
+p99 < 3 ms, nothing lost.
 """
 import argparse
 from array import array
@@ -174,7 +175,9 @@ def main():
     print(f"  after the first second: p50 {np.percentile(latencies[~first], 50):.3f} ms, "
           f"p99 {np.percentile(latencies[~first], 99):.3f} ms, max {latencies[~first].max():.3f} ms")
     print(f"lost: {count - received} of {count} (the node received {diagnostics.get('received', '?')}, "
-          f"published {diagnostics.get('published', '?')}, dropped {diagnostics.get('dropped', '?')}); "
+          f"published {diagnostics.get('published', '?')}, dropped {diagnostics.get('dropped', '?')}, counted "
+          f"{diagnostics.get('lost_joint_states', 0)} lost, {diagnostics.get('missed_estimate', '?')} missing by "
+          f"the stamps); "
           f"node CPU: {100 * cpu / (sent_seconds + 1.0):.0f} % of one core; node compute per message: "
           f"mean {diagnostics.get('compute_us_mean', '?')} us, p99 {diagnostics.get('compute_us_p99', '?')} us")
 

@@ -47,6 +47,16 @@ def efforts_by_name(message) -> dict:
     return dict(zip(message.name, message.effort, strict=True))
 
 
+def stamp_asker(exchange, names, positions, velocities, timeout: float):
+    """ask(stamp, timeout=timeout): the node's efforts for the joint state
+    stamped `stamp` (s), None when none come within the timeout."""
+
+    def ask(stamp, timeout=timeout):
+        return exchange.ask(exchange.joint_state(names, positions, velocities, stamp), timeout=timeout)
+
+    return ask
+
+
 def test_efforts_and_momentum_match_the_core_on_panda(start_process, test_node):
     model = mbs.Model.from_urdf_file(robot_path("panda"))
     command_joints = [name for name in model.joint_names][::-1]
@@ -293,10 +303,7 @@ def test_stamps_that_go_back_for_good_are_followed(start_process, test_node):
     model = mbs.Model.from_urdf_file(robot_path("ur5"))
     node, exchange = start(start_process, test_node, "ur5", "id_stamps")
     q, v, _ = random_state(model, np.random.default_rng(8))
-    names, positions, velocities = joint_values(model, q, v)
-
-    def ask(stamp, timeout=30.0):
-        return exchange.ask(exchange.joint_state(names, positions, velocities, stamp), timeout=timeout)
+    ask = stamp_asker(exchange, *joint_values(model, q, v), timeout=30.0)
 
     assert ask(10.0) is not None
     assert ask(1e9) is not None  # a bogus stamp, 30 years ahead: taken, it is all the node knows

@@ -23,9 +23,12 @@ from mbs_dynamics.configuration import floating_base_state
 from mbs_dynamics.inputs import QUATERNION_TOLERANCE
 from mbs_dynamics.model import ROOT_JOINT
 
-# The most joint names one message or request may carry: more is refused at
-# once (a robot has tens; a joint_states of several robots, hundreds).
+# The most joint names one message or request may carry, at least: more is
+# refused at once (a robot has tens; a joint_states of several robots,
+# hundreds). A model of many joints raises it to NAMES_PER_JOINT names per
+# URDF joint (JointMap.max_names): a joint_states of a few such robots.
 MAX_JOINT_NAMES = 4096
+NAMES_PER_JOINT = 4
 
 # Values per box of a world_boxes parameter: size (3), centre (3), yaw.
 BOX_VALUES = 7
@@ -61,6 +64,8 @@ class JointMap:
         self.q_index = np.array([model.q_index(name) for name in self.names], dtype=np.int64)
         self.v_index = np.array([model.v_index(name) for name in self.names], dtype=np.int64)
         self._by_name = {name: k for k, name in enumerate(self.names)}
+        # the most names a message may carry: MAX_JOINT_NAMES, or more for a model of many joints
+        self.max_names = max(MAX_JOINT_NAMES, NAMES_PER_JOINT * len(model.description.joints))
         self.neutral = model.neutral_configuration()
         limit = model.effort_limit  # a URDF effort of 0 means none given
         self.effort_limit = np.where(np.isfinite(limit) & (limit > 0), limit, np.inf)  # (nv,): inf = none
@@ -69,17 +74,16 @@ class JointMap:
 
     def match(self, names) -> NameMatch:
         """The NameMatch of a message's joint names (cached: a stream repeats
-        them); O(len(names)), at most MAX_JOINT_NAMES."""
-        if len(names) > MAX_JOINT_NAMES:
-            raise InvalidInput("too_many_names", f"{len(names)} joint names: at most {MAX_JOINT_NAMES} are accepted "
+        them); O(len(names)), at most max_names."""
+        if len(names) > self.max_names:
+            raise InvalidInput("too_many_names", f"{len(names)} joint names: at most {self.max_names} are accepted "
                                                  f"(model '{self.model.name}' has {len(self.names)} joints)")
         key = tuple(names)
         found = self._matches.get(key)
         if found is None:
             if len(set(key)) != len(key):
                 repeated = sorted(name for name, count in Counter(key).items() if count > 1)
-                raise InvalidInput("invalid", f"joint names repeat: {repeated[:10]}"
-                                              + (f" and {len(repeated) - 10} more" if len(repeated) > 10 else ""))
+                raise InvalidInput("invalid", f"joint names repeat: {listed(repeated)}")
             pairs = [(i, self._by_name[name]) for i, name in enumerate(key) if name in self._by_name]
             seen = {joint for _, joint in pairs}
             found = NameMatch(
@@ -96,10 +100,15 @@ class JointMap:
         return found
 
     def order(self, names) -> np.ndarray:
-        """v indices of `names` (all must be joints of the model), e.g. command_joints."""
+        """v indices of `names` (each a joint of the model, once), e.g.
+        command_joints; ValueError naming the unknown or repeated ones."""
         unknown = [name for name in names if name not in self._by_name]
         if unknown:
-            raise ValueError(f"unknown joints {unknown}; the model's are {list(self.names)}")
+            raise ValueError(f"unknown joints {listed(unknown)}; the model's are {listed(self.names, 50)}")
+        repeated = sorted(name for name, count in Counter(names).items() if count > 1)
+        if repeated:
+            raise ValueError(f"joints listed twice: {listed(repeated)} (each joint once: the values of a joint listed "
+                             "twice would overwrite each other)")
         return self.v_index[[self._by_name[name] for name in names]]
 
     def command_order(self, command_joints) -> np.ndarray:
@@ -109,6 +118,14 @@ class JointMap:
             return self.order(list(command_joints) or list(self.names))
         except ValueError as error:
             raise ValueError(f"command_joints: {error}") from None
+
+
+def listed(names, most: int = 10, length: int = 80) -> str:
+    """Names for a message, bounded: the first `most` (each cut to `length`
+    characters) as a list, and how many more."""
+    names = list(names)
+    shown = [name if len(name) <= length else f"{name[:length]}..." for name in names[:most]]
+    return f"{shown}" + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def named_values(match: NameMatch, values, what: str) -> np.ndarray | None:

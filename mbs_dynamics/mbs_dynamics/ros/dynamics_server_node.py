@@ -20,7 +20,8 @@ large to compute with) gets ``success: false`` and a message saying what is
 wrong; the node goes on. No answer carries a NaN or an infinity: one that
 would is refused.
 
-What one request may cost is bounded: at most MAX_JOINT_NAMES names,
+What one request may cost is bounded: at most JointMap.max_names names
+(4096, or 4 per URDF joint for a model of more than 1024 joints),
 max_contacts contacts, MAX_FRAMES frames, max_trajectory_points points. A
 large request (LARGE: more than 8 contacts, 100 frames or 1000 points) is
 answered one at a time; another one meanwhile is refused as busy, so that

@@ -12,7 +12,8 @@ published with the input's stamp:
     ~/centroidal_momentum  mbs_dynamics_interfaces/CentroidalMomentum
     ~/base_wrench          geometry_msgs/WrenchStamped, floating base without
                            contacts: the wrench [n; f] the base would need, base axes
-    /diagnostics           compute time, counts of what was received, published, dropped
+    /diagnostics           compute time, counts of what was received, published,
+                           dropped, lost on the way and missing by the stamps
 
 Acceleration sources: 'zero' (gravity and velocity-product compensation);
 'reference' (the first point of ~/reference: its positions and velocities
@@ -31,16 +32,23 @@ torques of the URDF's <dynamics> (mbs.joint_friction_torques) at the measured
 or the reference velocities; the armature (transmissions, or the
 armature_joints and armature parameters) is part of the model.
 
-Bad input never stops the node: a message with a missing joint, wrong array
-lengths, non-finite values, more than MAX_JOINT_NAMES names, a state too large
-to compute with, a stamp older than the last one, or (floating base) no
-odometry yet is dropped and counted, with a throttled warning; joint names the
-model does not know are ignored, warned once. Stamps that go back for good (a
-simulator's ~/reset, a bag replayed, or one bad stamp far in the future) are
-followed after a jump back of more than STAMP_JUMP_BACK or LATE_IN_A_ROW late
-messages in a row, said each time. A new robot_description at run time is
-refused with a warning: the node keeps the model it started with (restart it
-to load another robot).
+Bad input never stops the node: a message with a stamp older than the last
+one, a missing joint, wrong array lengths, non-finite values, more names than
+the model's cap (JointMap.max_names), a state too large to compute with, or
+(floating base) no odometry yet is dropped and counted, with a throttled
+warning; joint names the model does not know are ignored, warned once. Stamps
+that go back for good (a simulator's ~/reset, a bag replayed, or one bad stamp
+far in the future) are followed after a jump back of more than
+STAMP_JUMP_BACK or LATE_IN_A_ROW late messages in a row, said each time.
+command_joints and gain_joints name each joint once. A new robot_description
+at run time is refused with a warning: the node keeps the model it started
+with (restart it to load another robot).
+
+What never arrives is counted too (input_loss): joint_states and odom
+messages lost on the way (gaps in each publisher's sequence numbers: 'lost_*'),
+and the messages missing from the joint_states stream at its rate, estimated
+from the stamps of the messages in order (expected_rate, or the period
+learned from them: 'input_gaps', 'missed_estimate', 'input_pauses').
 """
 from __future__ import annotations
 
@@ -59,15 +67,21 @@ from trajectory_msgs.msg import JointTrajectory
 import mbs_dynamics as mbs
 from mbs_dynamics.differentiation import FilteredDerivative
 from mbs_dynamics.joint_friction import SMOOTHING_VELOCITY
-from mbs_dynamics.ros.conversions import InvalidInput, JointMap, base_state, measured_state, set_vector, stamp_seconds
+from mbs_dynamics.ros.conversions import (InvalidInput, JointMap, base_state, listed, measured_state, set_vector,
+                                         stamp_seconds)
+from mbs_dynamics.ros.input_loss import StampGaps
 from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values, timings
 from mbs_dynamics.ros.spinning import node_main
 from mbs_dynamics.tracking import computed_torque_acceleration
 from mbs_dynamics_interfaces.msg import CentroidalMomentum
 
-# A 1 kHz stream: never block the publisher; a queue that outlasts a 100 ms stall.
-STREAM_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
+# A 1 kHz stream: never block the publisher (best effort matches any); by
+# default a queue that outlasts a 1 s stall of the node's process (the
+# middleware keeps only `depth` messages the node has not taken: TALOS at
+# 1 kHz beside two CPU hogs lost 6.5-13 % of its joint_states at depth 100,
+# none at 1000); input_queue_depth sets it.
+STREAM_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000, reliability=ReliabilityPolicy.BEST_EFFORT)
 COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=50, reliability=ReliabilityPolicy.RELIABLE)
 ACCELERATION_SOURCES = ("zero", "reference", "differentiate")
 FRICTION_COMPENSATIONS = ("none", "measured", "reference")
@@ -76,8 +90,10 @@ CONTACT_TYPES = ("point", "frame")
 # so do this many late messages in a row: the node then follows the new stamps.
 STAMP_JUMP_BACK = 1.0
 LATE_IN_A_ROW = 3
-# Unknown joint names warned about, at most (each once).
+# Unknown joint names warned about, at most (each once), kept by their first
+# WARNED_NAME_LENGTH characters (a name can be as long as a message).
 MAX_WARNED_NAMES = 1000
+WARNED_NAME_LENGTH = 200
 
 
 class InverseDynamicsNode(RobotNode):
@@ -117,6 +133,14 @@ class InverseDynamicsNode(RobotNode):
         ParameterSpec("contact_type", "point",
                       "Contacts at contact_frames: 'point' (a force at each frame origin: feet) or 'frame' "
                       "(a wrench: soles)."),
+        ParameterSpec("input_queue_depth", STREAM_QOS.depth,
+                      "Messages of joint_states (and odom) kept while the node cannot take them (best-effort, "
+                      "keep last): the default outlasts a 1 s stall at 1 kHz; a small queue keeps the efforts "
+                      "fresh when the node falls behind (~/effort_command carries no stamp) and loses the rest "
+                      "(counted: lost_joint_states).", read_only=True, bounds=(1, 100_000)),
+        ParameterSpec("expected_rate", 0.0,
+                      "Rate (Hz) of joint_states, by which the messages missing from the stream are counted "
+                      "(missed_estimate in the diagnostics); 0 = learned from the stamps.", bounds=(0.0, 1e6)),
         diagnostics_period(),
     )
 
@@ -133,6 +157,7 @@ class InverseDynamicsNode(RobotNode):
         self._warned_unknown: set[str] = set()
         self._last_stamp = -np.inf
         self._late = 0  # late messages in a row
+        self._stamp_gaps = StampGaps(self._expected_period(self.settings))
         self._odometry = None
         self._reference = None
         self._reference_stale = False
@@ -144,10 +169,11 @@ class InverseDynamicsNode(RobotNode):
         self.momentum_publisher = self.create_publisher(CentroidalMomentum, "~/centroidal_momentum", COMMAND_QOS)
         self.wrench_publisher = (self.create_publisher(WrenchStamped, "~/base_wrench", COMMAND_QOS)
                                  if self.model.floating_base else None)
-        # best effort is compatible with any publisher
-        self.create_subscription(JointState, "joint_states", self._process, STREAM_QOS)
+        stream = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=self.parameter("input_queue_depth"),
+                            reliability=ReliabilityPolicy.BEST_EFFORT)
+        self.create_counted_subscription(JointState, "joint_states", self._process, stream)
         if self.model.floating_base:
-            self.create_subscription(Odometry, "odom", self._on_odometry, STREAM_QOS)
+            self.create_counted_subscription(Odometry, "odom", self._on_odometry, stream)
         self.create_subscription(JointTrajectory, "~/reference", self._on_reference, COMMAND_QOS)
         self.report_diagnostics("inverse dynamics")
         self.get_logger().info(
@@ -172,8 +198,8 @@ class InverseDynamicsNode(RobotNode):
     def settings_with(self, changes: dict) -> dict:
         value = {name: changes.get(name, self.parameter(name)) for name in (
             "acceleration_source", "reference_timeout", "differentiation_cutoff", "command_joints",
-            "clamp_to_effort_limits", "contact_frames", "contact_type", "diagnostics_period", "friction_compensation",
-            "friction_smoothing", "gain_joints", "position_gains", "velocity_gains")}
+            "clamp_to_effort_limits", "contact_frames", "contact_type", "diagnostics_period", "expected_rate",
+            "friction_compensation", "friction_smoothing", "gain_joints", "position_gains", "velocity_gains")}
         if value["acceleration_source"] not in ACCELERATION_SOURCES:
             raise ValueError(f"acceleration_source must be one of {ACCELERATION_SOURCES}, "
                              f"got '{value['acceleration_source']}'")
@@ -183,8 +209,12 @@ class InverseDynamicsNode(RobotNode):
         if value["friction_compensation"] not in FRICTION_COMPENSATIONS:
             raise ValueError(f"friction_compensation must be one of {FRICTION_COMPENSATIONS}, "
                              f"got '{value['friction_compensation']}'")
+        try:  # checked even while no gains use it: gains set later would find it wrong
+            gain_order = self.joints.order(list(value["gain_joints"]) or list(self.joints.names))
+        except ValueError as error:
+            raise ValueError(f"gain_joints: {error}") from None
         value["position_gains"], value["velocity_gains"] = (
-            self._gains(name, value[name], value["gain_joints"]) for name in ("position_gains", "velocity_gains"))
+            self._gains(name, value[name], gain_order) for name in ("position_gains", "velocity_gains"))
         value["tracking"] = bool(np.any(value["position_gains"]) or np.any(value["velocity_gains"]))
         frames = list(value["contact_frames"])
         if frames and not self.model.floating_base:
@@ -196,8 +226,9 @@ class InverseDynamicsNode(RobotNode):
         value["contacts"] = [contact(frame) for frame in frames]
         return value
 
-    def _gains(self, name: str, values, gain_joints) -> np.ndarray:
-        """(nv,) gains of the parameter `name` (its description); ValueError naming it."""
+    def _gains(self, name: str, values, index: np.ndarray) -> np.ndarray:
+        """(nv,) gains of the parameter `name` (its description), `index` the
+        v indices of gain_joints; ValueError naming it."""
         values = np.asarray(list(values), dtype=float)
         if not np.all(np.isfinite(values) & (values >= 0.0)):
             raise ValueError(f"{name} must be finite and >= 0, got {values.tolist()}")
@@ -205,10 +236,6 @@ class InverseDynamicsNode(RobotNode):
         if values.size == 1:
             gains[self.joints.v_index] = values[0]
         elif values.size:
-            try:
-                index = self.joints.order(list(gain_joints) or list(self.joints.names))
-            except ValueError as error:
-                raise ValueError(f"gain_joints: {error}") from None
             if values.size != index.size:
                 raise ValueError(f"{name} has {values.size} values for {index.size} joints (gain_joints)")
             gains[index] = values
@@ -246,7 +273,7 @@ class InverseDynamicsNode(RobotNode):
         start = time.perf_counter()
         self.counts["received"] += 1
         try:
-            self._compute_and_publish(message)
+            self._compute_and_publish(message, self._stamp(message))
             self.counts["published"] += 1
         except InvalidInput as error:
             self.drop(error.reason, str(error))
@@ -259,23 +286,24 @@ class InverseDynamicsNode(RobotNode):
     def apply_settings(self, settings: dict, changed: set) -> None:
         super().apply_settings(settings, changed)
         self._velocity_derivative.cutoff = settings["differentiation_cutoff"]
+        self._stamp_gaps.given_period = self._expected_period(settings)
+
+    @staticmethod
+    def _expected_period(settings: dict) -> float | None:
+        """The period (s) of joint_states that expected_rate gives (None: learn it)."""
+        return 1.0 / settings["expected_rate"] if settings["expected_rate"] > 0 else None
 
     # --- the computation ----------------------------------------------------
 
-    def _state(self, message: JointState) -> tuple[np.ndarray, np.ndarray, float]:
-        """(q, v, stamp in s) of a joint_states message (and odom)."""
-        match = self.joints.match(message.name)
-        self._warn_unknown(match.unknown)
-        base = None
-        if self.model.floating_base:
-            if self._odometry is None:
-                raise InvalidInput("no_odometry", "no odom received yet: the floating base's state is unknown")
-            base = self._odometry[:2]
-        q, v = measured_state(self.joints, match, message, base)
+    def _stamp(self, message: JointState) -> float:
+        """The stamp (s) of a joint_states message, judged before its content:
+        InvalidInput for a late one; stamps that went back for good are
+        followed. The stream's gaps are counted (StampGaps)."""
         stamp = stamp_seconds(message.header.stamp)
         if stamp < self._last_stamp:
             self._late += 1
             if self._last_stamp - stamp <= STAMP_JUMP_BACK and self._late < LATE_IN_A_ROW:
+                self._stamp_gaps.late()
                 raise InvalidInput("stamp_backwards", f"joint_states stamp {stamp:.6f} s is before the last one "
                                                       f"({self._last_stamp:.6f} s)")
             self.counts["stamp_jumps_back"] += 1
@@ -284,9 +312,27 @@ class InverseDynamicsNode(RobotNode):
                 "a bag replayed, or one bad stamp before): following the new stamps",
                 throttle_duration_sec=WARNING_PERIOD)
             self._velocity_derivative.reset()
+            self._stamp_gaps.restart()
         self._late = 0
         self._last_stamp = stamp
-        return q, v, stamp
+        missing = self._stamp_gaps.in_order(stamp)
+        if missing:
+            gaps = self._stamp_gaps
+            self.get_logger().warning(
+                f"joint_states: {missing} message(s) missing from the stream by its stamps (period "
+                f"{gaps.period * 1e3:.4g} ms; {gaps.missed} so far)", throttle_duration_sec=WARNING_PERIOD)
+        return stamp
+
+    def _state(self, message: JointState) -> tuple[np.ndarray, np.ndarray]:
+        """(q, v) of a joint_states message (and odom)."""
+        match = self.joints.match(message.name)
+        self._warn_unknown(match.unknown)
+        base = None
+        if self.model.floating_base:
+            if self._odometry is None:
+                raise InvalidInput("no_odometry", "no odom received yet: the floating base's state is unknown")
+            base = self._odometry[:2]
+        return measured_state(self.joints, match, message, base)
 
     def _accelerations(self, q, v, stamp) -> tuple[np.ndarray, np.ndarray | None]:
         """a from the acceleration source, and the reference's velocities (None
@@ -325,10 +371,10 @@ class InverseDynamicsNode(RobotNode):
         q[:], v[:] = q_ref, v_ref
         return a, v_ref
 
-    def _compute_and_publish(self, message: JointState) -> None:
+    def _compute_and_publish(self, message: JointState, stamp: float) -> None:
         """Everything computed first (the core raises rather than return a NaN),
         then published."""
-        q, v, stamp = self._state(message)
+        q, v = self._state(message)
         measured_v = v.copy()
         a, v_ref = self._accelerations(q, v, stamp)
         settings, model = self.settings, self.model
@@ -394,10 +440,10 @@ class InverseDynamicsNode(RobotNode):
     # --- reporting ----------------------------------------------------------
 
     def _warn_unknown(self, names) -> None:
-        new = [name for name in names if name not in self._warned_unknown]
+        new = [name[:WARNED_NAME_LENGTH] for name in names if name[:WARNED_NAME_LENGTH] not in self._warned_unknown]
         if new and len(self._warned_unknown) < MAX_WARNED_NAMES:
             self._warned_unknown.update(new)
-            self.get_logger().warning(f"ignoring joints the model does not have: {new}")
+            self.get_logger().warning(f"ignoring joints the model does not have: {listed(new, 20)}")
 
     def _say_stale(self, message: str) -> None:
         self.counts["stale_reference"] += 1
@@ -406,11 +452,19 @@ class InverseDynamicsNode(RobotNode):
             self.get_logger().warning(message)
 
     def diagnostics(self) -> tuple[str, dict, bool]:
-        dropped = self.dropped()
-        values = {"received": self.counts["received"], "published": self.counts["published"], "dropped": dropped}
+        dropped, lost, gaps = self.dropped(), self.lost(), self._stamp_gaps
+        values = {"received": self.counts["received"], "published": self.counts["published"], "dropped": dropped,
+                  "lost": lost}
         values.update({key: count for key, count in sorted(self.counts.items()) if key not in values})
+        period = gaps.period
+        values.update(input_gaps=gaps.gaps, missed_estimate=gaps.missed, input_pauses=gaps.pauses,
+                      input_period_us="unknown" if period is None else f"{period * 1e6:.1f}",
+                      input_regular=gaps.regular)
         values.update(timing_values("compute", self.compute_times))
-        return f"{self.counts['published']} published, {dropped} dropped", values, dropped > 0
+        message = f"{self.counts['published']} published, {dropped} dropped, {lost} lost"
+        if gaps.missed:
+            message += f", {gaps.missed} missing by the stamps"
+        return message, values, dropped > 0 or lost > 0 or gaps.missed > 0
 
 
 main = node_main(InverseDynamicsNode, "inverse_dynamics")

@@ -12,6 +12,10 @@ element.
 
 A parameter change at run time is checked (settings_with) before it is set,
 and the node's settings are replaced once it is (apply_settings).
+
+What the node drops is counted by reason (drop); what never reached it, by
+topic (create_counted_subscription: gaps in each publisher's sequence
+numbers, input_loss.PublisherSequences); both with a throttled warning.
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ from rclpy.task import Future
 from std_msgs.msg import String
 
 from mbs_dynamics import Model, RobotDescription, URDFError, parse_urdf_file, parse_urdf_string
+from mbs_dynamics.ros.input_loss import PublisherSequences, with_message_info
 from mbs_dynamics.ros.parameters import COMMON_PARAMETERS, ParameterSpec, declare_parameters
 
 # How often a node that waits for robot_description says so again (s).
@@ -244,6 +249,34 @@ class RobotNode(ProcessNode):
         # a copy: other threads add keys
         return sum(count for key, count in list(self.counts.items()) if key.startswith("dropped_"))
 
+    def create_counted_subscription(self, kind, topic: str, callback: Callable, qos: QoSProfile, **kwargs):
+        """A subscription whose messages that never arrive are counted under
+        'lost_<topic>' (lose): the gaps in each publisher's sequence numbers,
+        where the middleware gives them (Fast DDS does). callback(message) as
+        for create_subscription."""
+        sequences = PublisherSequences()
+        name = topic.strip("/~").replace("/", "_")
+
+        def receive(message, info) -> None:
+            missing = sequences.observe(info)
+            if missing:
+                self.lose(name, missing)
+            callback(message)
+
+        return self.create_subscription(kind, topic, with_message_info(receive), qos, **kwargs)
+
+    def lose(self, topic: str, count: int) -> None:
+        """Count `count` messages of `topic` that never reached the node and say so, throttled."""
+        self.counts[f"lost_{topic}"] += count
+        self.get_logger().warning(
+            f"{count} {topic} message(s) never reached the node ({self.counts[f'lost_{topic}']} so far): the "
+            "subscription's queue overflowed while the node could not run, or the transport dropped them (a "
+            "best-effort message too large for it)", throttle_duration_sec=WARNING_PERIOD)
+
+    def lost(self) -> int:
+        """The messages that never reached the node so far, of any topic."""
+        return sum(count for key, count in list(self.counts.items()) if key.startswith("lost_"))
+
     def report_diagnostics(self, title: str) -> None:
         """Publish diagnostics() every diagnostics_period on /diagnostics: one
         status '<fully qualified node name>: <title>' (several robots share
@@ -279,13 +312,19 @@ def new_warnings(model: Model) -> list[str]:
     return new
 
 
+# Moving joints named in the line that describes a robot, at most.
+DESCRIBED_JOINTS = 100
+
+
 def describe_joints(robot: RobotDescription) -> str:
-    """One line: the joints that move, in model order, and the fixed ones."""
+    """One line: the joints that move, in model order (the first
+    DESCRIBED_JOINTS), and the fixed ones."""
     moving = [f"{j.name} ({j.type}{', mimics ' + j.mimic.joint if j.mimic else ''})"
               for j in robot.joints.values() if j.type != "fixed"]
     fixed = sum(j.type == "fixed" for j in robot.joints.values())
+    more = f" and {len(moving) - DESCRIBED_JOINTS} more" if len(moving) > DESCRIBED_JOINTS else ""
     return (f"{len(robot.links)} links from root '{robot.root}', {len(moving)} moving joints: "
-            f"{', '.join(moving) or 'none'}; {fixed} fixed joints")
+            f"{', '.join(moving[:DESCRIBED_JOINTS]) or 'none'}{more}; {fixed} fixed joints")
 
 
 def timings() -> deque:

@@ -328,7 +328,7 @@ class Simulation:
             raise ValueError(f"dt must be a positive finite number, got {dt}")
         if not 0.0 <= stabilization <= 1.0:
             raise ValueError(f"stabilization must be in [0, 1], got {stabilization}")
-        self.model, self.dt, self.integrator, self.margin = model, dt, integrator, float(margin)
+        self.model, self.dt, self.integrator = model, dt, integrator
         self._settings = np.array((dt, stabilization, margin, tolerance, max_iterations, INTEGRATOR_CODES[integrator],
                                    0.0, 1))
         self.tolerance = tolerance
@@ -424,16 +424,6 @@ class Simulation:
         self._impulses[:] = 0.0
         self._joint_impulses = np.zeros(self.model.nv)
         self.last: ContactStep | None = None
-
-    def penetration(self, q=None) -> Penetration | None:
-        """The deepest contact point inside an obstacle of the world at q (by
-        default the current state), or None when none lies deeper than the
-        margin (a point within it counts as touching)."""
-        return penetration(self.model, self.world, self.q if q is None else q, self.margin)
-
-    def lifted_clear(self, q) -> tuple[np.ndarray, float, Penetration | None]:
-        """lifted_clear (the module function) in this world, to within the margin."""
-        return lifted_clear(self.model, self.world, q, self.margin)
 
     @property
     def contact_forces(self) -> np.ndarray:

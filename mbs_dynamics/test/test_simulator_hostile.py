@@ -261,6 +261,8 @@ def test_unusable_parameters_are_refused_in_one_line(start_process, test_node, t
                                       "numbers >= 0, got 3 values; stopping",
         "imu_bias:=[-1.0, 0.0]": "imu_bias must be [gyroscope, accelerometer] standard deviations: two finite "
                                  "numbers >= 0, got [-1.0, 0.0]; stopping",
+        "joint_commands_topic:='bad topic'": "joint_commands_topic 'bad topic' is not a topic name: topic name must "
+                                             "not contain characters other than alphanumerics",
     }
     for parameter, message in stops.items():
         code, output = simulator_exits(start_process, "ur5", parameter, "imu_links:=[tool0]")

@@ -65,8 +65,10 @@ import numpy as np
 from geometry_msgs.msg import TransformStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.exceptions import InvalidTopicNameException
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.validate_topic_name import validate_topic_name
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray
@@ -278,6 +280,7 @@ class SimulatorNode(RobotNode):
             self.imus = self._sensor_frames("imu_links", self.model.frames, "links")
             self.force_torque_bodies = {joint: mbs.sensors.sensor_joint_body(self.model, joint)
                                         for joint in self._sensor_frames("ft_joints", self.joints.names, "joints")}
+            self._check_topic_name("joint_commands_topic")
             self.imu_noise = mbs.sensors.ImuNoise(len(self.imus), self.parameter("imu_noise"),
                                                   self.parameter("imu_bias"), names=("imu_noise", "imu_bias"))
             self.settings = self.settings_with({})
@@ -396,6 +399,15 @@ class SimulatorNode(RobotNode):
         for warning in geometry.warnings:
             self.get_logger().warning(f"collision geometry: {warning}")
         return geometry
+
+    def _check_topic_name(self, parameter: str) -> None:
+        """ValueError, in one line, unless the parameter is a valid topic name."""
+        topic = self.parameter(parameter)
+        try:
+            validate_topic_name(topic)
+        except InvalidTopicNameException as error:
+            raise ValueError(f"{parameter} {topic[:100]!r} is not a topic name: "
+                             f"{str(error).splitlines()[0].removeprefix('Invalid topic name: ').rstrip(':')}") from None
 
     def _sensor_frames(self, parameter: str, known, what: str) -> list[str]:
         names = list(self.parameter(parameter))

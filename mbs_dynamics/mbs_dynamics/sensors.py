@@ -1,6 +1,6 @@
 """What a robot's sensors read in a simulation state (q, v, a): an IMU on a
-link and a force-torque sensor at a joint, without noise (the simulator node
-adds its own).
+link and a force-torque sensor at a joint, without noise; ImuNoise adds an
+IMU's white noise and constant bias to a reading.
 
 IMU: the link frame's orientation (world <- frame, unit quaternion x, y, z,
 w), its angular velocity in its own axes, and the proper acceleration of its
@@ -74,3 +74,43 @@ def sensor_joint_body(model: Model, joint: str) -> int:
                              "is computed; put the sensor at a moving joint")
         raise ValueError(f"model '{model.name}' has no joint '{joint}'")
     return model.body_joint_names.index(joint)
+
+
+class ImuNoise:
+    """White noise and a constant bias on the gyroscopes and accelerometers of
+    `count` IMUs: `noise` and `bias` are [gyroscope (rad/s), accelerometer
+    (m/s^2)] standard deviations, each two finite numbers >= 0 (ValueError
+    naming `names`' entry otherwise); each IMU axis' bias is drawn once, here,
+    the noise at each reading, from the generator of `seed` (an int, a
+    numpy Generator, or None: fresh entropy)."""
+
+    def __init__(self, count: int, noise=(0.0, 0.0), bias=(0.0, 0.0), seed=None,
+                 names: tuple[str, str] = ("noise", "bias")):
+        self.noise = standard_deviations(noise, names[0])
+        bias = standard_deviations(bias, names[1])
+        self._generator = np.random.default_rng(seed)
+        # (count, 2, 3): each IMU's gyroscope and accelerometer bias
+        self.biases = bias[None, :, None] * self._generator.normal(size=(count, 2, 3))
+
+    @property
+    def variances(self) -> np.ndarray:
+        """[gyroscope, accelerometer] variance of the white noise (a covariance's diagonal)."""
+        return self.noise**2
+
+    def reading(self, imu: int, angular_velocity, proper_acceleration) -> tuple[np.ndarray, np.ndarray]:
+        """(angular velocity, proper acceleration) of IMU `imu` (an index below
+        count) with its bias and a draw of the noise added."""
+        drawn = self.biases[imu] + self.noise[:, None] * self._generator.normal(size=(2, 3))
+        return (np.asarray(angular_velocity, dtype=float) + drawn[0],
+                np.asarray(proper_acceleration, dtype=float) + drawn[1])
+
+
+def standard_deviations(value, name: str) -> np.ndarray:
+    """[gyroscope, accelerometer] standard deviations as an array (2,);
+    ValueError saying what is wrong with `name` unless two finite numbers >= 0."""
+    deviations = np.asarray(value, dtype=float)
+    if deviations.shape != (2,) or not np.all(np.isfinite(deviations)) or np.any(deviations < 0):
+        got = deviations.tolist() if deviations.shape == (2,) else f"{deviations.size} values"
+        raise ValueError(f"{name} must be [gyroscope, accelerometer] standard deviations: two finite numbers "
+                         f">= 0, got {got}")
+    return deviations

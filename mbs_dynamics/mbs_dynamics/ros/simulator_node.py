@@ -37,9 +37,17 @@ A command applies until a newer one arrives; once older than command_timeout
 zero, said once; position targets hold. Efforts beyond the URDF effort limits
 are clamped to them (counted, with a throttled warning), and so is every
 actuator's effort. Bad commands are dropped and counted with a throttled
-warning. The world (ground_*, contact_frames, contact_points, world_boxes,
+warning, naming the joint: non-finite values, and beyond LARGEST_VALUE a
+position or velocity target, or an effort on a joint without an effort limit.
+The world (ground_*, contact_frames, contact_points, world_boxes,
 contact_compliance) and the actuators can be changed at run time and apply at
-once; the initial state (initial_*) applies at the next ~/reset. ~/step takes
+once; the initial state (initial_*) applies at the next ~/reset. A state that
+puts a contact point inside the ground or a box (start-up, ~/reset,
+~/set_state, a change of the world) has its floating base lifted clear, said
+in the log and the answer; a fixed base that would lie inside a box is
+refused, with the depth. The services wait at most SERVICE_WAIT for the
+simulation and then answer "busy"; requests queue up to SERVICE_QUEUE deep.
+~/step takes
 at most MAX_STEPS_PER_REQUEST steps, in compiled calls of some CALL_SECONDS
 of wall-clock time each, publishes once at its end, and ends early, saying so, on ~/pause false,
 ~/reset or shutdown; the services are served while it runs. The
@@ -51,13 +59,16 @@ from __future__ import annotations
 import threading
 import time
 from array import array
+from contextlib import contextmanager
 
 import numpy as np
 from geometry_msgs.msg import TransformStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.exceptions import InvalidTopicNameException
 from rclpy.executors import MultiThreadedExecutor
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.validate_topic_name import validate_topic_name
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray
@@ -67,6 +78,8 @@ import mbs_dynamics as mbs
 from mbs_dynamics.inputs import QUATERNION_TOLERANCE
 from mbs_dynamics.model import ROOT_JOINT
 from mbs_dynamics.ros.conversions import (
+    MAX_WORLD_BOXES,
+    WORLD_EXTENT,
     InvalidInput,
     JointMap,
     base_state,
@@ -91,6 +104,19 @@ except ImportError:
 SENSOR_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
 COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
 STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
+# Requests of each service kept until served (and their answers until taken). rclpy's default of 10 lost all but
+# the last 10 of 200 simultaneous ~/reset calls in the reader's history: those were never answered.
+SERVICE_QUEUE = 1000
+SERVICE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=SERVICE_QUEUE,
+                         reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+# Wall-clock seconds a service waits for the simulation (a compiled call of steps) before it answers "busy".
+SERVICE_WAIT = 2.0
+# The largest magnitude of a commanded position target (rad or m), velocity target (rad/s or m/s) or effort on a
+# joint without a URDF effort limit (N m or N), and of a joint position or velocity of ~/set_state: beyond it a
+# value is a mistake (1.7e308 as a position target overflowed the step and paused the simulation).
+LARGEST_VALUE = 1e6
+# The longest world_frame (characters).
+MAX_FRAME_ID_LENGTH = 256
 # Wall-clock seconds the simulation may fall behind its real-time factor
 # before it stops trying to catch up (a burst would outrun its controllers).
 MAX_LAG = 0.05
@@ -101,14 +127,15 @@ MAX_LAG = 0.05
 PACING_SLACK = 0.002
 # The most steps one ~/step request takes (1000 s at dt = 1 ms).
 MAX_STEPS_PER_REQUEST = 1_000_000
-# Wall-clock seconds of the steps of a ~/step taken in one compiled call (from the last calls' step time):
-# a ~/pause or ~/reset ends the request between calls. Each call gives the GIL back and takes it again, which
-# can wait for a switch interval: calls of 20 ms cost the Panda a third of its steps, of 100 ms nothing. At most STEPS_PER_CALL steps, or when nothing says how
-# long a step takes.
+# Wall-clock seconds of the steps taken in one compiled call (from the last calls' step time), the lock held:
+# a ~/pause or ~/reset ends a ~/step between calls, and a service waits at most about this long. Each call gives
+# the GIL back and takes it again, which can wait for a switch interval: calls of 20 ms cost the Panda a third of
+# its steps, of 100 ms nothing. A single step when nothing says how long a step takes (at start-up, after a
+# change of the world or the actuators: 1000 boxes made a step of the Solo-12 70 ms).
 CALL_SECONDS = 0.1
-STEPS_PER_CALL = 1000
-# Wall-clock seconds the stepping thread waits between the calls of a ~/step, the lock released: the lock is
-# not fair, and without it a service waiting for it would wait for the whole request.
+# Wall-clock seconds the stepping thread waits between calls, the lock released, while a service waits for it
+# (and between the calls of a ~/step): the lock is not fair, and without it a waiting service would wait for
+# the whole request.
 LOCK_HANDOVER = 1e-4
 # The most points in contact with the ground (contact_frames).
 MAX_CONTACT_POINTS = 1000
@@ -117,15 +144,15 @@ SLOWEST_REAL_TIME_FACTOR = 1e-3
 # Parameters of the world (applied at once) and of the initial state (at the next ~/reset).
 WORLD_PARAMETERS = ("ground_height", "ground_friction", "ground_restitution", "contact_frames", "contact_points",
                     "world_boxes", "contact_compliance")
+# Those of them that move a surface or a contact point: a change may put the robot inside an obstacle.
+GEOMETRY_PARAMETERS = ("ground_height", "contact_frames", "contact_points", "world_boxes")
 ACTUATOR_PARAMETERS = ("position_joints", "position_stiffness", "position_damping", "velocity_joints",
                        "velocity_damping", "actuator_bandwidth")
 INITIAL_STATE_PARAMETERS = ("initial_joint_names", "initial_joint_positions", "initial_base_pose")
 
 
-def body_links(model) -> list[str]:
-    """Each body's link: the child of its joint (the URDF root for a floating base)."""
-    joints = model.description.joints
-    return [joints[name].child if name in joints else model.description.root for name in model.body_joint_names]
+class BusyError(RuntimeError):
+    """A service the simulation could not serve within SERVICE_WAIT."""
 
 
 def topic_token(name: str) -> str:
@@ -166,8 +193,9 @@ class SimulatorNode(RobotNode):
         ParameterSpec("initial_joint_positions", EMPTY_DOUBLE_ARRAY,
                       "Initial positions of initial_joint_names (rad or m). Applies at the next ~/reset."),
         ParameterSpec("initial_base_pose", [0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0],
-                      "Floating base: initial [x, y, z, qx, qy, qz, qw] in the world frame. Applies at the next "
-                      "~/reset."),
+                      "Floating base: initial [x, y, z, qx, qy, qz, qw] in the world frame (x, y and z within 1e4 m "
+                      "of 0), lifted until no contact point lies inside the ground or a box (said). Applies at the "
+                      "next ~/reset."),
         ParameterSpec("ground_height", 0.0,
                       "Height of the ground plane (m); the ground is off for a fixed base.", bounds=(-1e4, 1e4)),
         ParameterSpec("ground_friction", 0.8,
@@ -189,7 +217,9 @@ class SimulatorNode(RobotNode):
                       "URDF's own directory.", read_only=True),
         ParameterSpec("world_boxes", EMPTY_DOUBLE_ARRAY,
                       "Static boxes (a step, a table): [size_x, size_y, size_z, x, y, z, yaw] per box (m, rad; "
-                      "world frame, centre), flattened; empty = none."),
+                      f"world frame, centre), flattened; empty = none. At most {MAX_WORLD_BOXES} boxes: each step "
+                      "tests every contact point against every box (the UR5's 296 collision points beside 1000 "
+                      "boxes: real-time factor 0.12)."),
         ParameterSpec("contact_compliance", 0.0,
                       "Softness of the constraint rows: 0 is rigid; 0.01 for a robot lying on its collision meshes "
                       "or against its joint limits (rows that contradict), at a small penetration and a slow creep "
@@ -222,11 +252,11 @@ class SimulatorNode(RobotNode):
         ParameterSpec("imu_rate", 200.0, "Rate (Hz, simulated time) of the IMUs.", read_only=True,
                       bounds=(0.1, 1e4)),
         ParameterSpec("imu_noise", [0.0, 0.0],
-                      "[gyroscope (rad/s), accelerometer (m/s^2)] standard deviation of the IMUs' white noise.",
-                      read_only=True),
+                      "[gyroscope (rad/s), accelerometer (m/s^2)] standard deviation of the IMUs' white noise: two "
+                      "finite numbers >= 0.", read_only=True),
         ParameterSpec("imu_bias", [0.0, 0.0],
                       "[gyroscope, accelerometer] standard deviation of each IMU axis' constant bias, drawn at "
-                      "start-up.", read_only=True),
+                      "start-up: two finite numbers >= 0.", read_only=True),
         ParameterSpec("ft_joints", EMPTY_STRING_ARRAY,
                       "Moving joints with a force-torque sensor: geometry_msgs/WrenchStamped on ft/<joint>, the "
                       "wrench the joint transmits to its child link (child frame), contact forces included.",
@@ -237,7 +267,8 @@ class SimulatorNode(RobotNode):
                       "Floating base: publish tf (world_frame -> the root link) where tf2_msgs is installed.",
                       read_only=True),
         ParameterSpec("world_frame", "world",
-                      "frame_id of odom, tf and ~/contact_wrenches."),
+                      f"frame_id of odom, tf and ~/contact_wrenches: a tf frame id (1 to {MAX_FRAME_ID_LENGTH} "
+                      "printable characters, no white space, no leading '/')."),
         diagnostics_period(", wall clock"),
     )
 
@@ -249,16 +280,25 @@ class SimulatorNode(RobotNode):
             self.imus = self._sensor_frames("imu_links", self.model.frames, "links")
             self.force_torque_bodies = {joint: mbs.sensors.sensor_joint_body(self.model, joint)
                                         for joint in self._sensor_frames("ft_joints", self.joints.names, "joints")}
+            self._check_topic_name("joint_commands_topic")
+            self.imu_noise = mbs.sensors.ImuNoise(len(self.imus), self.parameter("imu_noise"),
+                                                  self.parameter("imu_bias"), names=("imu_noise", "imu_bias"))
             self.settings = self.settings_with({})
             self.simulation = mbs.Simulation(self.model, self.settings["world"], self.parameter("dt"),
                                              self.parameter("integrator"), q=self.settings["initial_q"],
                                              actuators=self.settings["actuators"])
+            start, lifted = self._clear_of_the_world(self.simulation.initial_q, "the initial state")
+            self.simulation.reset(start)
             self._reset_targets()
         except ValueError as error:
             self.fail(str(error))
             return
+        if lifted:
+            self.get_logger().warning(lifted)
         model = self.model
         self._lock = threading.RLock()  # the simulation and the steps asked for, between the threads
+        self._services_waiting = 0  # services waiting for the lock: the stepping thread lets them in
+        self._waiting_lock = threading.Lock()  # (of that count)
         self.step_times = timings()
         self._command = None  # (tau, simulated time received)
         self._command_stale = False
@@ -278,15 +318,11 @@ class SimulatorNode(RobotNode):
                                    if model.floating_base else None)
         self.clock_publisher = self.create_publisher(Clock, "/clock", 10)
         self.wrench_publisher = self.create_publisher(ContactWrenches, "~/contact_wrenches", 10)
-        self._body_links = body_links(model)
+        self._body_links = mbs.simulation.body_links(model)
         self.imu_publishers = {link: self.create_publisher(Imu, f"imu/{topic_token(link)}", SENSOR_QOS)
                                for link in self.imus}
         self.ft_publishers = {joint: self.create_publisher(WrenchStamped, f"ft/{topic_token(joint)}", SENSOR_QOS)
                               for joint in self.force_torque_bodies}
-        self._noise = np.random.default_rng()
-        gyroscope_bias, accelerometer_bias = self.parameter("imu_bias")
-        self._imu_biases = {link: (gyroscope_bias * self._noise.normal(size=3),
-                                   accelerometer_bias * self._noise.normal(size=3)) for link in self.imus}
         self.tf_publisher = None
         if model.floating_base and self.parameter("publish_tf"):
             if TFMessage is None:
@@ -297,10 +333,9 @@ class SimulatorNode(RobotNode):
                 self._transform = TransformStamped(child_frame_id=model.description.root)
                 self._tf_message = TFMessage(transforms=[self._transform])
         services = ReentrantCallbackGroup()  # ~/pause is answered while a ~/step runs
-        self.create_service(Trigger, "~/reset", self._reset, callback_group=services)
-        self.create_service(SetState, "~/set_state", self._set_state, callback_group=services)
-        self.create_service(SetBool, "~/pause", self._pause, callback_group=services)
-        self.create_service(Step, "~/step", self._step, callback_group=services)
+        for kind, name, callback in ((Trigger, "~/reset", self._reset), (SetState, "~/set_state", self._set_state),
+                                     (SetBool, "~/pause", self._pause), (Step, "~/step", self._step)):
+            self.create_service(kind, name, callback, qos_profile=SERVICE_QOS, callback_group=services)
         self.report_diagnostics("simulator")
         self._messages()
         self._running = True
@@ -365,6 +400,15 @@ class SimulatorNode(RobotNode):
             self.get_logger().warning(f"collision geometry: {warning}")
         return geometry
 
+    def _check_topic_name(self, parameter: str) -> None:
+        """ValueError, in one line, unless the parameter is a valid topic name."""
+        topic = self.parameter(parameter)
+        try:
+            validate_topic_name(topic)
+        except InvalidTopicNameException as error:
+            raise ValueError(f"{parameter} {topic[:100]!r} is not a topic name: "
+                             f"{str(error).splitlines()[0].removeprefix('Invalid topic name: ').rstrip(':')}") from None
+
     def _sensor_frames(self, parameter: str, known, what: str) -> list[str]:
         names = list(self.parameter(parameter))
         unknown = [name for name in names if name not in known]
@@ -426,12 +470,24 @@ class SimulatorNode(RobotNode):
         q = mbs.simulation.initial_configuration(model, dict(zip(names, positions, strict=True)))
         if model.floating_base:
             pose = np.asarray(value["initial_base_pose"], dtype=float)
-            if (pose.shape != (7,) or not np.all(np.isfinite(pose)) or np.abs(pose[:3]).max() > 1e4
+            if (pose.shape != (7,) or not np.all(np.isfinite(pose)) or np.abs(pose[:3]).max() > WORLD_EXTENT
                     or abs(np.linalg.norm(pose[3:]) - 1) > QUATERNION_TOLERANCE):
-                raise ValueError(f"initial_base_pose must be [x, y, z, qx, qy, qz, qw] with |x|, |y|, |z| <= 1e4 "
-                                 f"and a unit quaternion, got {pose.tolist()}")
+                raise ValueError(f"initial_base_pose must be [x, y, z, qx, qy, qz, qw] with |x|, |y|, |z| <= "
+                                 f"{WORLD_EXTENT:g} and a unit quaternion, got {pose.tolist()[:7]}")
             q[:7] = pose  # the Simulation normalises the quaternion
         return q
+
+    def _clear_of_the_world(self, q, what: str, world: mbs.World | None = None) -> tuple[np.ndarray, str]:
+        """(q with its floating base lifted until no contact point lies inside
+        the ground or a box of `world` (by default the simulation's), what was
+        lifted ('' when nothing)). ValueError, starting with `what`, for a fixed
+        base inside a box."""
+        try:
+            lifted, lift, deepest = mbs.simulation.lifted_clear(
+                self.model, self.simulation.world if world is None else world, q, mbs.simulation.MARGIN)
+        except ValueError as error:
+            raise ValueError(f"{what}: {error}") from None
+        return lifted, "" if deepest is None else f"{what}: {deepest}: the base lifted {lift:.3g} m, clear of it"
 
     # --- parameters ----------------------------------------------------
 
@@ -443,9 +499,26 @@ class SimulatorNode(RobotNode):
         if 0 < value["real_time_factor"] < SLOWEST_REAL_TIME_FACTOR:
             raise ValueError(f"real_time_factor must be 0 (as fast as possible) or at least "
                              f"{SLOWEST_REAL_TIME_FACTOR:g}, got {value['real_time_factor']}")
+        frame = value["world_frame"]
+        if not (0 < len(frame) <= MAX_FRAME_ID_LENGTH and frame.isprintable() and not frame.startswith("/")
+                and not any(c.isspace() for c in frame)):
+            raise ValueError(f"world_frame must be a tf frame id: 1 to {MAX_FRAME_ID_LENGTH} printable characters, "
+                             f"no white space, no leading '/'; got {frame[:40]!r}"
+                             + (f" ({len(frame)} characters)" if len(frame) > 40 else ""))
+        for name in ("command_joints", "initial_joint_names", "position_joints", "velocity_joints"):
+            names = value[name]
+            if len(names) > len(self.joints.names) or len(set(names)) != len(names):
+                raise ValueError(f"{name} names {len(names)} joints, {len(set(names))} of them different: each of "
+                                 f"the {len(self.joints.names)} joints of model '{self.model.name}' at most once")
         value["command_order"] = self.joints.command_order(value["command_joints"])
         value["world"] = self._world(value)
         value["initial_q"] = self._initial_configuration(value)
+        if not self.model.floating_base:  # a fixed base cannot be lifted clear of a box: the box is refused
+            self._clear_of_the_world(value["initial_q"], "the initial state", value["world"])
+            if set(changes) & set(GEOMETRY_PARAMETERS) and getattr(self, "simulation", None) is not None:
+                with self._lock:
+                    q = self.simulation.q.copy()
+                self._clear_of_the_world(q, "the robot where it is now", value["world"])
         value["actuators"] = self._actuators(value)
         value["position_joints_set"] = frozenset(value["position_joints"])
         value["velocity_joints_set"] = frozenset(value["velocity_joints"])
@@ -456,17 +529,29 @@ class SimulatorNode(RobotNode):
     def apply_settings(self, settings: dict, changed: set) -> None:
         super().apply_settings(settings, changed)
         if changed & set(WORLD_PARAMETERS):
+            lifted = ""
             with self._lock:
                 self.simulation.set_world(settings["world"])
+                self.step_times.clear()  # a step may now cost much more
                 self._contact_messages()
+                if self.model.floating_base and changed & set(GEOMETRY_PARAMETERS):
+                    try:
+                        q, lifted = self._clear_of_the_world(self.simulation.q, "the robot where it was")
+                        self.simulation.set_state(q, self.simulation.v)
+                    except ValueError as error:  # (a fixed base's was refused before the change)
+                        self.get_logger().error(f"{error}; ~/reset or ~/set_state to go on")
             world = settings["world"]
             self.get_logger().info(
                 "the world changed: " + (f"ground at {world.ground.height:g} m, friction {world.ground.friction:g}, "
                                          f"touched at {len(world.contact_points)} points"
-                                         if world.ground is not None else "no ground (a fixed base)"))
+                                         if world.ground is not None else "no ground (a fixed base)")
+                + f", {len(world.boxes)} boxes")
+            if lifted:
+                self.get_logger().warning(lifted)
         if changed & set(ACTUATOR_PARAMETERS):
             with self._lock:
                 self.simulation.set_actuators(settings["actuators"])
+                self.step_times.clear()
             self.get_logger().info(f"actuators: position control of {list(settings['position_joints'])}, velocity "
                                    f"control of {list(settings['velocity_joints'])}, effort of the others")
         if changed & set(INITIAL_STATE_PARAMETERS):
@@ -483,11 +568,9 @@ class SimulatorNode(RobotNode):
             if values.shape != order.shape:
                 raise InvalidInput("invalid", f"~/effort_command has {values.size} values for {order.size} "
                                               "command_joints")
-            if not np.all(np.isfinite(values)):
-                raise InvalidInput("invalid", "~/effort_command has non-finite values")
             tau = np.zeros(self.model.nv)
             tau[order] = values
-            self._take_command(tau)
+            self._take_command(tau, what="~/effort_command")
         except InvalidInput as error:
             self.drop(error.reason, str(error))
 
@@ -496,12 +579,12 @@ class SimulatorNode(RobotNode):
             match = self.joints.match(message.name)
             if match.missing:
                 raise InvalidInput("missing_joint", f"~/joint_efforts lacks joints {list(match.missing)}")
-            efforts = named_values(match, message.effort, "~/joint_efforts effort")
+            efforts = named_values(match, message.effort, "~/joint_efforts effort", message.name)
             if efforts is None:
                 raise InvalidInput("invalid", "~/joint_efforts has no efforts")
             tau = np.zeros(self.model.nv)
             tau[match.v_index] = efforts
-            self._take_command(tau)
+            self._take_command(tau, what="~/joint_efforts")
         except InvalidInput as error:
             self.drop(error.reason, str(error))
 
@@ -509,42 +592,57 @@ class SimulatorNode(RobotNode):
         """Commands as TopicBasedSystem sends them (joint_commands_topic): the
         named joints' positions (position_joints), velocities and efforts; a
         joint not named keeps its last command."""
-        settings = self.settings
+        settings, what = self.settings, self.parameter("joint_commands_topic")
         try:
             names = list(message.name)
             match = self.joints.match(names)
             if match.unknown:
-                self.drop("unknown_joint", f"{self.parameter('joint_commands_topic')} names joints the model does "
-                                           f"not have: {list(match.unknown)}; the others are applied")
+                self.drop("unknown_joint", f"{what} names joints the model does not have: {list(match.unknown)}; "
+                                           "the others are applied")
             position_joints, velocity_joints = settings["position_joints_set"], settings["velocity_joints_set"]
-            what = self.parameter("joint_commands_topic")
             positions = interface_values(names, message.position, (position_joints,), f"{what} position")
             velocities = interface_values(names, message.velocity,
                                           (velocity_joints, position_joints | velocity_joints), f"{what} velocity")
             efforts = interface_values(names, message.effort, (settings["effort_joints_set"],), f"{what} effort")
+            model = self.model
+            with self._lock:
+                tau = self._command[0].copy() if self._command is not None else np.zeros(model.nv)
+                position_target, velocity_target = self._position_target.copy(), self._velocity_target.copy()
+            for name, value in efforts.items():
+                if name in self.joints.names:
+                    tau[model.v_index(name)] = value
+            for name, value in positions.items():
+                if name in position_joints:
+                    position_target[model.v_index(name)] = value
+            for name, value in velocities.items():
+                if name in position_joints or name in velocity_joints:
+                    velocity_target[model.v_index(name)] = value
+            self._take_command(tau, position_target, velocity_target, what)
         except InvalidInput as error:
             self.drop(error.reason, str(error))
-            return
-        model = self.model
-        with self._lock:
-            tau = self._command[0].copy() if self._command is not None else np.zeros(model.nv)
-        for name, value in efforts.items():
-            if name in self.joints.names:
-                tau[model.v_index(name)] = value
-        position_target, velocity_target = self._position_target.copy(), self._velocity_target.copy()
-        for name, value in positions.items():
-            if name in position_joints:
-                position_target[model.v_index(name)] = value
-        for name, value in velocities.items():
-            if name in position_joints or name in velocity_joints:
-                velocity_target[model.v_index(name)] = value
-        self._take_command(tau, position_target, velocity_target)
 
-    def _take_command(self, tau: np.ndarray, position_target=None, velocity_target=None) -> None:
+    def _too_large(self, values: np.ndarray, checked: np.ndarray, what: str) -> None:
+        """InvalidInput naming the first joint whose value (by velocity index)
+        is beyond LARGEST_VALUE where `checked`, or not finite."""
+        wrong = ~np.isfinite(values) | ((np.abs(values) > LARGEST_VALUE) & checked)
+        if wrong.any():
+            index = int(np.flatnonzero(wrong)[0])
+            name = self.model.velocity_joint(index)
+            raise InvalidInput("invalid", f"{what} of '{name}' is {values[index]:g}: "
+                                          + ("not finite" if not np.isfinite(values[index])
+                                             else f"too large (at most {LARGEST_VALUE:g} in magnitude)"))
+
+    def _take_command(self, tau: np.ndarray, position_target=None, velocity_target=None, what: str = "") -> None:
         """Apply tau (and the actuators' targets) from now on, tau clamped to the
-        URDF effort limits."""
-        self.counts["commands"] += 1
+        URDF effort limits; InvalidInput (the command dropped) for a value not
+        finite or beyond LARGEST_VALUE (an effort only where no limit clamps it)."""
         limit = self.joints.effort_limit
+        self._too_large(tau, ~np.isfinite(limit), f"{what}: the effort")
+        if position_target is not None:
+            everywhere = np.ones(self.model.nv, dtype=bool)
+            self._too_large(position_target, everywhere, f"{what}: the position target")
+            self._too_large(velocity_target, everywhere, f"{what}: the velocity target")
+        self.counts["commands"] += 1
         over = np.abs(tau) > limit
         if over.any():
             self.counts["clamped_commands"] += 1
@@ -631,8 +729,8 @@ class SimulatorNode(RobotNode):
         with self._lock:
             tau = self._effort()
             stepping = self._steps_requested > 0
-            steps = min(self._steps_requested, self._steps_per_call()) if stepping else self._steps_to_next_event()
-            steps = min(steps, self._steps_to_stale_command())
+            steps = min(self._steps_requested if stepping else self._steps_to_next_event(), self._steps_per_call(),
+                        self._steps_to_stale_command())
             before = simulation.steps
             try:
                 result = simulation.step(tau, steps)
@@ -653,7 +751,7 @@ class SimulatorNode(RobotNode):
             self._publish_due()
         elif self._steps_requested == 0:  # a ~/step publishes once, at its end
             self._publish_all()
-        else:
+        if (stepping and self._steps_requested) or self._services_waiting:
             time.sleep(LOCK_HANDOVER)
 
     def _count_steps(self, steps: int) -> None:
@@ -666,9 +764,10 @@ class SimulatorNode(RobotNode):
                 self._steps_done.set()
 
     def _steps_per_call(self) -> int:
-        """Steps of a ~/step in one call: CALL_SECONDS of them at the recent step time."""
+        """The most steps in one call: CALL_SECONDS of them at the recent step
+        time, one when nothing says how long a step takes."""
         if not self.step_times:
-            return STEPS_PER_CALL
+            return 1
         return max(1, int(CALL_SECONDS / max(self.step_times[-1], 1e-7)))
 
     def _steps_to_stale_command(self) -> int:
@@ -806,20 +905,18 @@ class SimulatorNode(RobotNode):
 
     def _publish_imus(self) -> None:
         q, v, a, _, stamp = self._sensor_state()
-        gyroscope_noise, accelerometer_noise = self.parameter("imu_noise")
-        for link, publisher in self.imu_publishers.items():
+        gyroscope_variance, accelerometer_variance = self.imu_noise.variances.tolist()
+        for imu, (link, publisher) in enumerate(self.imu_publishers.items()):
             orientation, angular, proper = mbs.sensors.imu_reading(self.model, q, v, a, link)
-            gyroscope_bias, accelerometer_bias = self._imu_biases[link]
-            angular = angular + gyroscope_bias + gyroscope_noise * self._noise.normal(size=3)
-            proper = proper + accelerometer_bias + accelerometer_noise * self._noise.normal(size=3)
+            angular, proper = self.imu_noise.reading(imu, angular, proper)
             message = Imu()
             message.header.stamp, message.header.frame_id = stamp, link
             o = message.orientation
             o.x, o.y, o.z, o.w = (float(x) for x in orientation)
             set_vector(message.angular_velocity, angular)
             set_vector(message.linear_acceleration, proper)
-            message.angular_velocity_covariance[0::4] = [gyroscope_noise**2] * 3
-            message.linear_acceleration_covariance[0::4] = [accelerometer_noise**2] * 3
+            message.angular_velocity_covariance[0::4] = [gyroscope_variance] * 3
+            message.linear_acceleration_covariance[0::4] = [accelerometer_variance] * 3
             publisher.publish(message)
 
     def _publish_force_torque(self) -> None:
@@ -835,37 +932,69 @@ class SimulatorNode(RobotNode):
 
     # --- services ---------------------------------------------------------------
 
+    @contextmanager
+    def _simulation_lock(self):
+        """The lock of the simulation, for a service: BusyError after
+        SERVICE_WAIT without it (the stepping thread lets a waiting service in
+        between its calls)."""
+        with self._waiting_lock:
+            self._services_waiting += 1
+        try:
+            taken = self._lock.acquire(timeout=SERVICE_WAIT)
+        finally:
+            with self._waiting_lock:
+                self._services_waiting -= 1
+        if not taken:
+            self.counts["busy_refusals"] += 1
+            raise BusyError(f"busy: the simulation did not give way within {SERVICE_WAIT:g} s (a step takes "
+                            f"{self.step_times[-1] * 1e3 if self.step_times else float('nan'):.3g} ms); try again")
+        try:
+            yield
+        finally:
+            self._lock.release()
+
     def _reset(self, request, response):
-        with self._lock:
-            self._end_steps("~/reset")
-            self.simulation.reset()
-            self._command = None
-            self._reset_targets()
-            if self.parameter("start_on_command"):
-                self._waiting_for_command = self.paused = True
+        try:
+            with self._simulation_lock():
+                start, lifted = self._clear_of_the_world(self.simulation.initial_q, "the initial state")
+                self._end_steps("~/reset")
+                self.simulation.reset(start)
+                self._command = None
+                self._reset_targets()
+                if self.parameter("start_on_command"):
+                    self._waiting_for_command = self.paused = True
+        except (BusyError, ValueError) as error:
+            response.success, response.message = False, str(error)
+            return response
         self._wake.set()
-        response.success, response.message = True, "back to the initial state at t = 0"
+        if lifted:
+            self.get_logger().warning(f"~/reset: {lifted}")
+        response.success, response.message = True, "back to the initial state at t = 0" + (
+            f"; {lifted}" if lifted else "")
         return response
 
     def _set_state(self, request, response):
         model = self.model
         try:
-            with self._lock:
+            with self._simulation_lock():
                 q, v = self.simulation.q.copy(), self.simulation.v.copy()
                 state = request.joint_state
                 match = self.joints.match(state.name)
                 if match.unknown:
                     raise InvalidInput("invalid", f"model '{model.name}' has no joints {list(match.unknown)}")
-                positions = named_values(match, state.position, "joint_state position")
+                positions = named_values(match, state.position, "joint_state position", state.name)
                 if positions is None and len(state.name):
                     raise InvalidInput("invalid", "joint_state has names but no positions")
                 if positions is not None:
                     q[match.q_index] = positions
-                    velocities = named_values(match, state.velocity, "joint_state velocity")
+                    velocities = named_values(match, state.velocity, "joint_state velocity", state.name)
                     v[match.v_index] = velocities if velocities is not None else 0.0
                     outside = [name for name in mbs.simulation.outside_limits(model, q) if name in state.name]
                     if outside:
                         raise InvalidInput("invalid", f"positions outside the joint limits: {outside}")
+                    by_velocity_index = np.zeros(model.nv)
+                    by_velocity_index[self.joints.v_index] = q[self.joints.q_index]
+                    self._too_large(by_velocity_index, np.ones(model.nv, dtype=bool), "joint_state: the position")
                 if len(request.base_state):
                     if not model.floating_base:
                         raise InvalidInput("invalid", f"model '{model.name}' has a fixed base: base_state must "
@@ -873,12 +1002,20 @@ class SimulatorNode(RobotNode):
                     base = model.v_index(ROOT_JOINT)
                     q[:7], v[base:base + 6] = base_state(request.base_state[0].pose, request.base_state[0].twist,
                                                          what="base_state")
+                    if np.abs(q[:3]).max() > WORLD_EXTENT:
+                        raise InvalidInput("invalid", f"base_state position {q[:3].tolist()}: each coordinate at most "
+                                                      f"{WORLD_EXTENT:g} m from the origin")
+                self._too_large(v, np.ones(model.nv, dtype=bool), "the velocity")
+                q, lifted = self._clear_of_the_world(q, "the state asked for")
                 self.simulation.set_state(q, v)
-        except (InvalidInput, ValueError) as error:
+                t = self.simulation.time
+        except (BusyError, InvalidInput, ValueError) as error:
             response.success, response.message = False, str(error)
             return response
         self._wake.set()
-        response.success, response.message = True, f"state set at t = {self.simulation.time:.6f} s"
+        if lifted:
+            self.get_logger().warning(f"~/set_state: {lifted}")
+        response.success, response.message = True, f"state set at t = {t:.6f} s" + (f"; {lifted}" if lifted else "")
         return response
 
     def _pause(self, request, response):
@@ -896,16 +1033,20 @@ class SimulatorNode(RobotNode):
         when they are taken, or early (success false) on ~/pause false, ~/reset,
         an error of the simulation, or shutdown. One ~/step at a time."""
         steps = int(request.steps)
-        with self._lock:
-            refusal = ("the node is shutting down" if self._stopping
-                       else "not paused: ~/pause first" if not self.paused
-                       else "steps is 0" if steps == 0
-                       else f"{steps} steps: at most {MAX_STEPS_PER_REQUEST} per request" if steps > MAX_STEPS_PER_REQUEST
-                       else f"busy: a ~/step is under way ({self._steps_requested} steps to go)"
-                       if self._steps_requested else None)
-            if refusal is None:
-                self._steps_done.clear()
-                self._steps_requested, self._steps_taken, self._steps_ended = steps, 0, None
+        try:
+            with self._simulation_lock():
+                refusal = ("the node is shutting down" if self._stopping
+                           else "not paused: ~/pause first" if not self.paused
+                           else "steps is 0" if steps == 0
+                           else f"{steps} steps: at most {MAX_STEPS_PER_REQUEST} per request"
+                           if steps > MAX_STEPS_PER_REQUEST
+                           else f"busy: a ~/step is under way ({self._steps_requested} steps to go)"
+                           if self._steps_requested else None)
+                if refusal is None:
+                    self._steps_done.clear()
+                    self._steps_requested, self._steps_taken, self._steps_ended = steps, 0, None
+        except BusyError as error:
+            refusal = str(error)
         if refusal is not None:
             response.success, response.message, response.time = False, refusal, self.simulation.time
             return response

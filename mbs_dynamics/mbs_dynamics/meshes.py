@@ -92,7 +92,8 @@ def load_mesh(path, materials: bool = True):
     document, size = _document(path)
     resolver = AssetResolver(path) if materials else None
     try:
-        mesh = trimesh.load(io.BytesIO(document), file_type=size.format, resolver=resolver, force="mesh")
+        with np.errstate(all="ignore"):  # a hostile file's overflows: its coordinates are checked below
+            mesh = trimesh.load(io.BytesIO(document), file_type=size.format, resolver=resolver, force="mesh")
     except Exception as error:  # noqa: BLE001  trimesh and its parsers raise many kinds for a bad file
         raise FileProblem(f"{WHAT} {path} cannot be read ({type(error).__name__}: {error})") from None
     if not isinstance(mesh, trimesh.Trimesh):

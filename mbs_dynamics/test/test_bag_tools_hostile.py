@@ -6,6 +6,7 @@ the one asked. Each bag is read back with rosbags' Reader; each refusal is
 one line, never a traceback."""
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import threading
@@ -19,6 +20,9 @@ from ros_processes import executable
 from test_bag_tools import JOINTS, RECORD, bag_metadata, recorder, stamp_ns, wait_recorded
 
 DISK_BYTES = 8 * 2**20
+# A namespace of this test process alone: the machine may run other ROS tests in the same domain.
+NAMESPACE = f"/hostile_bags_{os.getpid()}"
+STATES = f"{NAMESPACE}/joint_states"
 # Positions per message: 5.7 kB of CDR each, so that the disk fills in about a second at 1 kHz.
 POSITIONS = 700
 
@@ -90,10 +94,11 @@ def test_a_disk_that_fills_leaves_a_readable_bag_of_what_was_written(start_proce
 
     with small_disk(tmp_path / "disk") as disk:
         output = disk / "bag"
-        process = recorder(start_process, output, "joint_states", "--storage", storage)
-        states = test_node.create_publisher(JointState, "/joint_states",
+        process = recorder(start_process, output, "joint_states", "--storage", storage,
+                           "--ros-args", "-r", f"__ns:={NAMESPACE}")
+        states = test_node.create_publisher(JointState, STATES,
                                             QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
-        wait_recorded(process, states, "/joint_states")
+        wait_recorded(process, states, STATES)
         stop = threading.Event()
         publishing = threading.Thread(target=publish_until, args=(states, stop))
         publishing.start()
@@ -109,13 +114,13 @@ def test_a_disk_that_fills_leaves_a_readable_bag_of_what_was_written(start_proce
                                     f"{written} messages written before (readable), "), errors[0]
         lost = int(errors[0].split("), ")[1].split()[0])
         assert written > 100 and lost > 0, errors[0]
-        assert f"/joint_states (sensor_msgs/msg/JointState): {written} messages, {lost} lost" in process.output
+        assert f"{STATES} (sensor_msgs/msg/JointState): {written} messages, {lost} lost" in process.output
 
         assert sorted(p.name for p in output.iterdir()) == sorted([f"bag.{'db3' if storage == 'sqlite3' else 'mcap'}",
                                                                    "metadata.yaml"])  # the reserve gone
         metadata = bag_metadata(output)
         assert metadata["message_count"] == written
-        assert read_bag(output) == [("/joint_states", i) for i in range(written)]
+        assert read_bag(output) == [(STATES, i) for i in range(written)]
 
 
 def test_sigterm_in_mid_stream_and_during_the_close_leaves_a_valid_bag(start_process, test_node, tmp_path):
@@ -125,10 +130,11 @@ def test_sigterm_in_mid_stream_and_during_the_close_leaves_a_valid_bag(start_pro
     from sensor_msgs.msg import JointState
 
     output = tmp_path / "bag"
-    process = recorder(start_process, output, "joint_states", "--storage", "sqlite3")
-    states = test_node.create_publisher(JointState, "/joint_states",
+    process = recorder(start_process, output, "joint_states", "--storage", "sqlite3",
+                       "--ros-args", "-r", f"__ns:={NAMESPACE}")
+    states = test_node.create_publisher(JointState, STATES,
                                         QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
-    wait_recorded(process, states, "/joint_states")
+    wait_recorded(process, states, STATES)
     stop = threading.Event()
     publishing = threading.Thread(target=publish_until, args=(states, stop), kwargs={"limit": 20_000})
     publishing.start()
@@ -143,8 +149,8 @@ def test_sigterm_in_mid_stream_and_during_the_close_leaves_a_valid_bag(start_pro
         publishing.join()
     assert code == 0 and "Traceback" not in process.output, process.output
     recorded = read_bag(output)
-    assert len(recorded) > 500 and recorded == [("/joint_states", i) for i in range(len(recorded))]
-    assert f"/joint_states (sensor_msgs/msg/JointState): {len(recorded)} messages" in process.output
+    assert len(recorded) > 500 and recorded == [(STATES, i) for i in range(len(recorded))]
+    assert f"{STATES} (sensor_msgs/msg/JointState): {len(recorded)} messages" in process.output
     assert not (output / ".mbs_dynamics_record.reserve").exists()
 
 
@@ -180,22 +186,23 @@ def test_a_topic_of_another_type_is_said_naming_both_and_awaited(start_process, 
     from sensor_msgs.msg import JointState
     from std_msgs.msg import String
 
-    other = test_node.create_publisher(String, "/joint_states", 10)
+    other = test_node.create_publisher(String, STATES, 10)
     output = tmp_path / "bag"
-    process = start_process([executable(RECORD), "joint_states:sensor_msgs/msg/JointState", "--output", str(output)])
+    process = start_process([executable(RECORD), "joint_states:sensor_msgs/msg/JointState", "--output", str(output),
+                             "--ros-args", "-r", f"__ns:={NAMESPACE}"])
     said = process.wait_for("is published as", 30)[0]
-    assert "/joint_states is published as std_msgs/msg/String, not sensor_msgs/msg/JointState as asked: waiting " \
+    assert f"{STATES} is published as std_msgs/msg/String, not sensor_msgs/msg/JointState as asked: waiting " \
            "for a publisher of sensor_msgs/msg/JointState" in said, said
     time.sleep(1.0)
     assert process.process.poll() is None
     assert len([line for line in process.lines if "is published as" in line]) == 1
     test_node.destroy_publisher(other)  # DDS allows one type per topic in a participant
-    states = test_node.create_publisher(JointState, "/joint_states",
+    states = test_node.create_publisher(JointState, STATES,
                                         QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
-    wait_recorded(process, states, "/joint_states")
+    wait_recorded(process, states, STATES)
     for i in range(50):
         states.publish(big_joint_state(i))
         time.sleep(0.002)
     time.sleep(0.5)
     assert process.interrupt() == 0
-    assert read_bag(output) == [("/joint_states", i) for i in range(50)]
+    assert read_bag(output) == [(STATES, i) for i in range(50)]

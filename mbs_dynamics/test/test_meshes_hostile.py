@@ -347,11 +347,13 @@ def test_the_simulator_node_skips_hostile_collision_meshes_and_simulates(hostile
     urdf = tmp_path / "hostile_quadruped.urdf"
     urdf.write_text(robot_with(hostile_collisions(hostile)))
     joints = [name for name in mbs.Model.from_urdf_file(urdf).joint_names]
+    namespace = f"/hostile_meshes_{os.getpid()}"  # the machine may run other ROS tests in the same domain
     node = start_process([executable("simulator_node"), "--ros-args", "-r", "__node:=hostile_sim",
+                          "-r", f"__ns:={namespace}",
                           "-p", f"robot_description_file:={urdf}", "-p", "floating_base:=true",
                           "-p", "initial_base_pose:=[0.0, 0.0, 0.42, 0.0, 0.0, 0.0, 1.0]",
                           "-p", f"position_joints:={joints}"])
-    node.wait_for(r"\[hostile_sim\]: simulating", 120)
+    node.wait_for(r"hostile_sim\]: simulating", 120)
     lines = [line for line in node.lines if "collision geometry:" in line]
     for kind, pattern in REFUSALS.items():
         assert any(re.search(pattern, line) for line in lines), (kind, node.output)
@@ -360,7 +362,7 @@ def test_the_simulator_node_skips_hostile_collision_meshes_and_simulates(hostile
     assert "Traceback" not in node.output
     wait_for_node(test_node, "hostile_sim")
     heights = []
-    test_node.create_subscription(Odometry, "/odom", lambda m: heights.append(m.pose.pose.position.z),
+    test_node.create_subscription(Odometry, f"{namespace}/odom", lambda m: heights.append(m.pose.pose.position.z),
                                   QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT))
     deadline = time.monotonic() + 60
     while len(heights) < 200 and time.monotonic() < deadline:

@@ -588,6 +588,8 @@ def closing(bags: list[BagWriter]) -> None:
         signal.signal(number, wait)
     for bag in bags:
         bag.close()
+    for number in (signal.SIGINT, signal.SIGTERM):  # closed: the process ends now (even while Python finalizes)
+        signal.signal(number, signal.SIG_IGN)
 
 
 if __name__ == "__main__":

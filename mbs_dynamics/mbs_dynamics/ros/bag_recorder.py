@@ -100,9 +100,8 @@ class BagWriter:
     Nothing written is lost to a write that fails (a full disk, an I/O error):
     every CHECKPOINT_PERIOD and CHECKPOINT_BYTES the bag is made whole on disk
     up to there (sqlite3: a commit; MCAP: the open chunk written and
-    flushed), and a file of
-    RESERVE_BYTES (and more as the MCAP's index grows) beside it keeps room
-    to close it. When a write fails, the bag goes back to its last checkpoint
+    flushed), and a file of RESERVE_BYTES (and more as the MCAP's index
+    grows) beside it keeps room to close it. When a write fails, the bag goes back to its last checkpoint
     (MCAP: the file cut there; sqlite3: the open transaction rolled back),
     the reserve is removed, and the bag is closed there, readable, its
     metadata counting what it holds; `error` says what failed and nothing more
@@ -180,7 +179,8 @@ class BagWriter:
             self._writer.open()
             self._checkpoint()
         except Exception as error:  # noqa: BLE001  said by the caller, in one line
-            self._remove_bag()
+            if not (isinstance(error, WriterError) and "exists already" in str(error)):  # not ours to remove
+                self._remove_bag()
             opened.set_exception(FileProblem(f"cannot create the bag {self.path}: {reason(error)}"))
             return
         opened.set_result(None)

@@ -12,13 +12,15 @@ Each element becomes points fixed in the moving body its link belongs to
                a face resting on the ground stands on them; rolling on its
                side is that of a polygon)
     capsule    two spheres, at the centres of its caps
-    mesh       the vertices of its convex hull (trimesh: STL, OBJ, PLY; the
-               element's scale applied), at most max_vertices_per_mesh, kept
-               by farthest-point sampling (the hull's extremes first) where
-               the hull has more
+    mesh       the vertices of its convex hull (meshes.load_mesh: STL, OBJ,
+               PLY, COLLADA, within its caps; the element's scale applied),
+               at most max_vertices_per_mesh, kept by farthest-point
+               sampling (the hull's extremes first) where the hull has more;
+               each file read once per call
 
 Links fixed to the world (a fixed base's root) touch nothing. What cannot be
-used (a mesh not found or unreadable, a bad number, an unknown geometry) is
+used (a mesh not found, unreadable or beyond a cap of meshes.py, a bad or
+too large number, points farther than MAX_MAGNITUDE from their link) is
 skipped with a warning; the rest of the robot keeps its points.
 """
 from __future__ import annotations
@@ -27,8 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mbs_dynamics.meshes import load_mesh
 from mbs_dynamics.model import Model
 from mbs_dynamics.parsers.geometry import GeometryElement, geometry_elements, parse_robot, shape
+from mbs_dynamics.parsers.urdf import MAX_MAGNITUDE
 from mbs_dynamics.resources import ResourceNotFound, resolve
 
 RIM_POINTS = 12
@@ -61,24 +65,37 @@ def farthest_points(vertices: np.ndarray, count: int) -> np.ndarray:
     return vertices[chosen]
 
 
-def _mesh_vertices(filename: str, scale: np.ndarray, what: str, search_paths, max_vertices: int) -> np.ndarray:
-    import trimesh
+def _hull_vertices(path, what: str, hulls: dict) -> np.ndarray:
+    """The vertices of the convex hull of the mesh file at `path`, read once
+    per `hulls` (a dict: path -> vertices)."""
+    key = str(path)
+    if key not in hulls:
+        try:
+            mesh = load_mesh(path, materials=False)
+            hulls[key] = np.asarray(mesh.convex_hull.vertices, dtype=float)
+        except ValueError as error:  # files.FileProblem: beyond a cap, or trimesh could not read it
+            hulls[key] = error
+        except Exception as error:  # noqa: BLE001  qhull and trimesh raise many kinds for a degenerate mesh
+            hulls[key] = ValueError(f"mesh file {path} has no convex hull ({type(error).__name__}: {error})")
+    if isinstance(hulls[key], ValueError):
+        raise ValueError(f"{what}: {hulls[key]}")
+    return hulls[key]
 
+
+def _mesh_vertices(filename: str, scale: np.ndarray, what: str, search_paths, max_vertices: int,
+                   hulls: dict) -> np.ndarray:
     path = resolve(filename, search_paths)
-    try:
-        mesh = trimesh.load(str(path), force="mesh")
-        vertices = np.asarray(mesh.convex_hull.vertices, dtype=float) * scale
-    except Exception as error:  # noqa: BLE001  trimesh raises many kinds for a bad file
-        raise ValueError(f"{what} mesh {path}: cannot be read ({type(error).__name__}: {error})") from None
+    vertices = _hull_vertices(path, what, hulls) * scale
     if vertices.size == 0 or not np.all(np.isfinite(vertices)):
         raise ValueError(f"{what} mesh {path}: no usable vertices")
     return farthest_points(vertices, max_vertices)
 
 
-def element_points(element: GeometryElement, search_paths=(), max_vertices: int = MAX_MESH_VERTICES
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def element_points(element: GeometryElement, search_paths=(), max_vertices: int = MAX_MESH_VERTICES,
+                   hulls: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(points (k, 3) in the element's frame, radii (k,)) of its shape
-    (module docstring); ValueError or ResourceNotFound when unusable."""
+    (module docstring); ValueError or ResourceNotFound when unusable. hulls:
+    the meshes' convex hulls read so far (path -> vertices), filled in."""
     found = shape(element)
     if found.kind == "sphere":
         return np.zeros((1, 3)), found.size[:1].copy()
@@ -93,7 +110,8 @@ def element_points(element: GeometryElement, search_paths=(), max_vertices: int 
         rim = np.column_stack([radius * np.cos(angles), radius * np.sin(angles)])
         points = np.vstack([np.column_stack([rim, np.full(RIM_POINTS, z)]) for z in (-half, half)])
         return points, np.zeros(2 * RIM_POINTS)
-    vertices = _mesh_vertices(found.filename, found.scale, element.what, search_paths, max_vertices)
+    vertices = _mesh_vertices(found.filename, found.scale, element.what, search_paths, max_vertices,
+                              {} if hulls is None else hulls)
     return vertices, np.zeros(len(vertices))
 
 
@@ -104,6 +122,7 @@ def collision_contacts(model: Model, urdf_xml: str, search_paths=(),
     `search_paths` (module docstring)."""
     robot = parse_robot(urdf_xml)
     bodies, points, radii, names, warnings = [], [], [], [], []
+    hulls: dict = {}
     for link in robot.findall("link"):
         name = link.get("name", "")
         if name not in model.frames:
@@ -115,11 +134,15 @@ def collision_contacts(model: Model, urdf_xml: str, search_paths=(),
             try:
                 if isinstance(element, ValueError):
                     raise element
-                local, radius = element_points(element, search_paths, max_vertices_per_mesh)
+                local, radius = element_points(element, search_paths, max_vertices_per_mesh, hulls)
+                in_link = local @ element.rotation.T + element.translation
+                farthest = np.abs(in_link).max(initial=0.0) + radius.max(initial=0.0)
+                if not farthest <= MAX_MAGNITUDE:  # NaN too
+                    raise ValueError(f"{element.what}: its points reach {farthest:.3g} m from the link frame, "
+                                     f"beyond {MAX_MAGNITUDE:g} m")
             except (ValueError, ResourceNotFound) as error:
                 warnings.append(f"{error}; skipped")
                 continue
-            in_link = local @ element.rotation.T + element.translation
             bodies.append(np.full(len(local), frame.body, dtype=np.int64))
             points.append(in_link @ frame.rotation.T + frame.translation)
             radii.append(radius)

@@ -148,9 +148,11 @@ class Viewer:
     def _mesh(visual: Visual, meshes: dict):
         import trimesh
 
+        from mbs_dynamics.meshes import load_mesh
+
         key = (str(visual.path), visual.rgba)
         if key not in meshes:
-            loaded = trimesh.load(str(visual.path), force="mesh")
+            loaded = load_mesh(visual.path)
             if not isinstance(loaded, trimesh.Trimesh) or len(loaded.faces) == 0:
                 raise ValueError("no triangles")
             if visual.rgba is not None or not loaded.visual.defined:

@@ -4,9 +4,10 @@ their meshes resolved to files (resources.resolve: package:// through the
 ament index, the Python environment and the search paths).
 
 A link without a <visual>, or whose visual cannot be drawn (a mesh not
-found, a malformed element), is drawn from its <collision> elements
-instead, in COLLISION_RGBA; what cannot be drawn at all is left out with a
-warning. Nothing here reads a mesh file: that is the viewer's.
+found, beyond a cap of meshes.py, a malformed element), is drawn from its
+<collision> elements instead, in COLLISION_RGBA; what cannot be drawn at all
+is left out with a warning. A mesh file is measured here (meshes.measure),
+never parsed: that is the viewer's.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mbs_dynamics.meshes import measure
 from mbs_dynamics.model import Model
 from mbs_dynamics.parsers.geometry import Shape, geometry_elements, numbers, parse_robot, shape
 from mbs_dynamics.resources import ResourceNotFound, resolve
@@ -72,6 +74,7 @@ def link_visuals(model: Model, urdf_xml: str, search_paths=(), source: str = "vi
     robot = parse_robot(urdf_xml)
     named = _named_colors(robot)
     visuals, warnings = [], []
+    measured: dict = {}  # mesh path -> meshes.MeshSize, or why it cannot be drawn
     for link in robot.findall("link"):
         name = link.get("name", "")
         if name not in model.frames:
@@ -87,6 +90,14 @@ def link_visuals(model: Model, urdf_xml: str, search_paths=(), source: str = "vi
                         raise element
                     found = shape(element)
                     path = resolve(found.filename, search_paths) if found.kind == "mesh" else None
+                    if path is not None:
+                        if path not in measured:
+                            try:
+                                measured[path] = measure(path)
+                            except ValueError as error:  # files.FileProblem: beyond a cap
+                                measured[path] = error
+                        if isinstance(measured[path], ValueError):
+                            raise measured[path]
                     rgba = _color(element.element, named) if tag == "visual" else COLLISION_RGBA
                 except (ValueError, ResourceNotFound) as error:
                     failed.append(str(error))

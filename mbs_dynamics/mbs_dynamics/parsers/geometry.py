@@ -8,7 +8,9 @@ XML: what the dynamics never needs, but the contact geometry
     capsule    size (radius, length) (Drake's and SDF's extension)
     mesh       filename (the URI as written), scale (3,)
 
-A malformed element raises ValueError naming it (``what``); the caller
+A malformed element raises ValueError naming it (``what``): a number
+that is not finite or beyond MAX_MAGNITUDE (1e12, the URDF parser's bound
+for lengths, for every number here: sizes, origins, scales); the caller
 skips it and keeps the rest of the robot.
 """
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mbs_dynamics.lie import rpy_to_matrix
+from mbs_dynamics.parsers.urdf import MAX_MAGNITUDE
 
 SHAPES = ("sphere", "box", "cylinder", "capsule", "mesh")
 
@@ -50,8 +53,9 @@ class Shape:
 
 
 def numbers(text: str | None, count: int, what: str, default=None) -> np.ndarray:
-    """`count` finite numbers from an attribute's text (`default` when absent;
-    ValueError when absent without one, or malformed)."""
+    """`count` finite numbers of magnitude at most MAX_MAGNITUDE from an
+    attribute's text (`default` when absent; ValueError when absent without
+    one, or malformed)."""
     if text is None:
         if default is None:
             raise ValueError(f"{what} is missing")
@@ -62,6 +66,8 @@ def numbers(text: str | None, count: int, what: str, default=None) -> np.ndarray
         raise ValueError(f"{what} must be {count} numbers, got {text!r}") from None
     if values.shape != (count,) or not np.all(np.isfinite(values)):
         raise ValueError(f"{what} must be {count} finite numbers, got {text!r}")
+    if np.abs(values).max() > MAX_MAGNITUDE:
+        raise ValueError(f"{what} must be {count} numbers of magnitude at most {MAX_MAGNITUDE:g}, got {text!r}")
     return values
 
 

@@ -7,8 +7,9 @@ read by rosbags and by ``ros2 bag`` alike.
 
 A topic is a name relative to the recorder's namespace (remappings apply);
 its type comes from its publishers, or after the colon
-(``joint_states:sensor_msgs/msg/JointState``). The recorder subscribes once
-it sees a publisher, with a QoS that hears every publisher seen (reliable
+(``joint_states:sensor_msgs/msg/JointState``; a topic published with
+another type is said, naming both, and waited on). The recorder subscribes
+once it sees a publisher, with a QoS that hears every publisher seen (reliable
 only if all are, transient local only if all are: a reliable subscription
 hears nothing from a best-effort publisher); a publisher it sees later and
 cannot hear is warned about. Messages arrive serialized (never deserialized)
@@ -19,8 +20,13 @@ message definition is ROS 2 kilted's (rosbags' typestore), else the
 interface file installed with its package (share/<package>/msg/<Type>.msg).
 
 It stops at Ctrl-C (SIGINT), SIGTERM or --duration seconds (wall clock)
-after recording began (its first subscription), and closes the bag with every message received; then it prints the
-count of each topic.
+after recording began (its first subscription), and closes the bag with every
+message received (a signal while it closes waits for it); then it prints the
+count of each topic. A write that fails (a full disk) ends the recording
+early, the bag closed readable with what was written up to its last
+checkpoint (BagWriter), said in one line with the messages written and lost;
+exit code 1. Messages that outrun the disk by MAX_QUEUED_BYTES are dropped,
+counted and warned about.
 """
 from __future__ import annotations
 
@@ -28,10 +34,14 @@ import argparse
 import importlib
 import os
 import queue
+import shutil
+import signal
 import sys
 import threading
 import time
+from collections import defaultdict
 from concurrent.futures import Future
+from io import BytesIO
 from pathlib import Path
 
 from rclpy.clock import Clock, ClockType
@@ -49,8 +59,10 @@ from rclpy.qos import (
 from rclpy.validate_topic_name import validate_topic_name
 from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
+from rosbags.rosbag2.storage_mcap import PendingChunk
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
+from mbs_dynamics.files import FileProblem, check_writable
 from mbs_dynamics.ros.parameters import ParameterError
 from mbs_dynamics.ros.robot_node import ProcessNode
 from mbs_dynamics.ros.spinning import OneLineErrorParser, spin_nodes, split_ros_args
@@ -61,6 +73,21 @@ STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
 RECORD_DEPTH = 1000
 # Seconds between looks at the graph for publishers.
 DISCOVERY_PERIOD = 0.2
+# Seconds, and bytes of messages written, between checkpoints of the bag:
+# what was written before the last one survives a failed write (BagWriter).
+# The bytes are rosbags' MCAP chunk size.
+CHECKPOINT_PERIOD = 1.0
+CHECKPOINT_BYTES = 2**20
+# Room kept free beside the bag to close it after a failed write (its index,
+# metadata and metadata.yaml: a few kB per topic, a quarter of it), and, past
+# 3000 chunks of an MCAP, more for each (its index entry takes under 100
+# bytes with ten topics).
+RESERVE_BYTES = 2**20
+RESERVE_PER_CHUNK = 256
+RESERVE_NAME = ".mbs_dynamics_record.reserve"
+# Serialized bytes that may wait to be written: beyond, messages are dropped
+# and counted (the disk is slower than the topics).
+MAX_QUEUED_BYTES = 256 * 2**20
 
 
 class BagWriter:
@@ -68,22 +95,42 @@ class BagWriter:
     closes (sqlite3 objects work only in the thread that made them): topics
     are added (add_topic) and messages queued (put) from any thread, and
     written in the order queued; close() writes what is queued, then the
-    thread closes the bag (a second Ctrl-C during close() does not lose it)."""
+    thread closes the bag (a second Ctrl-C during close() does not lose it).
+
+    Nothing written is lost to a write that fails (a full disk, an I/O error):
+    every CHECKPOINT_PERIOD and CHECKPOINT_BYTES the bag is made whole on disk
+    up to there (sqlite3: a commit; MCAP: the open chunk written and
+    flushed), and a file of RESERVE_BYTES (and more as the MCAP's index
+    grows) beside it keeps room to close it. When a write fails, the bag goes back to its last checkpoint
+    (MCAP: the file cut there; sqlite3: the open transaction rolled back),
+    the reserve is removed, and the bag is closed there, readable, its
+    metadata counting what it holds; `error` says what failed and nothing more
+    is written. At most MAX_QUEUED_BYTES wait to be written: put() refuses a
+    message beyond (a disk slower than the topics)."""
 
     def __init__(self, path: str, storage: str):
         """Create the bag at `path` (a directory that must not exist);
-        WriterError or OSError if it cannot."""
+        FileProblem naming it and why if it cannot (nothing is left on disk
+        then)."""
         self.path = Path(path)
+        self.storage = storage
         self.typestore = get_typestore(Stores.ROS2_KILTED)
-        self.error: str | None = None
+        self.error: str | None = None  # why writing stopped, once it did
+        self.closing = False
         self._queue: queue.SimpleQueue = queue.SimpleQueue()  # (connection, timestamp, data) or (future, call)
+        self._queued_bytes = 0
+        self._queued_lock = threading.Lock()
+        self._reserve = self.path / RESERVE_NAME
+        self._reserved = 0
+        self._saved: dict = {}  # the state of the last checkpoint
         opened = Future()
-        self._thread = threading.Thread(target=self._write, args=(storage, opened), name="bag writer")
+        self._thread = threading.Thread(target=self._write, args=(opened,), name="bag writer")
         self._thread.start()
         opened.result()
 
     def add_topic(self, topic: str, message_class: type, offered_qos: list[QoSProfile]):
-        """The bag's connection for `topic`, of the type of `message_class`."""
+        """The bag's connection for `topic`, of the type of `message_class`
+        (WriterError once writing has failed)."""
         msgtype = type_name(message_class)
         self._know_type(message_class)
         added = Future()
@@ -101,46 +148,157 @@ class BagWriter:
             self._know_type(held)
         self.typestore.register(get_types_from_msg(interface_file(name).read_text(), name))
 
-    def put(self, connection, timestamp: int, data: bytes) -> None:
-        """Queue a serialized message received at `timestamp` (ns)."""
+    def put(self, connection, timestamp: int, data: bytes) -> bool:
+        """Queue a serialized message received at `timestamp` (ns); False
+        (not queued) once writing has failed or MAX_QUEUED_BYTES wait."""
+        if self.error is not None:
+            return False
+        with self._queued_lock:
+            if self._queued_bytes + len(data) > MAX_QUEUED_BYTES:
+                return False
+            self._queued_bytes += len(data)
         self._queue.put((connection, timestamp, data))
+        return True
 
     def count(self, connection) -> int:
-        """The messages of `connection` written so far."""
+        """The messages of `connection` in the bag (after close(): those it holds)."""
         return self._writer.counts[connection.id]
 
     def close(self) -> None:
         """Write what is queued and close the bag."""
+        self.closing = True
         self._queue.put(None)
         self._thread.join()
+        self.closing = False
 
-    def _write(self, storage: str, opened: Future) -> None:
+    # --- the writer's thread ---------------------------------------------------------
+
+    def _write(self, opened: Future) -> None:
         try:
-            self._writer = Writer(self.path, version=9, storage_plugin=STORAGES[storage])
+            self._writer = Writer(self.path, version=9, storage_plugin=STORAGES[self.storage])
             self._writer.open()
-        except Exception as error:  # noqa: BLE001  handed to the caller
-            opened.set_exception(error)
+            self._checkpoint()
+        except Exception as error:  # noqa: BLE001  said by the caller, in one line
+            if not (isinstance(error, WriterError) and "exists already" in str(error)):  # not ours to remove
+                self._remove_bag()
+            opened.set_exception(FileProblem(f"cannot create the bag {self.path}: {reason(error)}"))
             return
         opened.set_result(None)
-        try:
-            while (item := self._queue.get()) is not None:
-                if len(item) == 3:
-                    if self.error is None:
-                        self._writer.write(*item)
-                else:
-                    future, call = item
-                    try:
-                        future.set_result(call())
-                    except Exception as error:  # noqa: BLE001  handed to the caller
-                        future.set_exception(error)
-        except Exception as error:  # noqa: BLE001  a full disk: said, the rest of the messages dropped
-            self.error = f"writing {self.path} failed: {type(error).__name__}: {error}"
-            while self._queue.get() is not None:
-                pass
+        next_checkpoint, unsaved = time.monotonic() + CHECKPOINT_PERIOD, 0  # unsaved: bytes written since
+        while True:
+            try:
+                item = self._queue.get(timeout=max(next_checkpoint - time.monotonic(), 0.0))
+            except queue.Empty:
+                item = ()
+            if item is None:
+                break
+            if len(item) == 3:
+                connection, timestamp, data = item
+                with self._queued_lock:
+                    self._queued_bytes -= len(data)
+                if self.error is None:
+                    self._guarded(lambda: self._writer.write(connection, timestamp, data))  # noqa: B023
+                    unsaved += len(data)
+            elif len(item) == 2:
+                future, call = item
+                if self.error is not None:
+                    future.set_exception(WriterError(self.error))
+                    continue
+                try:
+                    future.set_result(call())
+                except Exception as error:  # noqa: BLE001  handed to the caller
+                    future.set_exception(error)
+                self._guarded(self._checkpoint)  # a topic is in the bag before its messages
+            if time.monotonic() >= next_checkpoint or unsaved >= CHECKPOINT_BYTES:
+                if self.error is None:
+                    self._guarded(self._checkpoint)
+                next_checkpoint, unsaved = time.monotonic() + CHECKPOINT_PERIOD, 0
+        if self.error is None:
+            self._guarded(self._checkpoint)
+        self._reserve.unlink(missing_ok=True)
         try:
             self._writer.close()
-        except Exception as error:  # noqa: BLE001
-            self.error = self.error or f"closing {self.path} failed: {type(error).__name__}: {error}"
+        except Exception as error:  # noqa: BLE001  said by the caller
+            self.error = (f"{self.error}; then " if self.error else "") + \
+                f"closing {self.path} failed: {reason(error)}: the bag may not be readable"
+
+    def _guarded(self, call) -> None:
+        """call(), and on its failure the bag back to its last checkpoint."""
+        try:
+            call()
+        except Exception as error:  # noqa: BLE001  a full disk, an I/O error: said by the caller
+            self.error = f"writing {self.path} failed: {reason(error)}"
+            try:
+                self._back_to_checkpoint()
+            except Exception as again:  # noqa: BLE001
+                self.error += f"; going back to its last checkpoint failed too: {reason(again)}"
+
+    def _checkpoint(self) -> None:
+        """Make the bag whole on disk up to here, keep room to close it, and
+        remember its state."""
+        writer = self._writer
+        storage = writer.storage
+        if self.storage == "sqlite3":
+            storage.conn.commit()
+        else:
+            if storage.chunk.msgs:
+                storage.close_chunk()
+            storage.bio.flush()
+        room = max(RESERVE_BYTES, RESERVE_BYTES // 4 + RESERVE_PER_CHUNK * len(getattr(storage, "chunks", ())))
+        if room > self._reserved:
+            room = -(-room // RESERVE_BYTES) * RESERVE_BYTES  # in steps of RESERVE_BYTES
+            descriptor = os.open(self._reserve, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                os.posix_fallocate(descriptor, 0, room)
+            finally:
+                os.close(descriptor)
+            self._reserved = room
+        self._saved = {"counts": dict(writer.counts), "times": (writer.min_timestamp, writer.max_timestamp)}
+        if self.storage == "mcap":
+            self._saved.update(offset=storage.bio.tell(), chunks=len(storage.chunks),
+                               channel_stats=dict(storage.channel_stats),
+                               message_times=(storage.message_start_time, storage.message_end_time))
+
+    def _back_to_checkpoint(self) -> None:
+        """After a failed write: the bag as at the last checkpoint, room made
+        to close it (the reserve removed)."""
+        self._reserve.unlink(missing_ok=True)
+        writer, saved = self._writer, self._saved
+        storage = writer.storage
+        writer.counts = {key: saved["counts"].get(key, 0) for key in writer.counts}
+        writer.min_timestamp, writer.max_timestamp = saved["times"]
+        if self.storage == "sqlite3":
+            storage.conn.rollback()
+            return
+        try:
+            storage.bio.close()  # its buffer, past the checkpoint, is cut off below
+        except OSError:
+            pass
+        os.truncate(storage.path, saved["offset"])
+        storage.bio = open(storage.path, "r+b")  # noqa: SIM115  rosbags' MCAP writer closes it
+        storage.bio.seek(saved["offset"])
+        del storage.chunks[saved["chunks"]:]
+        storage.chunk = PendingChunk(2**63 - 1, 0, BytesIO(), defaultdict(list))
+        storage.channel_stats = {key: saved["channel_stats"].get(key, 0) for key in storage.channel_stats}
+        storage.message_start_time, storage.message_end_time = saved["message_times"]
+
+    def _remove_bag(self) -> None:
+        """Remove what opening made of the bag (the directory, which did not exist)."""
+        writer = getattr(self, "_writer", None)
+        if writer is not None and writer.storage is not None:
+            try:
+                writer.storage.abort()
+            except Exception:  # noqa: BLE001, S110  removed below
+                pass
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def reason(error: BaseException) -> str:
+    """What went wrong, for one line: an OSError's strerror (No space left on
+    device), else the message (sqlite3: database or disk is full)."""
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return str(error) or type(error).__name__
 
 
 class RecordedTopic:
@@ -153,6 +311,7 @@ class RecordedTopic:
         self.connection = None
         self.qos: QoSProfile | None = None
         self.received = 0
+        self.dropped = 0  # received while MAX_QUEUED_BYTES waited to be written
         self.warned: set[str] = set()  # what was said about it, once each
 
 
@@ -187,7 +346,7 @@ class BagRecorder(ProcessNode):
 
     def _discover(self) -> None:
         if self.bag.error is not None:
-            self.fail(self.bag.error)
+            self.finish()  # the bag is closed at what it holds; the command says why, in one line
             return
         for topic in self.topics:
             publishers = self.get_publishers_info_by_topic(topic.resolved)
@@ -208,21 +367,33 @@ class BagRecorder(ProcessNode):
             except ValueError as error:
                 self.fail(str(error))
                 return
-        publishers = [info for info in publishers if info.topic_type == type_name(topic.message_class)]
+        wanted = type_name(topic.message_class)
+        others = sorted({info.topic_type for info in publishers} - {wanted})
+        publishers = [info for info in publishers if info.topic_type == wanted]
         if not publishers:
+            self._say_once(topic, f"types {others}", f"{topic.resolved} is published as {' and '.join(others)}, "
+                                                      f"not {wanted} as asked: waiting for a publisher of {wanted} "
+                                                      f"(record {topic.name} without :TYPE to take the type published)")
             return
         offered = [info.qos_profile for info in publishers]
         topic.qos = subscription_qos(offered)
         try:
             topic.connection = self.bag.add_topic(topic.resolved, topic.message_class, offered)
         except (OSError, WriterError, ValueError) as error:
-            self.fail(f"no message definition for {type_name(topic.message_class)} of {topic.resolved}: {error}")
+            if self.bag.error is not None:
+                self.finish()  # the bag failed meanwhile: said by the command
+            else:
+                self.fail(f"no message definition for {type_name(topic.message_class)} of {topic.resolved}: {error}")
             return
         connection, bag, clock = topic.connection, self.bag, self.get_clock()
 
         def record(data: bytes) -> None:
             topic.received += 1
-            bag.put(connection, clock.now().nanoseconds, data)
+            if not bag.put(connection, clock.now().nanoseconds, data) and bag.error is None:
+                topic.dropped += 1
+                self.get_logger().warning(
+                    f"{topic.resolved}: {topic.dropped} message(s) dropped so far: {MAX_QUEUED_BYTES >> 20} MiB wait "
+                    f"to be written to {bag.path} (the disk is slower than the topics)", throttle_duration_sec=5.0)
 
         self.create_subscription(topic.message_class, topic.resolved, record, topic.qos, raw=True)
         if self._duration > 0 and self._duration_timer is None:
@@ -249,15 +420,23 @@ class BagRecorder(ProcessNode):
             topic.warned.add(key)
             self.get_logger().warning(message)
 
+    def written_and_lost(self) -> tuple[int, int]:
+        """(messages in the bag, messages received and not in it) of all topics."""
+        written = sum(self.bag.count(topic.connection) for topic in self.topics if topic.connection is not None)
+        return written, sum(topic.received for topic in self.topics) - written
+
     def summary(self) -> str:
-        """One line per topic: what was recorded of it."""
+        """One line per topic: what was recorded of it (and lost: received,
+        not in the bag)."""
         lines = []
         for topic in self.topics:
             if topic.connection is None:
                 lines.append(f"  {topic.resolved}: no publisher seen, nothing recorded")
             else:
-                lines.append(f"  {topic.resolved} ({type_name(topic.message_class)}): "
-                             f"{self.bag.count(topic.connection)} messages")
+                written = self.bag.count(topic.connection)
+                lost = topic.received - written
+                lines.append(f"  {topic.resolved} ({type_name(topic.message_class)}): {written} messages"
+                             + (f", {lost} lost" if lost else ""))
         return "\n".join(lines)
 
 
@@ -358,6 +537,10 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
             parser.error(str(error).replace("\n", " "))
     if os.path.lexists(arguments.output):
         parser.error(f"--output {arguments.output} exists already: give a new directory")
+    try:
+        check_writable(arguments.output, "the bag")
+    except FileProblem as error:
+        parser.error(f"--output: {error}")
     return arguments
 
 
@@ -370,8 +553,8 @@ def main(argv: list[str] | None = None) -> None:
     def recorder(stop):  # the bag made once ROS has started: nothing is left on disk when it cannot
         try:
             bags.append(BagWriter(arguments.output, arguments.storage))
-        except (OSError, WriterError) as error:
-            raise ParameterError(f"--output: cannot create the bag {arguments.output}: {error}") from None
+        except FileProblem as error:
+            raise ParameterError(f"--output: {error}") from None
         recorders.append(BagRecorder("bag_recorder", bags[0], arguments.topics, arguments.duration, stop=stop,
                                      parameter_overrides=[Parameter("use_sim_time", value=True)]
                                      if arguments.use_sim_time else []))
@@ -380,15 +563,33 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = spin_nodes([recorder], args=["mbs_dynamics_record", *ros_args])
     finally:
-        for bag in bags:
-            bag.close()
+        closing(bags)
     for bag in bags:
+        written, lost = recorders[0].written_and_lost() if recorders else (0, 0)
         if bag.error is not None:
-            print(f"mbs_dynamics_record: error: {bag.error}", file=sys.stderr)
+            print(f"mbs_dynamics_record: error: {bag.error}; the bag holds the {written} messages written before "
+                  f"(readable), {lost} received were lost", file=sys.stderr)
             code = 1
         print(f"bag {bag.path} ({arguments.storage}):")
         print(recorders[0].summary() if recorders else "  nothing recorded")
     sys.exit(code)
+
+
+def closing(bags: list[BagWriter]) -> None:
+    """Close the bags; from here on Ctrl-C and SIGTERM are said and the
+    process ends by itself, once the bags are closed (a bag cut short while
+    closing would be unreadable)."""
+    def wait(signum, frame) -> None:
+        if any(bag.closing for bag in bags):
+            print(f"mbs_dynamics_record: closing the bag {', '.join(str(bag.path) for bag in bags)}; it is "
+                  "readable once closed", file=sys.stderr)
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, wait)
+    for bag in bags:
+        bag.close()
+    for number in (signal.SIGINT, signal.SIGTERM):  # closed: the process ends now (even while Python finalizes)
+        signal.signal(number, signal.SIG_IGN)
 
 
 if __name__ == "__main__":

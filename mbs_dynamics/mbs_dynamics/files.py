@@ -30,8 +30,8 @@ def checked_file(path, what: str, max_bytes: int) -> Path:
     if not stat.S_ISREG(status.st_mode):  # /dev/zero, a FIFO, a directory: would never end or block
         raise FileProblem(f"cannot read {what} {path}: not a regular file")
     if status.st_size > max_bytes:
-        raise FileProblem(f"{what} {path} has {status.st_size} bytes, more than the {max_bytes} "
-                          f"({max_bytes / 2**20:.0f} MiB) it may have")
+        mib = f" ({max_bytes / 2**20:.0f} MiB)" if max_bytes >= 2**20 else ""
+        raise FileProblem(f"{what} {path} has {status.st_size} bytes, more than the {max_bytes}{mib} it may have")
     return path
 
 
@@ -43,9 +43,13 @@ def read_file(path, what: str, max_bytes: int, text: bool = True) -> str | bytes
         # O_NONBLOCK: should the path have become a FIFO since the check, opening it does not block
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         with os.fdopen(descriptor, "rb") as stream:
-            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+            status = os.fstat(stream.fileno())
+            if not stat.S_ISREG(status.st_mode):
                 raise FileProblem(f"cannot read {what} {path}: not a regular file")
-            content = stream.read(max_bytes + 1)
+            # the size it has (a read of max_bytes would set that much memory aside), then what it grew by
+            content = stream.read(min(status.st_size, max_bytes) + 1)
+            if len(content) > status.st_size:
+                content += stream.read(max_bytes + 1 - len(content))
     except OSError as error:
         raise FileProblem(f"cannot read {what} {path}: {error.strerror}") from error
     if len(content) > max_bytes:

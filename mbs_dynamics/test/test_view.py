@@ -234,46 +234,64 @@ def view_status(message, name: str) -> dict | None:
     return None
 
 
+# Seconds after its connection by which headless Chromium has compiled its shaders and draws at an even pace.
+CHROMIUM_SETTLES = 3.0
+
+
 @needs_chromium
 @pytest.mark.parametrize("robot", mbs.BUNDLED_ROBOTS)
 def test_the_view_keeps_the_simulator_in_real_time_and_outlives_its_browser(robot, start_process, test_node,
                                                                             tmp_path):
     """./dev run's closed loop with the view at 30 Hz, recording, and a
-    headless Chromium drawing the page for the first half of the run, then
-    gone: the simulator keeps real time throughout (the run monitor's
-    real-time factor), the view draws about 30 frames a second whether a
-    browser is there or not, the simulator's 100 Hz joint_states replace
-    each other rather than queue, and the recording is written at the end."""
+    headless Chromium drawing the page for some seconds, then gone: with
+    the browser drawing and after it left, the simulator keeps real time
+    (the run monitor's real-time factor over each second), the view draws
+    about 30 frames a second whether a browser is there or not, the
+    simulator's 100 Hz joint_states replace each other rather than queue,
+    and the recording is written at the end. Chromium's first seconds are
+    left out: its start, page and shader compilation take most of two
+    cores (0.7-0.96 beside it on a 2-core machine, 1.00 once it draws;
+    a websocket client of the view's alone: 1.00 throughout)."""
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
 
-    statuses = []
+    statuses = []  # (wall time, the view's values), the wall clock of the nodes' log lines
     test_node.create_subscription(DiagnosticArray, "/diagnostics",
-                                  lambda m: statuses.append((time.monotonic(), view_status(m, "/view"))), 50)
+                                  lambda m: statuses.append((time.time(), view_status(m, "/view"))), 50)
     record = tmp_path / "run.html"
-    duration = 10.0
+    duration = 16.0
     bringup = start_process([executable("mbs_dynamics_bringup"), "--robot", robot, "--closed-loop", "--record",
                              str(record), "--duration", str(duration), "--summary-period", "1", "--ros-args",
                              "-p", "view:port:=0", "-p", "diagnostics_period:=0.5"])
-    url = re.search(r"open (http://127\.0\.0\.1:\d+/) in a browser", bringup.wait_for(r"open http://", 60)[0]).group(1)
+    url = re.search(r"open (http://127\.0\.0\.1:\d+/) in a browser", bringup.wait_for(r"open http://")[0]).group(1)
+
+    def connected() -> float | None:
+        return next((at for at, values in statuses if values and int(values["browsers"]) >= 1), None)
+
     with open_page(url):
-        deadline = time.monotonic() + 4.0
+        deadline = time.monotonic() + 60.0
+        while connected() is None and time.monotonic() < deadline and bringup.process.poll() is None:
+            rclpy.spin_once(test_node, timeout_sec=0.05)
+        assert connected() is not None, "the browser never connected:\n" + bringup.output
+        deadline = time.monotonic() + CHROMIUM_SETTLES + 4.0
         while time.monotonic() < deadline:
             rclpy.spin_once(test_node, timeout_sec=0.05)
-    left = time.monotonic()
+    left = time.time()
     deadline = time.monotonic() + 60
     while bringup.process.poll() is None and time.monotonic() < deadline:
         rclpy.spin_once(test_node, timeout_sec=0.05)
     assert bringup.wait_exit() == 0, bringup.output
     output = bringup.output
-    factors = [float(x) for x in re.findall(r"\[run_monitor\]: t = [\d.]+ s, real-time factor ([\d.]+)", output)]
-    print(f"{robot}: real-time factors {factors}")
-    # the first second is the start-up's: the nodes' first messages and Chromium starting beside them
-    assert len(factors) >= duration - 3 and min(factors[1:]) >= 0.95, output
+    summaries = [(float(at), float(factor)) for at, factor in re.findall(
+        r"\[INFO\] \[([\d.]+)\] \[run_monitor\]: t = [\d.]+ s, real-time factor ([\d.]+)", output)]
+    print(f"{robot}: real-time factors {[factor for _, factor in summaries]}, the browser connected at "
+          f"{connected() - summaries[0][0] + 1:.1f} s and left at {left - summaries[0][0] + 1:.1f} s (wall)")
+    judged = [factor for at, factor in summaries if at > connected() + CHROMIUM_SETTLES + 1.0]  # each over a second
+    assert len(judged) >= 4 and any(at > left + 1.0 for at, _ in summaries), output
+    assert min(judged) >= 0.95, output
     seen = [values for _, values in statuses if values]
-    assert max(int(values["browsers"]) for values in seen) >= 1  # the browser connected
     after = [values for at, values in statuses if values and left + 1.0 < at < left + 4.0]
-    assert after and int(after[-1]["browsers"]) == 0  # and left
+    assert after and int(after[-1]["browsers"]) == 0  # the browser left
     frames = int(seen[-1]["frames"])
     assert frames >= 0.8 * 30 * (duration - 1) and int(seen[-1]["replaced"]) > 0, seen[-1]
     assert int(after[-1]["frames"]) > int(after[0]["frames"])  # drawing on without a browser

@@ -77,7 +77,7 @@ ARROW_HEAD = 0.05
 MAX_MESSAGE_BYTES = 2**20
 # A connection's received messages buffered before it is read no more.
 MAX_QUEUED_MESSAGES = 4
-# Open connections (page requests and websockets) at most; more are refused.
+# Open websockets (browsers' pages and others) at most; more are refused.
 MAX_CONNECTIONS = 128
 # The longest a scene change waits for viser's event loop (s).
 LOOP_TIMEOUT = 10.0
@@ -157,7 +157,8 @@ class Admission:
     (DNS rebinding) gets the page; a websocket's Origin, when sent (browsers
     always send it), is the page's own (http://<Host>) or one of
     `allowed_origins`; a websocket speaks the page's viser protocol, and is
-    taken only once the scene is ready; at most MAX_CONNECTIONS are open.
+    taken only once the scene is ready; at most MAX_CONNECTIONS websockets
+    are open.
     Each refusal is told to refuse(reason, text)."""
 
     def __init__(self, host: str, allowed_origins: Sequence[str], refuse: Callable[[str, str], None]):
@@ -190,11 +191,8 @@ class Admission:
                                 "(allowed_origins admits others)" if len(hosts) == 1 else
                                 f"a request with {len(hosts)} Host headers")
             return connection.respond(http.HTTPStatus.FORBIDDEN, "This view is not served under that name.\n")
-        if len(connection.server.handlers) > MAX_CONNECTIONS:
-            self.refuse("connections", f"a connection beyond the {MAX_CONNECTIONS} open ones")
-            return connection.respond(http.HTTPStatus.SERVICE_UNAVAILABLE, "Too many connections.\n")
         if request.headers.get("Upgrade", "").lower() != "websocket":
-            return None  # the page and its files: viser's
+            return None  # the page and its files: viser's (each answered, then closed)
         origins = request.headers.get_all("Origin")
         try:
             origin = parse_origin(origins[0]) if len(origins) == 1 else None
@@ -209,6 +207,9 @@ class Admission:
             self.refuse("protocol", f"a websocket that does not speak {self.protocol} (a page of another "
                                     "viser version: reload it)")
             return connection.respond(http.HTTPStatus.BAD_REQUEST, f"This view speaks {self.protocol}.\n")
+        if len(connection.server.connections) >= MAX_CONNECTIONS:
+            self.refuse("connections", f"a websocket beyond the {MAX_CONNECTIONS} open ones")
+            return connection.respond(http.HTTPStatus.SERVICE_UNAVAILABLE, "Too many connections.\n")
         if not self.ready:  # the browser tries again
             return connection.respond(http.HTTPStatus.SERVICE_UNAVAILABLE, "The view is starting.\n")
         return None

@@ -200,6 +200,15 @@ def screenshot(url: str, name: str) -> np.ndarray:
     raise AssertionError(f"headless Chromium gave no screenshot of {url} in {attempt + 1} tries")
 
 
+def open_page(url: str, profile: str) -> subprocess.Popen:
+    """Headless Chromium drawing the page at `url` (software WebGL) until
+    terminated, its profile in the directory `profile`."""
+    return subprocess.Popen([CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--use-angle=swiftshader",
+                             "--enable-unsafe-swiftshader", "--window-size=960,720", "--no-first-run",
+                             "--disable-background-networking", f"--user-data-dir={profile}",
+                             "--remote-debugging-port=0", url], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def changed(a: np.ndarray, b: np.ndarray) -> float:
     """Share of pixels that differ between two screenshots."""
     return float(np.mean(np.any(np.abs(a - b) > PIXEL_TOLERANCE, axis=2)))
@@ -300,11 +309,7 @@ def test_the_view_keeps_the_simulator_in_real_time_and_outlives_its_browser(robo
                              "-p", "view:port:=0", "-p", "diagnostics_period:=0.5"])
     url = re.search(r"open (http://127\.0\.0\.1:\d+/) in a browser", bringup.wait_for(r"open http://", 60)[0]).group(1)
     with tempfile.TemporaryDirectory() as profile:
-        browser = subprocess.Popen([CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu",
-                                    "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--window-size=960,720",
-                                    "--no-first-run", "--disable-background-networking", f"--user-data-dir={profile}",
-                                    "--remote-debugging-port=0", url],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        browser = open_page(url, profile)
         try:
             deadline = time.monotonic() + 4.0
             while time.monotonic() < deadline:

@@ -95,7 +95,7 @@ def test_an_error_escaping_a_callback_stops_the_process_and_says_why(test_node, 
 
 # A process of toy nodes served by spin_nodes (argv: the nodes, comma-separated, from talker: publishes
 # /spinning_test/talk 20 times a second, slow_stop: so does, and takes a minute to stop; breaking: not
-# essential, its timer raises at 2 Hz; slow_start: takes a minute to be created).
+# essential, its timer raises at 2 Hz; slow_start: a talker that takes 3 s to be created).
 PROCESS = r"""
 import sys, time
 from rclpy.experimental import EventsExecutor
@@ -109,10 +109,11 @@ class Talker(ProcessNode):
         self.slow_stop = slow_stop
         publisher = self.create_publisher(String, "/spinning_test/talk", 10)
         self.create_timer(0.05, lambda: publisher.publish(String(data=name)))
+        print(f"{name} created", flush=True)
 
     def stopping(self):
+        print(f"{self.get_name()} stopping", flush=True)
         if self.slow_stop:
-            print("stopping slowly", flush=True)
             time.sleep(60)
 
 class Breaking(ProcessNode):
@@ -131,7 +132,8 @@ class Breaking(ProcessNode):
 
 def slow_start(stop):
     print("creating slowly", flush=True)
-    time.sleep(60)
+    time.sleep(3)
+    return Talker("slow_start", stop)
 
 factories = {"talker": lambda stop: Talker("talker", stop), "slow_stop": lambda stop: Talker("slow", stop, True),
              "breaking": Breaking, "slow_start": slow_start}
@@ -176,10 +178,11 @@ def test_a_node_that_is_not_essential_fails_alone(start_process, test_node):
     assert "Traceback" not in alone.output
 
 
-def test_ctrl_c_while_the_nodes_are_created_stops_at_once(start_process):
-    process = toy_process(start_process, "talker,slow_start")
+def test_ctrl_c_while_a_node_is_created_stops_it_in_order_and_creates_no_more(start_process):
+    process = toy_process(start_process, "slow_start,talker")
     process.wait_for("creating slowly", 60)
     assert process.interrupt(timeout=30) == 0
+    assert "slow_start stopping" in process.output and "talker created" not in process.output
     assert "Traceback" not in process.output
 
 
@@ -192,7 +195,7 @@ def test_a_second_interrupt_after_the_grace_stops_at_once(start_process, test_no
     process = toy_process(start_process, "slow_stop")
     heard(test_node, 5, 60)
     process.process.send_signal(signal.SIGINT)
-    process.wait_for("stopping slowly", 30)
+    process.wait_for("slow stopping", 30)
     deadline = time.monotonic() + 30
     while process.process.poll() is None and time.monotonic() < deadline:
         process.process.send_signal(signal.SIGINT)

@@ -6,10 +6,10 @@ orderly stop; and a console command's arguments split from rcl's.
 A node whose class says it is not ESSENTIAL (the view) never stops the
 others: beside them, its failure switches it off alone (switch_off).
 Nothing reaches the user as a traceback: arguments rcl cannot parse and a
-node that cannot be created are one line; Ctrl-C while the nodes are being
-created stops at once; a repeat within STOP_GRACE of the first is the same
-request (ros2 launch and the terminal both send one), a later one ends the
-process at once, without the orderly stop."""
+node that cannot be created are one line. Ctrl-C stops in order, as soon as
+the node being created is (no node after it is); a repeat within STOP_GRACE
+of the first is the same request (ros2 launch and the terminal both send
+one), a later one ends the process at once, without the orderly stop."""
 from __future__ import annotations
 
 import argparse
@@ -162,15 +162,12 @@ def spin_nodes(node_factories: Sequence[Callable[[Future], ProcessNode]], args=N
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     stop = Future()
     interrupted = threading.Event()
-    creating = threading.Event()
     first_interrupt: list[float] = []
 
     def interrupt(signum, frame) -> None:
         if not first_interrupt:
             first_interrupt.append(time.monotonic())
             interrupted.set()
-            if creating.is_set():  # nothing served yet: stop at once
-                raise KeyboardInterrupt
         elif time.monotonic() - first_interrupt[0] >= STOP_GRACE:
             os.write(2, b"interrupted again: stopped at once, without the orderly stop\n")
             os._exit(INTERRUPTED_AGAIN)
@@ -181,7 +178,6 @@ def spin_nodes(node_factories: Sequence[Callable[[Future], ProcessNode]], args=N
     threads: list[ExecutorThread] = []
     logger = rclpy.logging.get_logger("mbs_dynamics")
     try:
-        creating.set()
         for factory in node_factories:
             try:
                 nodes.append(factory(stop))
@@ -189,10 +185,9 @@ def spin_nodes(node_factories: Sequence[Callable[[Future], ProcessNode]], args=N
                 message = str(error) if isinstance(error, ParameterError) else f"{type(error).__name__}: {error}"
                 logger.fatal(f"{message}; stopping")
                 stop.set_result(message)
-            if stop.done():
+            if stop.done() or interrupted.is_set():
                 break
-        creating.clear()
-        if not stop.done():
+        if not (stop.done() or interrupted.is_set()):
             company = any(essential(node) for node in nodes)
             served = sorted(nodes, key=lambda node: id(executor_kind(node)))
             for kind, group in groupby(served, key=executor_kind):
@@ -211,7 +206,6 @@ def spin_nodes(node_factories: Sequence[Callable[[Future], ProcessNode]], args=N
     except KeyboardInterrupt:
         pass
     finally:
-        creating.clear()
         for node in nodes:
             node.stopping()
         failed = stop.done() and stop.result() is not None

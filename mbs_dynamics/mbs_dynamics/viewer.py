@@ -217,13 +217,18 @@ class Admission:
 
 class _ConnectionLog(logging.Handler):
     """What the websockets server logs at WARNING and above (a connection
-    closed on a malformed message, with its traceback), as one refusal each."""
+    closed on a malformed message, with its traceback), as one refusal each;
+    not a connection closed before its request was complete (a browser's
+    preconnect, or anything not HTTP: aborted, as viser's own filter has it
+    once a page was served)."""
 
     def __init__(self, refuse: Callable[[str, str], None]):
         super().__init__(logging.WARNING)
         self.refuse = refuse
 
     def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage() == "opening handshake failed":
+            return
         error = record.exc_info[1] if record.exc_info else None
         why = "" if error is None else f" ({type(error).__name__}{f': {str(error)[:200]}' if str(error) else ''})"
         if record.getMessage() == "connection handler failed":  # viser's reading of a message raised

@@ -394,7 +394,8 @@ def test_fifty_browsers_and_chromium_while_the_simulator_runs(start_process, tes
     rate = (int(statuses[-1][1]["frames"]) - int(statuses[first][1]["frames"])) / seconds
     print(f"50 browsers and Chromium for {seconds:.1f} s: view {rate:.1f} frames/s, "
           f"connections up to {max(int(v['connections']) for v in during)}, browsers (camera) up to "
-          f"{max(int(v['browsers']) for v in during)}; bringup RSS {alone:.0f} MB alone, at most {peak:.0f} MB; "
+          f"{max(int(v['browsers']) for v in during)}, frame time {during[-1].get('frame_us_mean')} us mean; "
+          f"bringup RSS {alone:.0f} MB alone, at most {peak:.0f} MB; "
           f"simulator's real-time factor {[v['real_time_factor'] for _, v in simulator[first_simulator::4]]}; "
           f"{result}")
     assert max(int(v["connections"]) for v in during) >= 50

@@ -10,7 +10,8 @@ and logs the address to open.
                                             (blue) and angular momentum (purple)
 The ground grid and the static boxes are the parameters ground_height and
 world_boxes, as the simulator's (give both nodes the same, e.g. under /**).
-    /diagnostics                            frames shown, messages replaced, dropped
+    /diagnostics                            frames shown, messages replaced, dropped,
+                                            browsers (pages) and websocket connections
 
 All names are relative to the node's namespace (the topic parameters too):
 one view per robot. The view draws at most `rate` frames a second, each from

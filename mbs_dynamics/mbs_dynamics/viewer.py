@@ -353,6 +353,18 @@ class Viewer:
         self._loop.set_exception_handler(self._loop_error)
         for request in (viser_messages.ShareUrlRequest, viser_messages.ShareUrlDisconnect):
             self.server._websock_server.unregister_handler(request)  # a browser must not open a public tunnel
+        try:
+            self._draw_scene(visuals, ground_height, boxes)
+            # from here on the scene changes on viser's event loop only, and websockets are taken
+            self._loop_thread = self._on_loop(threading.get_ident)
+        except BaseException:
+            self.close()  # nothing half-built is served
+            raise
+        self.admission.ready = True
+
+    def _draw_scene(self, visuals: list[Visual], ground_height: float, boxes) -> None:
+        """The scene, before any websocket is taken (module docstring)."""
+        model = self.model
         # no share button: sharing goes through viser's relay on the internet; the page stays on this machine
         self.server.gui.configure_theme(control_width="small", show_share_button=False)
         self.scene = self.server.scene
@@ -386,9 +398,6 @@ class Viewer:
         self._last_time: float | None = None
         self._world_R, self._world_p = None, None
         self.frame_robot(model.neutral_configuration())
-        # from here on the scene changes on viser's event loop only, and websockets are taken
-        self._loop_thread = self._on_loop(threading.get_ident)
-        self.admission.ready = True
 
     @property
     def url(self) -> str:

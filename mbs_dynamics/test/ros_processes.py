@@ -98,6 +98,14 @@ class NodeProcess:
             self.process.wait(10)
 
 
+def node_status(message, name: str) -> dict | None:
+    """The values of the node `name`'s (fully qualified) status in a /diagnostics message, if there."""
+    for status in message.status:
+        if status.name.startswith(f"{name}: "):
+            return {kv.key: kv.value for kv in status.values}
+    return None
+
+
 def set_parameters(test_node, node_name: str, **values) -> dict:
     """Set parameters of the node `node_name` (fully qualified) one request
     each, through its parameter service; {name: (successful, reason)}."""

@@ -2,9 +2,14 @@
 when asked (rclpy's EventsExecutor among them, whose
 spin_until_future_complete without a timeout never returns and whose
 shutdown hangs while it spins), and subscriptions served apart from their
-node, on its resolved topics."""
+node, on its resolved topics. The process (spin_nodes, in processes of
+their own): a node that is not essential fails alone, Ctrl-C during the
+creation, twice back to back and again later, and arguments rcl or the
+bringup cannot read, never a traceback."""
 from __future__ import annotations
 
+import re
+import signal
 import threading
 import time
 
@@ -12,6 +17,7 @@ import pytest
 from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.experimental import EventsExecutor
 from rclpy.task import Future
+from ros_processes import executable
 from std_msgs.msg import String
 
 from mbs_dynamics.ros.spinning import STOP_TIMEOUT, ExecutorThread, SubscriptionsThread
@@ -83,3 +89,159 @@ def test_an_error_escaping_a_callback_stops_the_process_and_says_why(test_node, 
     finally:
         served.stop()
         test_node.destroy_timer(timer)
+
+
+# --- the process: arguments, interrupts, a node that is not essential --------------------------
+
+# A process of toy nodes served by spin_nodes (argv: the nodes, comma-separated, from talker: publishes
+# /spinning_test/talk 20 times a second, slow_stop: so does, and takes a minute to stop; breaking: not
+# essential, its timer raises at 2 Hz; slow_start: a talker that takes 3 s to be created).
+PROCESS = r"""
+import sys, time
+from rclpy.experimental import EventsExecutor
+from std_msgs.msg import String
+from mbs_dynamics.ros.robot_node import ProcessNode
+from mbs_dynamics.ros.spinning import spin_nodes
+
+class Talker(ProcessNode):
+    def __init__(self, name, stop, slow_stop=False):
+        super().__init__(name, stop=stop)
+        self.slow_stop = slow_stop
+        publisher = self.create_publisher(String, "/spinning_test/talk", 10)
+        self.create_timer(0.05, lambda: publisher.publish(String(data=name)))
+        print(f"{name} created", flush=True)
+
+    def stopping(self):
+        print(f"{self.get_name()} stopping", flush=True)
+        if self.slow_stop:
+            time.sleep(60)
+
+class Breaking(ProcessNode):
+    ESSENTIAL = False
+    EXECUTOR = EventsExecutor
+
+    def __init__(self, stop):
+        super().__init__("breaking", stop=stop)
+        self.create_timer(0.5, self.tick)
+
+    def tick(self):
+        raise RuntimeError("broken drawing")
+
+    def switch_off(self, reason):
+        self.get_logger().error(f"{reason}; switched off")
+
+def slow_start(stop):
+    print("creating slowly", flush=True)
+    time.sleep(3)
+    return Talker("slow_start", stop)
+
+factories = {"talker": lambda stop: Talker("talker", stop), "slow_stop": lambda stop: Talker("slow", stop, True),
+             "breaking": Breaking, "slow_start": slow_start}
+sys.exit(spin_nodes([factories[name] for name in sys.argv[1].split(",")], args=["spinning_test"]))
+"""
+
+
+def toy_process(start_process, nodes: str):
+    import sys
+
+    return start_process([sys.executable, "-c", PROCESS, nodes])
+
+
+def heard(test_node, count: int, timeout: float = 30.0) -> None:
+    """`count` messages on /spinning_test/talk arrive."""
+    import rclpy
+
+    received = []
+    subscription = test_node.create_subscription(String, "/spinning_test/talk", received.append, 50)
+    try:
+        deadline = time.monotonic() + timeout
+        while len(received) < count:
+            assert time.monotonic() < deadline, f"{len(received)} of {count} messages in {timeout} s"
+            rclpy.spin_once(test_node, timeout_sec=0.05)
+    finally:
+        test_node.destroy_subscription(subscription)
+
+
+def test_a_node_that_is_not_essential_fails_alone(start_process, test_node):
+    """Beside an essential node, the failure of one that is not (the view)
+    is said once and switches it off; the other serves on. Alone, it stops
+    its process (exit code 1), said in one line."""
+    process = toy_process(start_process, "talker,breaking")
+    process.wait_for("executor of breaking: RuntimeError: broken drawing; switched off", 60)
+    heard(test_node, 40)
+    assert process.process.poll() is None
+    assert process.interrupt() == 0
+    assert process.output.count("switched off") == 1 and "Traceback" not in process.output
+    alone = toy_process(start_process, "breaking")
+    assert alone.wait_exit(60) == 1
+    assert "[FATAL]" in alone.wait_for("executor of breaking: RuntimeError: broken drawing; stopping", 1)[0]
+    assert "Traceback" not in alone.output
+
+
+def test_ctrl_c_while_a_node_is_created_stops_it_in_order_and_creates_no_more(start_process):
+    process = toy_process(start_process, "slow_start,talker")
+    process.wait_for("creating slowly", 60)
+    assert process.interrupt(timeout=30) == 0
+    assert "slow_start stopping" in process.output and "talker created" not in process.output
+    assert "Traceback" not in process.output
+
+
+def test_a_second_interrupt_after_the_grace_stops_at_once(start_process, test_node):
+    """A node that takes a minute to stop: Ctrl-C starts the orderly stop;
+    another one STOP_GRACE after it ends the process at once (130), said in
+    one line."""
+    from mbs_dynamics.ros.spinning import INTERRUPTED_AGAIN
+
+    process = toy_process(start_process, "slow_stop")
+    heard(test_node, 5, 60)
+    process.process.send_signal(signal.SIGINT)
+    process.wait_for("slow stopping", 30)
+    deadline = time.monotonic() + 30
+    while process.process.poll() is None and time.monotonic() < deadline:
+        process.process.send_signal(signal.SIGINT)
+        time.sleep(0.2)
+    assert process.wait_exit(10) == INTERRUPTED_AGAIN
+    assert "interrupted again: stopped at once, without the orderly stop" in process.output
+    assert "Traceback" not in process.output
+
+
+@pytest.mark.parametrize("command", ["mbs_dynamics_view", "simulator_node", "inverse_dynamics_node",
+                                     "dynamics_server_node", "mbs_dynamics_bringup"])
+def test_arguments_rcl_cannot_parse_are_one_line(start_process, command):
+    process = start_process([executable(command), "--ros-args", "-p", "port:=[1,"])
+    assert process.wait_exit(60) == 2
+    lines = [line for line in process.lines if "[rcl]" not in line]  # rcl's own log line, then ours
+    assert lines == [f"{command}: error: --ros-args: failed to initialize rcl: Couldn't parse parameter override "
+                     "rule: '-p port:=[1,'. Error: Error parsing an event"], process.output
+
+
+def test_a_node_parameter_the_bringup_cannot_read_is_one_line(start_process):
+    for value, why in (("[1,", "expected the node content, but found '<stream end>'"),
+                       ("{a: 1}", "The given value is not one of the allowed types '{'a': 1}'.")):
+        process = start_process([executable("mbs_dynamics_bringup"), "--robot", "arm7", "--ros-args",
+                                 "-p", f"view:port:={value}"])
+        assert process.wait_exit(60) == 2
+        assert process.lines == [f"mbs_dynamics_bringup: error: -p view:port:={value}: '{value}' is not a parameter "
+                                 f"value ({why})"], process.output
+
+
+@pytest.mark.parametrize("command", [["mbs_dynamics_view"], ["mbs_dynamics_bringup", "--nodes", "simulator", "--view"]])
+def test_two_interrupts_back_to_back_stop_in_order(start_process, command, tmp_path):
+    """Ctrl-C twice, 5 ms apart (a terminal and ros2 launch both send one):
+    the orderly stop, the recording written, exit code 0, no traceback."""
+    import mbs_dynamics as mbs
+
+    record = tmp_path / "run.html"
+    arguments = ["--robot", "arm7", "--record", str(record), "--ros-args", "-p", "view:port:=0"] \
+        if "mbs_dynamics_bringup" in command else \
+        ["--ros-args", "-p", f"robot_description_file:={mbs.bundled_robot('arm7')}", "-p", "port:=0",
+         "-p", f"record_file:={record}"]
+    process = start_process([executable(command[0]), *command[1:], *arguments])
+    process.wait_for("open http://", 60)
+    process.process.send_signal(signal.SIGINT)
+    time.sleep(0.005)
+    process.process.send_signal(signal.SIGINT)
+    assert process.wait_exit(60) == 0, process.output
+    assert "Traceback" not in process.output and "KeyboardInterrupt" not in process.output
+    process.wait_for(rf"view: wrote {re.escape(str(record))} ", 1)
+    assert record.is_file()

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from browser import CHANGED, changed, needs_chromium, open_page, screenshot
 from oracles import ROBOTS_DIR, Pair, robot_path
-from ros_processes import executable, wait_for_node
+from ros_processes import executable, node_status, wait_for_node
 
 import mbs_dynamics as mbs
 from mbs_dynamics.lie import quaternion_to_matrix
@@ -226,14 +226,6 @@ def test_the_view_node_shows_the_robot_in_a_browser_and_follows_its_joints(start
     assert node.interrupt() == 0
 
 
-def view_status(message, name: str) -> dict | None:
-    """The values of the /diagnostics status of the node `name` (fully qualified), if there."""
-    for status in message.status:
-        if status.name.startswith(f"{name}: "):
-            return {kv.key: kv.value for kv in status.values}
-    return None
-
-
 # Seconds after its connection by which headless Chromium has compiled its shaders and draws at an even pace.
 CHROMIUM_SETTLES = 3.0
 
@@ -257,7 +249,7 @@ def test_the_view_keeps_the_simulator_in_real_time_and_outlives_its_browser(robo
 
     statuses = []  # (wall time, the view's values), the wall clock of the nodes' log lines
     test_node.create_subscription(DiagnosticArray, "/diagnostics",
-                                  lambda m: statuses.append((time.time(), view_status(m, "/view"))), 50)
+                                  lambda m: statuses.append((time.time(), node_status(m, "/view"))), 50)
     record = tmp_path / "run.html"
     duration = 16.0
     bringup = start_process([executable("mbs_dynamics_bringup"), "--robot", robot, "--closed-loop", "--record",
@@ -326,7 +318,7 @@ def test_the_view_node_waits_for_its_robot_and_says_what_it_cannot_draw_or_use(s
     assert "its collision geometry is drawn instead" in warning
     statuses = []
     test_node.create_subscription(DiagnosticArray, "/diagnostics",
-                                  lambda m: statuses.append(view_status(m, "/robot2/view")), 50)
+                                  lambda m: statuses.append(node_status(m, "/robot2/view")), 50)
     publisher = test_node.create_publisher(JointState, "/robot2/joint_states", 10)
     for message in (JointState(name=["panda_joint1", "panda_joint2"], position=[0.1]),
                     JointState(name=["a_joint_elsewhere"], position=[0.3]),

@@ -72,8 +72,10 @@ def node_parameters(ros_args: list[str], names) -> tuple[list[str], dict[str, di
     """ros_args without the `-p NODE:NAME:=VALUE` of the nodes `names`, and
     those as {node: {name: value}} (values read as YAML, as rcl reads them).
     rcl matches NODE only against /NODE: in a namespace such an argument would
-    reach no node, so the bringup gives it to its node itself."""
+    reach no node, so the bringup gives it to its node itself. PlanError on a
+    value that is no parameter value."""
     import yaml
+    from rclpy.parameter import Parameter
 
     rest, parameters = [], {name: {} for name in names}
     k = 0
@@ -82,7 +84,12 @@ def node_parameters(ros_args: list[str], names) -> tuple[list[str], dict[str, di
         node, _, assignment = value.partition(":")
         if flag in ("-p", "--param") and node in parameters and ":=" in assignment:
             name, text = assignment.split(":=", 1)
-            parameters[node][name] = yaml.safe_load(text)
+            try:
+                parameters[node][name] = yaml.safe_load(text)
+                Parameter(name, value=parameters[node][name])  # of a type a parameter takes
+            except (yaml.YAMLError, TypeError, ValueError) as error:
+                why = getattr(error, "problem", None) or str(error)
+                raise PlanError(f"-p {value}: '{text}' is not a parameter value ({why})") from None
             k += 2
             continue
         rest.append(flag)
@@ -163,7 +170,11 @@ def main(argv: list[str] | None = None) -> None:
     # (the robot's file, use_sim_time, the closed loop's start_on_command) are overrides of their node, and
     # then the user's -p NODE:NAME:=VALUE.
     files = plans[0].parameter_files
-    ros_args, targeted = node_parameters(ros_args[1:], [*NODE_CLASSES, "run_monitor"])
+    try:
+        ros_args, targeted = node_parameters(ros_args[1:], [*NODE_CLASSES, "run_monitor"])
+    except PlanError as error:
+        print(f"mbs_dynamics_bringup: error: {error}", file=sys.stderr)
+        sys.exit(2)
     rclpy_args = ["mbs_dynamics_bringup", "--ros-args", *[a for path in files for a in ("--params-file", path)],
                   *ros_args]
     chosen = [(p.name, NODE_CLASSES[p.name], p.parameters, p.remappings) for p in plans]

@@ -1,13 +1,24 @@
 """A process of nodes: rclpy initialised, the nodes created and served, each
 by the executor its class asks for (ProcessNode.EXECUTOR) on a thread of its
 own, until Ctrl-C (or SIGTERM) or a node's finish() or fatal error, and an
-orderly stop; and a console command's arguments split from rcl's."""
+orderly stop; and a console command's arguments split from rcl's.
+
+A node whose class says it is not ESSENTIAL (the view) never stops the
+others: beside them, its failure switches it off alone (switch_off).
+Nothing reaches the user as a traceback: arguments rcl cannot parse and a
+node that cannot be created are one line. Ctrl-C stops in order, as soon as
+the node being created is (no node after it is); a repeat within STOP_GRACE
+of the first is the same request (ros2 launch and the terminal both send
+one), a later one ends the process at once, without the orderly stop."""
 from __future__ import annotations
 
 import faulthandler
+import os
+import re
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from itertools import groupby
 
@@ -35,6 +46,19 @@ GIL_SWITCH_INTERVAL = 0.0005
 SPIN_TIMEOUT = 1.0
 # The longest the stop waits for a thread or an executor (s).
 STOP_TIMEOUT = 5.0
+# Ctrl-Cs (or SIGTERMs) this close (s) after the first are the same request;
+# a later one ends the process at once.
+STOP_GRACE = 1.0
+# Exit code of a process ended at once by a repeated interrupt (128 + SIGINT).
+INTERRUPTED_AGAIN = 130
+
+
+def essential(node) -> bool:
+    """Whether the process stops when `node` fails: its class's ESSENTIAL
+    (default True). One that is not (the view), served beside essential
+    nodes, is told `switch_off(reason)` instead (its executor thread failed)
+    and has switch_off_on_failure set, for its own fail()."""
+    return getattr(type(node), "ESSENTIAL", True)
 
 
 def executor_kind(node: ProcessNode) -> Callable:
@@ -119,42 +143,65 @@ def spin_nodes(node_factories: Sequence[Callable[[Future], ProcessNode]], args=N
     node's finish() or fatal error, and stop in order: the executors, then the
     nodes (their threads), then the context. rclpy's own signal handler would
     shut the context down at once, under callbacks still running (a log line
-    then fails: "publisher's context is invalid"). A second Ctrl-C stops at
-    once.
+    then fails: "publisher's context is invalid"). Interrupts: the module
+    docstring; the handler stays until the process ends (a command's work
+    after this, such as closing a bag, is part of the orderly stop).
 
     Returns the process exit code: 0 after Ctrl-C or a node's finish(), 1
-    when a node stopped on a fatal error.
+    when a node stopped on a fatal error, 2 when rcl refused the arguments.
     """
     # A crash in native code (rcl, DDS, a compiled kernel) prints every thread's Python stack on stderr
     faulthandler.enable(all_threads=True)
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    except Exception as error:  # noqa: BLE001  rcl's RCLError on arguments it cannot parse: one line
+        program = os.path.basename(args[0]) if args else os.path.basename(sys.argv[0])
+        reason = re.sub(r",? at [^,\s]+:\d+", "", str(error))  # rcl's source locations
+        print(f"{program}: error: --ros-args: {reason}", file=sys.stderr)
+        return 2
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     stop = Future()
     interrupted = threading.Event()
+    first_interrupt: list[float] = []
 
     def interrupt(signum, frame) -> None:
-        interrupted.set()
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C: KeyboardInterrupt
+        if not first_interrupt:
+            first_interrupt.append(time.monotonic())
+            interrupted.set()
+        elif time.monotonic() - first_interrupt[0] >= STOP_GRACE:
+            os.write(2, b"interrupted again: stopped at once, without the orderly stop\n")
+            os._exit(INTERRUPTED_AGAIN)
 
-    previous = {number: signal.signal(number, interrupt) for number in (signal.SIGINT, signal.SIGTERM)}
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, interrupt)
     nodes: list[ProcessNode] = []
     threads: list[ExecutorThread] = []
+    logger = rclpy.logging.get_logger("mbs_dynamics")
     try:
         for factory in node_factories:
             try:
                 nodes.append(factory(stop))
-            except ParameterError as error:
-                rclpy.logging.get_logger("mbs_dynamics").fatal(f"{error}; stopping")
-                stop.set_result(str(error))
-            if stop.done():
+            except (ParameterError, ValueError, TypeError) as error:  # rclpy's invalid names and values too
+                message = str(error) if isinstance(error, ParameterError) else f"{type(error).__name__}: {error}"
+                logger.fatal(f"{message}; stopping")
+                stop.set_result(message)
+            if stop.done() or interrupted.is_set():
                 break
-        if not stop.done():
+        if not (stop.done() or interrupted.is_set()):
+            company = any(essential(node) for node in nodes)
             served = sorted(nodes, key=lambda node: id(executor_kind(node)))
             for kind, group in groupby(served, key=executor_kind):
                 group = list(group)
+                on_error = None
+                if company and not any(essential(node) for node in group):
+                    for node in group:
+                        node.switch_off_on_failure = True
+                    on_error = lambda message, group=group: [node.switch_off(message) for node in group]  # noqa: E731
                 threads.append(ExecutorThread(make_executor(kind, len(group)), group, stop,
-                                              f"executor of {', '.join(node.get_name() for node in group)}"))
-            while not (stop.done() or interrupted.is_set() or not all(thread.is_alive() for thread in threads)):
+                                              f"executor of {', '.join(node.get_name() for node in group)}",
+                                              on_error=on_error))
+            watched = [thread for thread in threads if thread.on_error is None]
+            while not (stop.done() or interrupted.is_set() or not all(thread.is_alive() for thread in watched)):
                 interrupted.wait(0.1)
     except KeyboardInterrupt:
         pass
@@ -167,8 +214,6 @@ def spin_nodes(node_factories: Sequence[Callable[[Future], ProcessNode]], args=N
         for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown()
-        for number, handler in previous.items():
-            signal.signal(number, handler)
     return 1 if failed else 0
 
 

@@ -10,7 +10,8 @@ and logs the address to open.
                                             (blue) and angular momentum (purple)
 The ground grid and the static boxes are the parameters ground_height and
 world_boxes, as the simulator's (give both nodes the same, e.g. under /**).
-    /diagnostics                            frames shown, messages replaced, dropped
+    /diagnostics                            frames shown, messages replaced, dropped,
+                                            browsers (pages) and websocket connections
 
 All names are relative to the node's namespace (the topic parameters too):
 one view per robot. The view draws at most `rate` frames a second, each from
@@ -29,6 +30,19 @@ and counted with a throttled warning; visuals that cannot be drawn (a mesh
 not found or unreadable) are said once and the link's collision geometry,
 if it has some, is drawn instead; without a robot description the node
 waits for it and says so.
+
+Browsers are taken for hostile (viewer.Admission): the page and its
+websocket only under this view's own names (localhost, the address served,
+allowed_origins), a refused connection and one closed on a malformed
+message dropped and counted (dropped_browser_<reason>) with a throttled
+warning. A host it cannot serve on (not an IP address of this machine; ''
+is refused, 0.0.0.0 is every interface and said so) and a record_file it
+cannot write are one line at start, and the node stops.
+
+Beside other nodes (the bringup) the view is not essential
+(spinning.essential): once serving, its failure (its executor thread, a
+robot description it cannot take) switches it off alone, said once; the
+others serve on, and a recording is still written at the end.
 """
 from __future__ import annotations
 
@@ -40,6 +54,7 @@ from rclpy.experimental import EventsExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
+from mbs_dynamics.files import check_writable
 from mbs_dynamics.ros.conversions import (
     InvalidInput,
     JointMap,
@@ -52,6 +67,7 @@ from mbs_dynamics.ros.conversions import (
 from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
 from mbs_dynamics.ros.robot_node import RobotNode, timing_values, timings
 from mbs_dynamics.ros.spinning import node_main
+from mbs_dynamics.viewer import ViewerUnavailable
 from mbs_dynamics_interfaces.msg import CentroidalMomentum, ContactWrenches
 
 # Only the newest message matters: no queue behind it.
@@ -68,12 +84,20 @@ def view_executor() -> EventsExecutor:
 
 class ViewNode(RobotNode):
     EXECUTOR = staticmethod(view_executor)
+    ESSENTIAL = False  # beside other nodes, its failure switches it off alone (spinning.essential)
+    switch_off_on_failure = False
     PARAMETERS = (
         ParameterSpec("host", "127.0.0.1",
-                      "Address the page is served on: 127.0.0.1 (this machine only) or 0.0.0.0 (every "
-                      "interface: other machines can open it).", read_only=True),
+                      "IP address the page is served on: 127.0.0.1 (this machine only) or 0.0.0.0 (every "
+                      "interface: other machines can open it, under an IP address); '' is refused.",
+                      read_only=True),
         ParameterSpec("port", 8080, "Port of the page; taken: the next free one (the log says which). 0: any.",
                       read_only=True, bounds=(0, 65535)),
+        ParameterSpec("allowed_origins", EMPTY_STRING_ARRAY,
+                      "Origins (scheme://host[:port], e.g. http://robot-pc.local:8080) whose pages may show the "
+                      "view besides its own: their host may name the page (HTTP Host) and their pages open its "
+                      "websocket (Origin). Without: localhost, the address served (0.0.0.0: any IP address "
+                      "and this machine's name).", read_only=True),
         ParameterSpec("rate", 30.0, "Frames drawn per second, at most (each from the latest messages).",
                       bounds=(0.1, 240.0)),
         ParameterSpec("geometry", "visual",
@@ -112,9 +136,11 @@ class ViewNode(RobotNode):
             record = self.parameter("record_file")
             if record and Path(record).suffix not in RECORDINGS:
                 raise ValueError(f"record_file must end in {' or '.join(RECORDINGS)}, got '{record}'")
+            if record:
+                check_writable(record, "recording")  # before the run, not at its end
             self.viewer = self._viewer(robot)
-        except (ValueError, OSError) as error:
-            self.fail(str(error))
+        except (ValueError, OSError) as error:  # files.FileProblem, a host it cannot serve on, ...
+            self.fail(f"view: {error}")
             return
         for warning in self.viewer.warnings:
             self.get_logger().warning(f"view: {warning}")
@@ -135,14 +161,23 @@ class ViewNode(RobotNode):
                                      self._keep("momentum"), LATEST_QOS)
         self._frame_timer = self.create_timer(1.0 / self.settings["rate"], self._draw)
         self.report_diagnostics("view")
-        self.get_logger().info(f"view of '{self.model.name}': open {self.viewer.url} in a browser")
+        if self.viewer.every_interface:
+            self.get_logger().info(
+                f"view of '{self.model.name}': serving on every interface ({self.parameter('host')}) port "
+                f"{self.viewer.server.get_port()}: open {self.viewer.url} in a browser here, or this machine's "
+                "IP address (or name) at that port from another")
+        else:
+            self.get_logger().info(f"view of '{self.model.name}': open {self.viewer.url} in a browser")
 
     def _viewer(self, robot):
         from mbs_dynamics.viewer import Viewer
 
-        return Viewer(self.model, self.robot_xml, self.mesh_search_paths(), host=self.parameter("host"), port=self.parameter("port"),
-                      source=self.parameter("geometry"), title=f"{self.get_namespace().rstrip('/')}/{robot.name}",
-                      ground_height=self.parameter("ground_height"), boxes=world_boxes(self.parameter("world_boxes")))
+        return Viewer(self.model, self.robot_xml, self.mesh_search_paths(), host=self.parameter("host"),
+                      port=self.parameter("port"), source=self.parameter("geometry"),
+                      title=f"{self.get_namespace().rstrip('/')}/{robot.name}",
+                      ground_height=self.parameter("ground_height"), boxes=world_boxes(self.parameter("world_boxes")),
+                      allowed_origins=self.parameter("allowed_origins"),
+                      report=lambda reason, text: self.drop(f"browser_{reason}", f"view: {text}"))
 
     def settings_with(self, changes: dict) -> dict:
         value = {name: changes.get(name, self.parameter(name)) for name in (
@@ -199,6 +234,9 @@ class ViewNode(RobotNode):
         except ValueError as error:  # the core refused the state: says why
             self.drop("invalid", f"view: {error}")
             return
+        except ViewerUnavailable as error:
+            self.drop("not_drawn", f"view: {error}")
+            return
         self.counts["frames"] += 1
         self.frame_times.append(time.perf_counter() - start)
 
@@ -234,7 +272,7 @@ class ViewNode(RobotNode):
         self.viewer.show_momentum(vector_values(message.com_position), vector_values(message.linear_momentum),
                                   vector_values(message.angular_momentum), self.settings["momentum_scale"])
 
-    # --- recording ------------------------------------------------------------
+    # --- recording, stopping ---------------------------------------------------
 
     def _write_recording(self) -> str:
         path = self.viewer.save(self.parameter("record_file"))
@@ -249,16 +287,40 @@ class ViewNode(RobotNode):
         if self.parameter("record_file"):
             try:
                 self.get_logger().info(f"view: {self._write_recording()}")
-            except OSError as error:
-                self.get_logger().error(f"view: cannot write the recording: {error}")
+            except (OSError, ValueError) as error:  # files.FileProblem: says which file and why
+                self.get_logger().error(f"view: the recording is lost: {error}")
         viewer.close()
+
+    def fail(self, message: str) -> None:
+        if self.switch_off_on_failure:
+            self.switch_off(message)
+        else:
+            super().fail(message)
+
+    def switch_off(self, reason: str) -> None:
+        """Stop drawing and serving, said once; the other nodes of the
+        process go on (spinning.essential). A recording is still written at
+        the end."""
+        if self.fatal_error is not None:
+            return
+        self.fatal_error = reason
+        self.get_logger().error(f"{reason}; the view is off, the other nodes go on")
+        timer = getattr(self, "_frame_timer", None)
+        if timer is not None:
+            timer.cancel()
+        viewer = getattr(self, "viewer", None)
+        if viewer is not None:
+            viewer.close()
 
     def diagnostics(self) -> tuple[str, dict, bool]:
         dropped = self.dropped()
         values = {"url": self.viewer.url, "frames": self.counts["frames"], "replaced": self.counts["replaced"],
-                  "dropped": dropped, "browsers": len(self.viewer.server.get_clients())}
-        values.update({key: count for key, count in sorted(self.counts.items()) if key not in values})
+                  "dropped": dropped, "browsers": len(self.viewer.server.get_clients()),
+                  "connections": self.viewer.connections()}
+        values.update({key: count for key, count in sorted(list(self.counts.items())) if key not in values})
         values.update(timing_values("frame", self.frame_times))
+        if self.fatal_error is not None:
+            return f"off: {self.fatal_error}", values, True
         return (f"{values['browsers']} browsers, {self.counts['frames']} frames drawn, {dropped} dropped", values,
                 dropped > 0)
 

@@ -10,6 +10,8 @@ import threading
 import time
 from pathlib import Path
 
+from oracles import robot_path
+
 BIN = Path(sys.executable).parent
 
 
@@ -235,3 +237,41 @@ def publish_robot_description(node, xml: str):
     publisher = node.create_publisher(String, "/robot_description", ROBOT_DESCRIPTION_QOS)
     publisher.publish(String(data=xml))
     return publisher
+
+
+# --- the inverse dynamics node ------------------------------------------------
+
+SOLES = ["left_sole_link", "right_sole_link"]
+
+
+def joint_values(model, q, v):
+    """(names, positions, velocities) of the model's joints, as a JointState carries them."""
+    names = [name for name in model.joint_names if name != "root_joint"]
+    return (names, [q[model.q_index(n)] for n in names], [v[model.v_index(n)] for n in names])
+
+
+def start_inverse_dynamics(start_process, test_node, robot, name, *parameters, source="file"):
+    """The node in its own process, given the robot by file (or, source='topic',
+    by whoever publishes /robot_description)."""
+    given = ["-p", f"robot_description_file:={robot_path(robot)}"] if source == "file" else []
+    node = start_process([executable("inverse_dynamics_node"), "--ros-args", "-r", f"__node:={name}", *given,
+                          "-p", "diagnostics_period:=0.2", *[a for p in parameters for a in ("-p", p)]])
+    node.wait_for(f"\\[{name}\\]: inverse dynamics of")
+    wait_for_node(test_node, name)
+    exchange = Exchange(test_node, name)
+    exchange.wait_connected()
+    return node, exchange
+
+
+def efforts_by_name(message) -> dict:
+    return dict(zip(message.name, message.effort, strict=True))
+
+
+def stamp_asker(exchange, names, positions, velocities, timeout: float):
+    """ask(stamp, timeout=timeout): the node's efforts for the joint state
+    stamped `stamp` (s), None when none come within the timeout."""
+
+    def ask(stamp, timeout=timeout):
+        return exchange.ask(exchange.joint_state(names, positions, velocities, stamp), timeout=timeout)
+
+    return ask

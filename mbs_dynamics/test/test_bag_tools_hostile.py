@@ -14,10 +14,9 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-import numpy as np
 import pytest
 from ros_processes import executable
-from test_bag_tools import JOINTS, RECORD, bag_metadata, recorder, stamp_ns, wait_recorded
+from bags import JOINTS, RECORD, bag_metadata, recorder, stamp_ns, wait_recorded
 
 DISK_BYTES = 8 * 2**20
 # A namespace of this test process alone: the machine may run other ROS tests in the same domain.

@@ -12,7 +12,8 @@ import pytest
 from helpers import close
 from oracles import random_state, robot_path
 from ros_processes import Exchange, executable, set_parameters, wait_for_node
-from test_inverse_dynamics_node import efforts_by_name, joint_values, stamp_asker, start
+from ros_processes import efforts_by_name, joint_values, stamp_asker
+from ros_processes import start_inverse_dynamics as start
 
 import mbs_dynamics as mbs
 from mbs_dynamics.ros.conversions import MAX_JOINT_NAMES, JointMap, strict_match

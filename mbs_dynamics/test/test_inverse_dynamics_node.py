@@ -11,51 +11,20 @@ import numpy as np
 from helpers import close
 from oracles import random_state, robot_path
 from ros_processes import (
+    SOLES,
     Exchange,
+    efforts_by_name,
     executable,
+    joint_values,
     publish_robot_description,
     set_parameters,
+    stamp_asker,
     stamp_key,
     wait_for_node,
 )
+from ros_processes import start_inverse_dynamics as start
 
 import mbs_dynamics as mbs
-
-SOLES = ["left_sole_link", "right_sole_link"]
-
-
-def joint_values(model, q, v):
-    """(names, positions, velocities) of the model's joints, as a JointState carries them."""
-    names = [name for name in model.joint_names if name != "root_joint"]
-    return (names, [q[model.q_index(n)] for n in names], [v[model.v_index(n)] for n in names])
-
-
-def start(start_process, test_node, robot, name, *parameters, source="file"):
-    """The node in its own process, given the robot by file (or, source='topic',
-    by whoever publishes /robot_description)."""
-    given = ["-p", f"robot_description_file:={robot_path(robot)}"] if source == "file" else []
-    node = start_process([executable("inverse_dynamics_node"), "--ros-args", "-r", f"__node:={name}", *given,
-                          "-p", "diagnostics_period:=0.2", *[a for p in parameters for a in ("-p", p)]])
-    node.wait_for(f"\\[{name}\\]: inverse dynamics of")
-    wait_for_node(test_node, name)
-    exchange = Exchange(test_node, name)
-    exchange.wait_connected()
-    return node, exchange
-
-
-def efforts_by_name(message) -> dict:
-    return dict(zip(message.name, message.effort, strict=True))
-
-
-def stamp_asker(exchange, names, positions, velocities, timeout: float):
-    """ask(stamp, timeout=timeout): the node's efforts for the joint state
-    stamped `stamp` (s), None when none come within the timeout."""
-
-    def ask(stamp, timeout=timeout):
-        return exchange.ask(exchange.joint_state(names, positions, velocities, stamp), timeout=timeout)
-
-    return ask
-
 
 def test_efforts_and_momentum_match_the_core_on_panda(start_process, test_node):
     model = mbs.Model.from_urdf_file(robot_path("panda"))

@@ -6,83 +6,14 @@ quadruped standing on its collision geometry under position control; bad
 commands counted, the node serving on."""
 from __future__ import annotations
 
-import time
 
 import mbs_dynamics as mbs
 import numpy as np
 import pytest
 
 from oracles import robot_path
-from ros_processes import executable, wait_for_node
-
-ARM = [f"panda_joint{k}" for k in range(1, 8)]
-FINGERS = ["panda_finger_joint1"]  # the second follows it (a mimic joint)
-QUADRUPED_JOINTS = [f"{leg}_{joint}" for leg in ("LF", "RF", "LH", "RH") for joint in ("HAA", "HFE", "KFE")]
-
-
-class Node:
-    """A simulator process, its topics and what the test heard."""
-
-    def __init__(self, start_process, test_node, arguments, name="sim"):
-        from sensor_msgs.msg import JointState
-
-        self.test_node, self.name = test_node, name
-        self.process = start_process([executable("simulator_node"), "--ros-args", "-r", f"__node:={name}",
-                                      "-r", f"__ns:=/{name}_ns", "-p", "diagnostics_period:=0.2",
-                                      *[a for p in arguments for a in ("-p", p)]])
-        self.process.wait_for(f"\\[{name}_ns.{name}\\]: simulating")
-        wait_for_node(test_node, name)
-        self.states = []
-        test_node.create_subscription(JointState, f"/{name}_ns/joint_states", self.states.append, 10)
-        self.commands = test_node.create_publisher(JointState, f"/{name}_ns/joint_commands", 1)
-
-    def spin(self, seconds):
-        import rclpy
-
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            rclpy.spin_once(self.test_node, timeout_sec=0.01)
-
-    def state(self, after=0.0):
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            self.spin(0.02)
-            if self.states and self.states[-1].header.stamp.sec + 1e-9 * self.states[-1].header.stamp.nanosec > after:
-                message = self.states[-1]
-                return {n: (p, v, e) for n, p, v, e in zip(message.name, message.position, message.velocity,
-                                                            message.effort, strict=True)}
-        raise AssertionError(f"no joint_states after {after} s:\n{self.process.output}")
-
-    def heard(self, kind, topic, count=1, timeout=60.0):
-        """The first `count` messages on `topic`, from a subscription that is
-        first matched with the node's publisher (discovery takes its time on a
-        busy machine), then given a generous bound."""
-        messages = []
-        subscription = self.test_node.create_subscription(kind, topic, messages.append, 10)
-        try:
-            deadline = time.monotonic() + timeout
-            while subscription.get_publisher_count() == 0 and time.monotonic() < deadline:
-                self.spin(0.05)
-            matched = subscription.get_publisher_count()
-            while len(messages) < count and time.monotonic() < deadline:
-                self.spin(0.02)
-        finally:
-            self.test_node.destroy_subscription(subscription)
-        publishers = [(info.node_name, info.qos_profile.reliability.name)
-                      for info in self.test_node.get_publishers_info_by_topic(topic)]
-        assert len(messages) >= count, (
-            f"{len(messages)} of {count} messages on {topic} in {timeout:g} s ({matched} publisher(s) matched; "
-            f"in the graph: {publishers}):\n{self.process.output}")
-        return messages
-
-
-def topic_based_command(names, positions=(), velocities=(), efforts=()):
-    """A JointState as TopicBasedSystem publishes it: every commanded joint
-    named, each array holding only the joints with that command interface."""
-    from sensor_msgs.msg import JointState
-
-    return JointState(name=list(names), position=list(positions), velocity=list(velocities), effort=list(efforts))
-
+from simulators import ARM, FINGERS, QUADRUPED_JOINTS, topic_based_command
+from simulators import SimulatorProcess as Node
 
 def test_the_panda_moves_to_commanded_positions_and_velocities(start_process, test_node):
     """Arm joints 2-7 under position control, joint 1 under velocity control,

@@ -13,7 +13,7 @@ import pytest
 
 from oracles import robot_path
 from ros_processes import executable, set_parameters
-from test_simulator_node import Simulator, stamp
+from simulators import Simulator, stamp
 
 PANDA_ARM = [f"panda_joint{k}" for k in range(1, 8)]
 SOLO_JOINTS = [f"{leg}_{joint}" for leg in ("FL", "FR", "HL", "HR") for joint in ("HAA", "HFE", "KFE")]
@@ -151,7 +151,7 @@ def test_absurd_commands_are_dropped_naming_the_joint(start_process, test_node):
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
-    from test_simulator_control import Node
+    from simulators import SimulatorProcess as Node
 
     node = Node(start_process, test_node, [f"robot_description_file:={robot_path('panda')}",
                                            f"position_joints:={PANDA_ARM}", "command_timeout:=100.0"])

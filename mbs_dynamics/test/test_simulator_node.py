@@ -10,78 +10,8 @@ import numpy as np
 
 from helpers import close
 from oracles import robot_path
-from ros_processes import executable, wait_for_node
-
-
-class Simulator:
-    """A simulator process and what its test needs from it."""
-
-    def __init__(self, start_process, test_node, robot, name, *parameters, remaps=(), watch_states=True):
-        from mbs_dynamics_interfaces.srv import SetState, Step
-        from sensor_msgs.msg import JointState
-        from std_msgs.msg import Float64MultiArray
-        from std_srvs.srv import SetBool, Trigger
-
-        self.node, self.name = test_node, name
-        self.process = start_process([
-            executable("simulator_node"), "--ros-args", "-r", f"__node:={name}",
-            "-p", f"robot_description_file:={robot_path(robot)}", "-p", "diagnostics_period:=0.2",
-            *[a for r in remaps for a in ("-r", r)], *[a for p in parameters for a in ("-p", p)]])
-        self.process.wait_for(f"\\[{name}\\]: simulating")
-        wait_for_node(test_node, name)
-        self.states = []
-        if watch_states:
-            self.watch_states()
-        self.command = test_node.create_publisher(Float64MultiArray, f"/{name}/effort_command", 10)
-        self.named_command = test_node.create_publisher(JointState, f"/{name}/joint_efforts", 10)
-        self.clients = {"reset": test_node.create_client(Trigger, f"/{name}/reset"),
-                        "set_state": test_node.create_client(SetState, f"/{name}/set_state"),
-                        "pause": test_node.create_client(SetBool, f"/{name}/pause"),
-                        "step": test_node.create_client(Step, f"/{name}/step")}
-        self.kinds = {"reset": Trigger, "set_state": SetState, "pause": SetBool, "step": Step}
-        for client in self.clients.values():
-            assert client.wait_for_service(timeout_sec=60)
-
-    def watch_states(self):
-        from sensor_msgs.msg import JointState
-
-        self.node.create_subscription(JointState, "/joint_states", self.states.append, 10)
-
-    def call(self, service, **fields):
-        import rclpy
-
-        request = self.kinds[service].Request(**fields)
-        future = self.clients[service].call_async(request)
-        rclpy.spin_until_future_complete(self.node, future, timeout_sec=30)
-        assert future.done(), f"{service} did not answer:\n{self.process.output}"
-        return future.result()
-
-    def spin(self, seconds):
-        import rclpy
-
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            rclpy.spin_once(self.node, timeout_sec=0.01)
-
-    def latest_state(self, after: float = -1.0, timeout: float = 60.0):
-        """The newest joint_states stamped after `after` (simulated s)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.spin(0.02)
-            if self.states and stamp(self.states[-1]) > after:
-                return self.states[-1]
-        raise AssertionError(f"no joint_states after t = {after}:\n{self.process.output}")
-
-
-def stamp(message) -> float:
-    return message.header.stamp.sec + 1e-9 * message.header.stamp.nanosec
-
-
-def positions(model, message):
-    q = model.neutral_configuration()
-    for name, value in zip(message.name, message.position, strict=True):
-        q[model.q_index(name)] = value
-    return q
+from ros_processes import executable
+from simulators import Simulator, positions, stamp
 
 
 def test_steps_equal_the_core_and_the_services_work(start_process, test_node):

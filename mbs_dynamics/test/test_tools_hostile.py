@@ -430,8 +430,8 @@ def test_excitation_outputs_are_checked_before_the_optimisation_and_a_full_disk_
      "at rate scale 1000, samples 0 and 1 (t = 0 and 1e-12 s) fall on the same nanosecond"),
     ("time,position/a\n0.0,1.0\n1e300,2.0\n", [], EXIT_BAD_DATA, "longer than the 1e+09 s a trajectory may last"),
     ("time,position/a\n", [], EXIT_BAD_DATA, "a header but no data rows"),
-    ("time,position/a\n0.0,1.0\n0.1,2.0\n", ["--ros-args", "-r", "reference:=bad/"], EXIT_BAD_DATA,
-     "failed to initialize rcl: Couldn't parse remap rule: '-r reference:=bad/'"),
+    ("time,position/a\n0.0,1.0\n0.1,2.0\n", ["--ros-args", "-r", "reference:=bad/"], 2,
+     "--ros-args: failed to initialize rcl: Couldn't parse remap rule: '-r reference:=bad/'"),
 ])
 def test_the_player_refuses_what_it_cannot_play(start_process, tmp_path, content, arguments, code, says):
     """--rate-scale 1e300 and an invalid --topic gave tracebacks."""

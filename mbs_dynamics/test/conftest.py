@@ -11,10 +11,13 @@ import pytest
 
 from ros_processes import NodeProcess
 
-if "MBS_TEST_DOMAIN_ID" in os.environ:
-    os.environ["ROS_DOMAIN_ID"] = os.environ["MBS_TEST_DOMAIN_ID"]
-else:
-    os.environ["ROS_DOMAIN_ID"] = str(random.SystemRandom().randint(1, 101))
+# One domain per pytest process: pytest-xdist's workers (gw0, gw1, ...) take
+# the ones after the run's first, which their controller chose before it
+# started them (they inherit its environment).
+if "MBS_TEST_DOMAIN_ID" not in os.environ:
+    os.environ["MBS_TEST_DOMAIN_ID"] = str(random.SystemRandom().randint(1, 101 - 8))
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+os.environ["ROS_DOMAIN_ID"] = str(int(os.environ["MBS_TEST_DOMAIN_ID"]) + (int(WORKER[2:]) + 1 if WORKER else 0))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ["RCUTILS_LOGGING_BUFFERED_STREAM"] = "0"
 os.environ["PYTHONUNBUFFERED"] = "1"

@@ -1,7 +1,7 @@
 """Line plots of time series as a standalone SVG file: what a run ends with,
 readable in any browser, without a plotting library.
 
-    svg_plot.write(path, "title", t, [Panel("joint positions", "rad", {"joint1": q1, ...}), ...])
+    svg_plot.document("title", t, [Panel("joint positions", "rad", {"joint1": q1, ...}), ...])  # the SVG text
 """
 from __future__ import annotations
 
@@ -90,12 +90,6 @@ def _panel(panel: Panel, t: np.ndarray, x0: float, y0: float) -> list[str]:
                    f'y2="{legend_y - 4}" stroke="{color}" class="line"/>')
         out.append(f'<text x="{left + width + 32}" y="{legend_y}" class="legend">{escape(name)}</text>')
     return out
-
-
-def write(path: str, title: str, t, panels: list[Panel]) -> None:
-    """Write the panels, in rows of two, against the common time axis t (s)."""
-    with open(path, "w", encoding="utf-8") as file:
-        file.write(document(title, t, panels))
 
 
 def document(title: str, t, panels: list[Panel]) -> str:

@@ -215,6 +215,31 @@ def test_arguments_rcl_cannot_parse_are_one_line(start_process, command):
                      "rule: '-p port:=[1,'. Error: Error parsing an event"], process.output
 
 
+@pytest.mark.parametrize("content, says", [
+    ("/**:\n  ros__parameters:\n    world_boxes: [" + ", ".join(["1.0"] * 100_001) + "]\n",
+     "has an array of more than 100000 values (line 3)"),
+    ("/**:\n  ros__parameters:\n    a: &x [1.0, 2.0]\n    b: *x\n", "uses a YAML alias (*x): write the value out"),
+    ("/**:\n  ros__parameters:\n    a: [1, 2\n", "is not YAML: while parsing a flow sequence"),
+    (None, "cannot read params file /dev/zero: not a regular file"),
+])
+def test_a_params_file_rcl_would_parse_without_end_is_refused_in_one_line(start_process, tmp_path, content, says):
+    """100,000 world_boxes in a params file kept rcl's parser busy for over
+    400 s, /dev/zero for ever, before any of our code ran: now a line and
+    exit code 2 within seconds, for a node and for the bringup's --config."""
+    path = "/dev/zero"
+    if content is not None:
+        path = tmp_path / "params.yaml"
+        path.write_text(content)
+    for command in (["simulator_node", "--ros-args", "--params-file", str(path)],
+                    ["mbs_dynamics_bringup", "--robot", "arm7", "--ros-args", "--params-file", str(path)]):
+        started = time.monotonic()
+        process = start_process([executable(command[0]), *command[1:]])
+        assert process.wait_exit(60) == 2
+        assert time.monotonic() - started < 30.0
+        expected = f"{command[0]}: error: --params-file: " + (f"params file {path} {says}" if content else says)
+        assert len(process.lines) == 1 and process.lines[0].startswith(expected), process.output
+
+
 def test_a_node_parameter_the_bringup_cannot_read_is_one_line(start_process):
     for value, why in (("[1,", "expected the node content, but found '<stream end>'"),
                        ("{a: 1}", "The given value is not one of the allowed types '{'a': 1}'.")):

@@ -62,10 +62,11 @@ from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
 from rosbags.rosbag2.storage_mcap import PendingChunk
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
+from mbs_dynamics.command_line import OneLineErrorParser
 from mbs_dynamics.files import FileProblem, check_writable
 from mbs_dynamics.ros.parameters import ParameterError
 from mbs_dynamics.ros.robot_node import ProcessNode
-from mbs_dynamics.ros.spinning import OneLineErrorParser, spin_nodes, split_ros_args
+from mbs_dynamics.ros.spinning import spin_nodes, split_ros_args
 
 STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
 # Messages a subscription holds before the executor takes them: a 1 kHz

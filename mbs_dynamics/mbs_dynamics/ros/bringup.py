@@ -26,6 +26,8 @@ import argparse
 import os
 import sys
 
+from mbs_dynamics.command_line import OneLineErrorParser
+from mbs_dynamics.files import FileProblem, check_writable
 from mbs_dynamics.robots import BUNDLED_ROBOTS, bundled_robot
 from mbs_dynamics.ros.dynamics_server_node import DynamicsServerNode
 from mbs_dynamics.ros.inverse_dynamics_node import InverseDynamicsNode
@@ -100,7 +102,7 @@ def node_parameters(ros_args: list[str], names) -> tuple[list[str], dict[str, di
 def parse_arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     """Our own arguments, and the --ros-args part for rclpy."""
     argv, ros_args = split_ros_args(argv)
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="mbs_dynamics_bringup",
         description="Start mbs_dynamics nodes in one process from a params file.",
     )
@@ -148,6 +150,12 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     arguments.config = arguments.config or default_config()
     if not os.path.isfile(arguments.config):
         parser.error(f"--config: no such file {arguments.config}")
+    for option, path, what in (("--plot", arguments.plot, "plot"), ("--record", arguments.record, "recording")):
+        try:
+            if path:
+                check_writable(path, what)
+        except FileProblem as error:
+            parser.error(f"{option}: {error}")
     return arguments, ros_args
 
 

@@ -30,6 +30,7 @@ from sensor_msgs.msg import JointState
 
 import mbs_dynamics as mbs
 from mbs_dynamics import svg_plot
+from mbs_dynamics.files import FileProblem, check_writable, write_file
 from mbs_dynamics.ros.conversions import InvalidInput, JointMap, base_state, measured_state, named_values, stamp_seconds
 from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode
@@ -60,6 +61,12 @@ class RunMonitor(RobotNode):
             self.fail(str(error))
             return
         self.joints = JointMap(self.model)
+        if self.parameter("plot_file"):
+            try:
+                check_writable(self.parameter("plot_file"), "plot")
+            except FileProblem as error:
+                self.fail(str(error))
+                return
         q, zero = self.model.neutral_configuration(), np.zeros(self.model.nv)
         mbs.kinetic_energy(self.model, q, zero)  # the kernels loaded now, not in the first joint_states (0.2 s)
         mbs.potential_energy(self.model, q)
@@ -235,7 +242,7 @@ class RunMonitor(RobotNode):
         positions, efforts = np.array([s[1] for s in self.samples]), np.array([s[2] for s in self.samples])
         energies, momentum = np.array([s[3] for s in self.samples]), np.array([s[4] for s in self.samples])
         names = self.joints.names
-        svg_plot.write(path, f"{self.model.name}: {len(t)} samples over {t[-1] - t[0]:.2f} s", t, [
+        document = svg_plot.document(f"{self.model.name}: {len(t)} samples over {t[-1] - t[0]:.2f} s", t, [
             svg_plot.Panel("joint positions", "rad or m", {n: positions[:, k] for k, n in enumerate(names)}),
             svg_plot.Panel("joint efforts", "N m or N", {n: efforts[:, k] for k, n in enumerate(names)}),
             svg_plot.Panel("energy, change from the start", "J", {
@@ -245,6 +252,11 @@ class RunMonitor(RobotNode):
                            {label: momentum[:, k] for k, label in enumerate(("k_x", "k_y", "k_z", "l_x", "l_y",
                                                                               "l_z"))}),
         ])
+        try:
+            write_file(path, document, "plot")
+        except FileProblem as error:
+            self.get_logger().error(f"the plot is lost: {error}")
+            return
         self.get_logger().info(f"plot written to {path}")
 
     def destroy_node(self):

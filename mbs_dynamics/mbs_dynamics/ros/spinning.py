@@ -30,7 +30,7 @@ from rclpy.qos import QoSProfile
 from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
 
-from mbs_dynamics.command_line import OneLineErrorParser  # noqa: F401  the nodes' commands take it from here
+from mbs_dynamics.files import read_file
 from mbs_dynamics.ros.parameters import ParameterError
 from mbs_dynamics.ros.robot_node import ProcessNode
 
@@ -51,6 +51,11 @@ STOP_TIMEOUT = 5.0
 STOP_GRACE = 1.0
 # Exit code of a process ended at once by a repeated interrupt (128 + SIGINT).
 INTERRUPTED_AGAIN = 130
+# The largest params file (--params-file) a process reads: it may carry a URDF (at most 64 MiB).
+MAX_PARAMS_FILE_BYTES = 64 * 2**20
+# The most values of one array in a params file (world_boxes at its cap: 7000); rcl's parser takes seconds
+# for 100,000.
+MAX_ARRAY_VALUES = 100_000
 
 
 def essential(node) -> bool:
@@ -59,6 +64,39 @@ def essential(node) -> bool:
     nodes, is told `switch_off(reason)` instead (its executor thread failed)
     and has switch_off_on_failure set, for its own fail()."""
     return getattr(type(node), "ESSENTIAL", True)
+
+
+def check_params_files(args: Sequence[str]) -> None:
+    """Each --params-file of the command line `args` is a regular file of at
+    most MAX_PARAMS_FILE_BYTES whose arrays hold at most MAX_ARRAY_VALUES
+    values each, without YAML aliases; ValueError (FileProblem, or what is
+    wrong with the YAML) otherwise. rcl parses these files in C before any
+    of our code runs, unbounded: /dev/zero never ends, and its time grows
+    faster than the square of an array's length (70,000 numbers: 4 s;
+    210,000: 101 s)."""
+    import yaml
+
+    _, ros_args = split_ros_args(args)
+    paths = [ros_args[i + 1] for i, arg in enumerate(ros_args[:-1]) if arg == "--params-file"]
+    for path in paths:
+        text = read_file(path, "params file", MAX_PARAMS_FILE_BYTES)
+        values: list[int] = []  # values so far in each array being read, outermost first
+        try:
+            for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+                if isinstance(event, yaml.AliasEvent):
+                    raise ValueError(f"params file {path} uses a YAML alias (*{event.anchor}): write the value out")
+                if isinstance(event, (yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent)) and values:
+                    values[-1] += 1
+                    if values[-1] > MAX_ARRAY_VALUES:
+                        line = event.start_mark.line + 1 if event.start_mark else "?"
+                        raise ValueError(f"params file {path} has an array of more than {MAX_ARRAY_VALUES} values "
+                                         f"(line {line})")
+                if isinstance(event, yaml.SequenceStartEvent):
+                    values.append(0)
+                elif isinstance(event, yaml.SequenceEndEvent):
+                    values.pop()
+        except yaml.YAMLError as error:
+            raise ValueError(f"params file {path} is not YAML: {' '.join(str(error).split())}") from None
 
 
 def executor_kind(node: ProcessNode) -> Callable:
@@ -152,10 +190,15 @@ def spin_nodes(node_factories: Sequence[Callable[[Future], ProcessNode]], args=N
     """
     # A crash in native code (rcl, DDS, a compiled kernel) prints every thread's Python stack on stderr
     faulthandler.enable(all_threads=True)
+    program = os.path.basename(args[0]) if args else os.path.basename(sys.argv[0])
+    try:
+        check_params_files(sys.argv if args is None else args)
+    except ValueError as error:
+        print(f"{program}: error: --params-file: {error}", file=sys.stderr)
+        return 2
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     except Exception as error:  # noqa: BLE001  rcl's RCLError on arguments it cannot parse: one line
-        program = os.path.basename(args[0]) if args else os.path.basename(sys.argv[0])
         reason = re.sub(r",? at [^,\s]+:\d+", "", str(error))  # rcl's source locations
         print(f"{program}: error: --ros-args: {reason}", file=sys.stderr)
         return 2

@@ -287,6 +287,11 @@ def test_a_robot_of_5000_joints_gets_its_efforts(start_process, test_node, tmp_p
     close([got[n] for n in names], mbs.inverse_dynamics(model, q, v, np.zeros(5000)), 1e-9)
     assert exchange.counts()["dropped"] == "0"
     assert node.interrupt() == 0
+    # the dynamics server of it starts serving in bounded time (its start-up contact forward dynamics: 368 s)
+    server = start_process([executable("dynamics_server_node"), "--ros-args", "-r", "__node:=server_many",
+                            "-p", f"robot_description_file:={path}"])
+    server.wait_for("\\[server_many\\]: serving the dynamics of 5000 coordinates", timeout=120)
+    assert server.interrupt() == 0
 
 
 def test_joints_listed_twice_are_refused(start_process, test_node):

@@ -237,8 +237,10 @@ def test_the_view_keeps_the_simulator_in_real_time_and_outlives_its_browser(robo
     """./dev run's closed loop with the view at 30 Hz, recording, and a
     headless Chromium drawing the page for some seconds, then gone: the
     simulator keeps real time beside the view drawing and recording (the run
-    monitor's real-time factor over each second after the browser left, at
-    least 0.95), and does not stall while the browser draws (their median at
+    monitor's simulated time over wall time from a second after the browser
+    left to the end, at least 0.95: single seconds dip beside the suite's
+    other process, and the simulator makes the lost time up), and does not
+    stall while the browser draws (the median of its per-second factors at
     least 0.75: Chromium's software WebGL takes more than a core, so beside
     two busy processes on a 2-core machine the quadruped ran at 0.8-0.9
     until it left, then at 1.00; a websocket client of the view's alone
@@ -277,15 +279,17 @@ def test_the_view_keeps_the_simulator_in_real_time_and_outlives_its_browser(robo
         rclpy.spin_once(test_node, timeout_sec=0.05)
     assert bringup.wait_exit() == 0, bringup.output
     output = bringup.output
-    summaries = [(float(at), float(factor)) for at, factor in re.findall(
-        r"\[INFO\] \[([\d.]+)\] \[run_monitor\]: t = [\d.]+ s, real-time factor ([\d.]+)", output)]
-    print(f"{robot}: real-time factors {[factor for _, factor in summaries]}, the browser connected at "
+    summaries = [(float(at), float(simulated), float(factor)) for at, simulated, factor in re.findall(
+        r"\[INFO\] \[([\d.]+)\] \[run_monitor\]: t = ([\d.]+) s, real-time factor ([\d.]+)", output)]
+    print(f"{robot}: real-time factors {[factor for *_, factor in summaries]}, the browser connected at "
           f"{connected() - summaries[0][0] + 1:.1f} s and left at {left - summaries[0][0] + 1:.1f} s (wall)")
     # each factor is over the second before its line
-    drawing = [factor for at, factor in summaries if connected() + CHROMIUM_SETTLES + 1.0 < at <= left]
-    alone = [factor for at, factor in summaries if at > left + 1.0]
+    drawing = [factor for at, _, factor in summaries if connected() + CHROMIUM_SETTLES + 1.0 < at <= left]
+    alone = [(at, simulated) for at, simulated, _ in summaries if at > left + 1.0]
     assert len(drawing) >= 3 and len(alone) >= 3, output
-    assert np.median(drawing) >= 0.75 and min(alone) >= 0.95, output
+    (first_at, first_simulated), (last_at, last_simulated) = alone[0], alone[-1]
+    alone_factor = (last_simulated - first_simulated) / (last_at - first_at)
+    assert np.median(drawing) >= 0.75 and alone_factor >= 0.95, f"after the browser left {alone_factor:.2f}\n{output}"
     seen = [values for _, values in statuses if values]
     after = [values for at, values in statuses if values and left + 1.0 < at < left + 4.0]
     assert after and int(after[-1]["browsers"]) == 0  # the browser left

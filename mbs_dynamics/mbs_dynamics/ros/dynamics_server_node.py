@@ -55,6 +55,9 @@ from mbs_dynamics_interfaces.srv import (DynamicsTerms, ForwardDynamics, Impact,
                                         InverseDynamicsTrajectory)
 
 CONTACT_METHODS = ("kkt", "schur", "nullspace")
+# The most coordinates of a model whose dense computations the server runs once at start-up: a 5000-joint
+# model's contact forward dynamics took 368 s there.
+DENSE_WARM_UP_DOF = 500
 # The most frames one ~/dynamics_terms request may ask Jacobians of.
 MAX_FRAMES = 1000
 # Beyond these sizes a request is large: one at a time (measured on TALOS:
@@ -114,17 +117,21 @@ class DynamicsServerNode(RobotNode):
 
     def _load_kernels(self) -> None:
         """Run each computation once, so that the first request does not wait
-        for numba to load the compiled kernels from its cache."""
+        for numba to load the compiled kernels from its cache; the dense ones
+        (mass matrix, contacts: O(nv^2) memory, O(nv^3) time) only for a model
+        of at most DENSE_WARM_UP_DOF coordinates."""
         model = self.model
         q, zero = model.neutral_configuration(), np.zeros(model.nv)
         mbs.inverse_dynamics(model, q[None], zero[None], zero[None])
         mbs.forward_dynamics(model, q, zero, zero)
-        mbs.mass_matrix(model, q)
         mbs.gravity_torques(model, q)
         mbs.centroidal_momentum_matrix(model, q)
         frame = model.description.root
         for representation in REPRESENTATIONS:
             mbs.frame_jacobian(model, q, frame, representation)
+        if model.nv > DENSE_WARM_UP_DOF:
+            return
+        mbs.mass_matrix(model, q)
         for contact in (mbs.PointContact(frame), mbs.FrameContact(frame)):
             mbs.contact_forward_dynamics(model, q, zero, zero, [contact], method=self.settings["contact_method"])
             mbs.impact(model, q, zero, [contact])

@@ -59,7 +59,7 @@ from mbs_dynamics.regressor import inertial_parameters, joint_torque_regressor
 from mbs_dynamics.rnea import gravity_torques, inverse_dynamics, nonlinear_effects
 from mbs_dynamics.robots import BUNDLED_ROBOTS, bundled_robot
 from mbs_dynamics.simulation import Actuators, Simulation, World
-from mbs_dynamics.time_stepping import Box, ContactStep, Ground, contact_step
+from mbs_dynamics.stepping import Box, ContactStep, Ground, contact_step
 
 __version__ = "0.1.0"
 

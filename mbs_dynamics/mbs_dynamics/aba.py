@@ -98,7 +98,7 @@ def articulated_inertias(packed, views):
     or -1. U[i, k] is column k of U_i; pass 3 needs only U and D^-1."""
     model = unpack_model(packed)
     R, p, S, IA, U, Dinv, work = views.R, views.p, views.S, views.IA, views.U, views.Dinv, views.work
-    scale = model.inertia_scale
+    scale = model.inertia_scale[0]
     body_inertias(packed, IA)
     for i in range(model.parent.shape[0] - 1, -1, -1):
         ni = model.nv_joint[i]
@@ -281,7 +281,7 @@ def singular_mass_matrix(model: Model, joint: str | None) -> SingularMassMatrix:
     return SingularMassMatrix(f"the mass matrix of model '{model.name}' is singular{where}")
 
 
-def _refuse(model: Model, status, q, v, tau) -> None:
+def refuse_forward_dynamics(model: Model, status, q, v, tau) -> None:
     """Raise what aba_kernel's status (or a batch's statuses) reports, if anything."""
     status = np.asarray(status)
     inputs.refuse(model, status, "the forward dynamics", q, (v, "v"), (tau, "tau"))
@@ -328,7 +328,7 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
         status = aba_kernel(model.packed, q, v, tau, f_bodies, qdd, scratch(model))
         failed = status != 0
     if failed:
-        _refuse(model, status, q, v, tau)
+        refuse_forward_dynamics(model, status, q, v, tau)
     return qdd
 
 

@@ -1,5 +1,5 @@
 """The Coulomb solver on (W, c): impulses λ for the rows u = W λ + c of a time
-step's constraints (time_stepping.py builds them), each point's three rows
+step's constraints (stepping.rows builds them), each point's three rows
 (its velocity along the ground normal n and two tangents) obeying the Coulomb
 law in its exact cone (not a pyramid):
 

@@ -8,7 +8,7 @@ Coulomb's friction sign(v) is smoothed around zero velocity by tanh over
 `smoothing` (rad/s or m/s; SMOOTHING_VELOCITY by default): odd and continuous,
 76 % of the friction at |v| = smoothing, 99.5 % at 3 smoothing, so that a
 feedforward at rest does not chatter between +friction and -friction. The
-simulator applies the exact, set-valued law instead (time_stepping).
+simulator applies the exact, set-valued law instead (stepping).
 """
 from __future__ import annotations
 

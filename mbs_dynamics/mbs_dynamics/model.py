@@ -41,7 +41,7 @@ import numpy as np
 from numba import njit
 
 from mbs_dynamics.parsers.urdf import RobotDescription, URDFError, parse_urdf_file, parse_urdf_string
-from mbs_dynamics.workspace import take
+from mbs_dynamics.workspace import take, unbounded
 
 REVOLUTE, PRISMATIC, PLANAR, FLOATING = 0, 1, 2, 3
 JOINT_TYPE_CODES = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC,
@@ -312,14 +312,17 @@ class _Builder:
 
     def _pack(self):
         """What the compiled recursions read, copied into one float and one int
-        array (model.packed; a kernel call then unboxes two arrays, not fifteen;
-        unpack_model lays them out). Both copies are read-only."""
+        array (model.packed; a kernel call then unboxes two arrays, not fifteen)
+        by their one layout, model_arrays: each field filled by name. Both
+        copies are read-only."""
         model = self.model
-        floats = np.concatenate([np.ravel(x) for x in (
-            model.coupling, model.tree_rotation, model.tree_translation, model.axis, model.plane, model.mass,
-            model.first_moment, model.rotational_inertia, model.gravity, model.armature, [model.inertia_scale])])
-        ints = np.concatenate([[model.nbodies, len(model.quaternion_starts), model.nv], model.parent, model.joint_type,
-                               model.q_start, model.v_start, model.quaternion_starts, model.nv_joint]).astype(np.int64)
+        dimensions = (model.nbodies, len(model.quaternion_starts), model.nv)
+        float_size, int_size = packed_sizes(*dimensions)
+        floats, ints = np.empty(float_size), np.empty(int_size, dtype=np.int64)
+        views = model_arrays(floats, ints, *dimensions)
+        views.header[:] = dimensions
+        for name in ModelArrays._fields[1:]:
+            getattr(views, name)[...] = np.reshape(getattr(model, name), getattr(views, name).shape)
         floats.setflags(write=False)
         ints.setflags(write=False)
         model.packed = (floats, ints)
@@ -365,26 +368,34 @@ class _Builder:
 
 # The model as the compiled kernels read it: model.parent[i], model.mass[i], ...
 # (the fields of the module docstring, plus quaternion_starts, gravity,
-# armature and inertia_scale). Built inside the kernels from model.packed by unpack_model:
+# armature and inertia_scale (1,)), after the header (nbodies, number of
+# quaternions, nv). Built inside the kernels from model.packed by unpack_model:
 # a namedtuple of views costs nothing there, while one passed in from Python
 # costs a microsecond a call to unbox.
 ModelArrays = namedtuple("ModelArrays", (
-    "parent", "joint_type", "q_start", "v_start", "coupling", "tree_rotation", "tree_translation", "axis", "plane",
-    "mass", "first_moment", "rotational_inertia", "quaternion_starts", "nv_joint", "gravity", "armature",
+    "header", "parent", "joint_type", "q_start", "v_start", "coupling", "tree_rotation", "tree_translation", "axis",
+    "plane", "mass", "first_moment", "rotational_inertia", "quaternion_starts", "nv_joint", "gravity", "armature",
     "inertia_scale"))
 
 
 @njit(cache=True, inline="always")
-def unpack_model(packed):
-    """The model's arrays (ModelArrays), as views of model.packed."""
-    floats, ints = packed
-    n, nquat, nv = ints[0], ints[1], ints[2]
-    parent, o = take(ints, 3, (n,))
+def model_arrays(floats, ints, n, nquat, nv):
+    """The ModelArrays of n bodies, nquat quaternions and nv velocity
+    coordinates as views of (floats, ints): the one definition of
+    model.packed's layout, by which Model packs and unpack_model reads."""
+    return lay_out_model(floats, ints, n, nquat, nv)[0]
+
+
+@njit(cache=True, inline="always")
+def lay_out_model(floats, ints, n, nquat, nv):
+    """(ModelArrays, float end, int end) laid out in (floats, ints)."""
+    header, o = take(ints, 0, (3,))
+    parent, o = take(ints, o, (n,))
     joint_type, o = take(ints, o, (n,))
     q_start, o = take(ints, o, (n,))
     v_start, o = take(ints, o, (n,))
     quaternion_starts, o = take(ints, o, (nquat,))
-    nv_joint, o = take(ints, o, (n,))
+    nv_joint, int_end = take(ints, o, (n,))
     coupling, o = take(floats, 0, (n, 2))
     tree_rotation, o = take(floats, o, (n, 3, 3))
     tree_translation, o = take(floats, o, (n, 3))
@@ -395,9 +406,25 @@ def unpack_model(packed):
     rotational_inertia, o = take(floats, o, (n, 3, 3))
     gravity, o = take(floats, o, (3,))
     armature, o = take(floats, o, (nv,))
-    return ModelArrays(parent, joint_type, q_start, v_start, coupling, tree_rotation, tree_translation, axis, plane,
-                       mass, first_moment, rotational_inertia, quaternion_starts, nv_joint, gravity, armature,
-                       floats[o])
+    inertia_scale, float_end = take(floats, o, (1,))
+    return ModelArrays(header, parent, joint_type, q_start, v_start, coupling, tree_rotation, tree_translation, axis,
+                       plane, mass, first_moment, rotational_inertia, quaternion_starts, nv_joint, gravity, armature,
+                       inertia_scale), float_end, int_end
+
+
+@njit(cache=True)
+def packed_sizes(n, nquat, nv):
+    """(floats, ints): the sizes of model.packed, measured on its layout."""
+    _, float_end, int_end = lay_out_model(unbounded(np.empty(1)), unbounded(np.empty(1, dtype=np.int64)), n, nquat,
+                                          nv)
+    return float_end, int_end
+
+
+@njit(cache=True, inline="always")
+def unpack_model(packed):
+    """The model's arrays (ModelArrays), as views of model.packed."""
+    floats, ints = packed
+    return model_arrays(floats, ints, ints[0], ints[1], ints[2])
 
 
 @njit(cache=True, inline="always")

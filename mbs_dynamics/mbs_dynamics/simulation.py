@@ -3,17 +3,15 @@ touched at the robot's contact points, the joints' URDF position limits,
 damping and friction, and actuators; the state (t, q, v) advanced by
 step(tau, steps). What the simulator node integrates, without ROS.
 
-Every step is compiled (time_stepping.simulate_kernel), many per call: by
+Every step is compiled (stepping.simulate_kernel), many per call: by
 velocity-level time stepping (semi-implicit Euler with the contact, limit and
 joint-friction impulses, damping and actuator gains implicit), or, with
 integrator 'rk4' (the default) or 'rkmk4', by that integrator when nothing
 acts by impulses or implicitly in the step (no point within reach of an
 obstacle, no joint at or reaching a limit, no joint friction, no actuator
-gain). Measured on an undamped UR5 released from a pose off equilibrium,
-60 s at dt = 1 ms (test_simulation.py): rk4 and rkmk4 keep the energy to
-|ΔE|/E < 1e-6, semi_implicit_euler drifts by tens of percent (its update is
-symplectic only for a constant mass matrix), which is why it is not the
-default.
+gain). rk4 is the default: semi_implicit_euler is symplectic only for a
+constant mass matrix, and a robot's energy drifts under it
+(test_simulation.py).
 
 Actuators (Actuators): a joint with a stiffness is position-controlled, one
 with only a damping velocity-controlled, toward the targets of set_targets;
@@ -34,24 +32,30 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mbs_dynamics import inputs
-from mbs_dynamics.aba import singular_mass_matrix
 from mbs_dynamics.contact import PointContact
 from mbs_dynamics.integrators import INTEGRATORS
 from mbs_dynamics.kinematics import body_poses
 from mbs_dynamics.model import ROOT_JOINT, Model
 from mbs_dynamics.rnea import nonlinear_effects
-from mbs_dynamics.time_stepping import (
+from mbs_dynamics.stepping import (
+    ACTUATOR,
+    SPHERE,
     INTEGRATOR_CODES,
-    OBSTACLE_FLOATS,
     PLANE,
-    SINGULAR_MASS_MATRIX,
     Box,
     ContactStep,
     Ground,
-    _resolve,
+    StepResults,
+    check_report,
     joint_terms,
+    new_record,
+    new_results,
+    obstacle_records,
     position_limits,
+    resolve_points,
     simulate_kernel,
+    sphere_gaps,
+    step_settings,
 )
 from mbs_dynamics.workspace import scratch
 
@@ -72,7 +76,7 @@ class World:
     with arrays bodies (k,), points (k, 3) in the bodies' frames and radii (k,),
     e.g. contact_geometry.collision_contacts of the URDF's collision elements);
     which of the joints' URDF properties act; and `compliance`, the softness of
-    the contact rows (time_stepping: 0 is rigid)."""
+    the contact rows (stepping: 0 is rigid)."""
 
     ground: Ground | None = field(default_factory=Ground)
     contact_points: tuple = ()
@@ -103,9 +107,8 @@ class World:
 
     @property
     def obstacles(self) -> np.ndarray:
-        """(m, OBSTACLE_FLOATS): the ground first, then the boxes."""
-        rows = ([self.ground.row] if self.ground is not None else []) + [box.row for box in self.boxes]
-        return np.array(rows).reshape(len(rows), OBSTACLE_FLOATS)
+        """The OBSTACLE records (m,): the ground first, then the boxes."""
+        return obstacle_records(([self.ground] if self.ground is not None else []) + list(self.boxes))
 
 
 @dataclass(frozen=True)
@@ -144,7 +147,8 @@ def initial_configuration(model: Model, positions: dict | None = None) -> np.nda
     neutral 0 lies outside them starts at their middle), then `positions`
     (joint name -> value) applied, each checked against its limits."""
     q = model.neutral_configuration()
-    limit_q, _, lower, upper = position_limits(model)
+    limits = position_limits(model)
+    limit_q, lower, upper = limits["q"], limits["lower"], limits["upper"]
     outside = (q[limit_q] < lower) | (q[limit_q] > upper)
     q[limit_q[outside]] = 0.5 * (lower[outside] + upper[outside])
     for name, value in (positions or {}).items():
@@ -156,13 +160,13 @@ def initial_configuration(model: Model, positions: dict | None = None) -> np.nda
     return q
 
 
-def contact_arrays(model: Model, world: World) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(bodies, points in the bodies, radii) of the world's contact points,
-    then its contact geometry's."""
-    bodies, points, radii = _resolve(model, world.contact_points)
+def contact_spheres(model: Model, world: World) -> np.ndarray:
+    """The SPHERE records of the world's contact points, then of its contact
+    geometry's."""
+    spheres = resolve_points(model, world.contact_points)
     geometry = world.contact_geometry
     if geometry is None:
-        return bodies, points, radii
+        return spheres
     more_bodies = np.asarray(geometry.bodies, dtype=np.int64)
     more_points, more_radii = np.asarray(geometry.points, dtype=float), np.asarray(geometry.radii, dtype=float)
     k = more_bodies.shape[0]
@@ -174,8 +178,7 @@ def contact_arrays(model: Model, world: World) -> tuple[np.ndarray, np.ndarray, 
                          f"(0 to {model.nbodies - 1}, or -1)")
     if not (np.all(np.isfinite(more_points)) and np.all(np.isfinite(more_radii)) and np.all(more_radii >= 0)):
         raise ValueError("contact geometry points must be finite, radii finite and >= 0")
-    return (np.concatenate([bodies, more_bodies]), np.concatenate([points, more_points]),
-            np.concatenate([radii, more_radii]))
+    return np.concatenate([spheres, new_record(SPHERE, k, body=more_bodies, centre=more_points, radius=more_radii)])
 
 
 def body_links(model: Model) -> list[str]:
@@ -200,16 +203,11 @@ class Penetration:
 
 def _obstacle_gaps(positions: np.ndarray, radii: np.ndarray, obstacles: np.ndarray) -> np.ndarray:
     """(k, m): the signed distance (m, negative inside) of each sphere (centre
-    positions (k, 3), radii (k,)) from each obstacle (rows), as the step sees
-    it (time_stepping.obstacle_distance, less the radius)."""
-    axes = obstacles[:, 6:15].reshape(-1, 3, 3)
-    half = obstacles[:, 15:18]
-    local = np.einsum("mij,kmj->kmi", axes, positions[:, None, :] - obstacles[None, :, 3:6])
-    outside = np.linalg.norm(local - np.clip(local, -half, half), axis=2)
-    gaps = np.where(outside > 0.0, outside, -np.min(half - np.abs(local), axis=2))
-    planes = obstacles[:, 0] == PLANE
-    gaps[:, planes] = local[:, planes, 2]
-    return gaps - radii[:, None]
+    positions (k, 3), radii (k,)) from each obstacle (OBSTACLE records), as
+    the step measures it."""
+    gaps = np.empty((positions.shape[0], obstacles.shape[0]))
+    sphere_gaps(np.ascontiguousarray(positions), np.ascontiguousarray(radii), obstacles, gaps)
+    return gaps
 
 
 def _exit_lifts(positions: np.ndarray, radii: np.ndarray, obstacles: np.ndarray, up: np.ndarray) -> np.ndarray:
@@ -217,29 +215,30 @@ def _exit_lifts(positions: np.ndarray, radii: np.ndarray, obstacles: np.ndarray,
     its obstacle (one row each): a plane's penetration over the cosine of
     `up` with its normal; a box grown by the radius, the distance to where a
     ray along `up` leaves it (at an edge a little more than the sphere needs)."""
-    axes = obstacles[:, 6:15].reshape(-1, 3, 3)
-    local = np.einsum("kij,kj->ki", axes, positions - obstacles[:, 3:6])
+    axes = obstacles["axes"]
+    local = np.einsum("kij,kj->ki", axes, positions - obstacles["centre"])
     direction = np.einsum("kij,j->ki", axes, up)
-    half = obstacles[:, 15:18] + radii[:, None]
+    half = obstacles["half_extents"] + radii[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
         exits = np.where(np.abs(direction) > 1e-12, (np.sign(direction) * half - local) / direction, np.inf)
         plane_lift = (radii - local[:, 2]) / direction[:, 2]
-    return np.where(obstacles[:, 0] == PLANE, plane_lift, exits.min(axis=1))
+    return np.where(obstacles["kind"] == PLANE, plane_lift, exits.min(axis=1))
 
 
-def _penetrating(model: Model, world: World, q: np.ndarray, contacts, tolerance: float):
-    """(world positions of the contact points (k, 3), the deepest Penetration
-    or None, (points, obstacles) of the pairs deeper than `tolerance`) at q;
-    obstacles whose bounding boxes miss the points' are left out, the pairs
+def _penetrating(model: Model, world: World, q: np.ndarray, spheres: np.ndarray, tolerance: float):
+    """(world positions of the spheres' centres (k, 3), the deepest Penetration
+    or None, (spheres, obstacles) of the pairs deeper than `tolerance`) at q;
+    obstacles whose bounding boxes miss the spheres' are left out, the pairs
     taken PAIRS_PER_PASS at a time."""
-    bodies, points, radii = contacts
+    bodies, radii = spheres["body"], spheres["radius"]
     world_R, world_p = body_poses(model, q)
-    positions = world_p[bodies] + np.einsum("kij,kj->ki", world_R[bodies], points)
+    positions = world_p[bodies] + np.einsum("kij,kj->ki", world_R[bodies], spheres["centre"])
     obstacles = world.obstacles
     low, high = (positions - radii[:, None]).min(axis=0), (positions + radii[:, None]).max(axis=0)
-    reach = np.einsum("mij,mi->mj", np.abs(obstacles[:, 6:15].reshape(-1, 3, 3)), obstacles[:, 15:18])
-    near = np.flatnonzero((obstacles[:, 0] == PLANE) | np.all((obstacles[:, 3:6] - reach <= high)
-                                                             & (obstacles[:, 3:6] + reach >= low), axis=1))
+    centres = obstacles["centre"]
+    reach = np.einsum("mij,mi->mj", np.abs(obstacles["axes"]), obstacles["half_extents"])
+    near = np.flatnonzero((obstacles["kind"] == PLANE) | np.all((centres - reach <= high) & (centres + reach >= low),
+                                                                axis=1))
     least, deepest, pairs = -tolerance, None, ([np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)])
     block = max(1, PAIRS_PER_PASS // len(positions))
     for start in range(0, len(near), block):
@@ -259,14 +258,14 @@ def _penetrating(model: Model, world: World, q: np.ndarray, contacts, tolerance:
     return positions, found, pairs
 
 
-def _moving_contacts(model: Model, world: World):
-    """(bodies, points, radii) of the world's contact points that move with the
+def _moving_spheres(model: Model, world: World) -> np.ndarray | None:
+    """The SPHERE records of the world's contact points that move with the
     robot, or None when there are none or nothing to touch."""
-    bodies, points, radii = contact_arrays(model, world)
-    moving = bodies >= 0
-    if not moving.any() or not len(world.obstacles):
+    spheres = contact_spheres(model, world)
+    moving = spheres[spheres["body"] >= 0]
+    if not len(moving) or not len(world.obstacles):
         return None
-    return bodies[moving], points[moving], radii[moving]
+    return moving
 
 
 def penetration(model: Model, world: World, q, tolerance: float = MARGIN) -> Penetration | None:
@@ -274,8 +273,8 @@ def penetration(model: Model, world: World, q, tolerance: float = MARGIN) -> Pen
     contact_geometry, those fixed in the world left out) inside an obstacle of
     `world` at q, or None when none lies deeper than `tolerance` (m)."""
     q = inputs.configuration(model, q, batch=False)
-    contacts = _moving_contacts(model, world)
-    return None if contacts is None else _penetrating(model, world, q, contacts, tolerance)[1]
+    spheres = _moving_spheres(model, world)
+    return None if spheres is None else _penetrating(model, world, q, spheres, tolerance)[1]
 
 
 def lifted_clear(model: Model, world: World, q, tolerance: float = MARGIN) -> tuple[np.ndarray, float,
@@ -287,14 +286,14 @@ def lifted_clear(model: Model, world: World, q, tolerance: float = MARGIN) -> tu
     meet one above it: lifted again, at most once per obstacle). ValueError
     when the robot penetrates and has a fixed base, or still does after that."""
     q = np.array(inputs.configuration(model, q, batch=False))
-    contacts = _moving_contacts(model, world)
-    if contacts is None:
+    spheres = _moving_spheres(model, world)
+    if spheres is None:
         return q, 0.0, None
-    radii = contacts[2]
-    up = world.ground.row[12:15] if world.ground is not None else np.array([0.0, 0.0, 1.0])
+    radii = spheres["radius"]
+    up = world.ground.contact_axes[0] if world.ground is not None else np.array([0.0, 0.0, 1.0])
     obstacles, first, lift = world.obstacles, None, 0.0
     for _ in range(len(obstacles) + 1):
-        positions, deepest, (points, inside) = _penetrating(model, world, q, contacts, tolerance)
+        positions, deepest, (points, inside) = _penetrating(model, world, q, spheres, tolerance)
         if deepest is None:
             return q, lift, first
         first = first or deepest
@@ -310,12 +309,11 @@ def lifted_clear(model: Model, world: World, q, tolerance: float = MARGIN) -> tu
 class Simulation:
     """The state (time, q, v) of `model` in `world`, advanced by step(tau,
     steps) at dt (module docstring); `steps` counts the steps since reset.
-    `last` is the last call's ContactStep (the contact forces of its last step,
-    solver sweeps and largest residual; applied: the actuators' efforts;
-    acceleration: (v⁺ - v) / dt; body_wrenches: the contact forces on each
-    body, [torque; force] in its frame about its origin, what sensors.
-    joint_wrenches takes; unconverged_steps; softened_steps: those whose rows
-    were solved softer than the world's compliance, time_stepping.SOFTENINGS)."""
+    `last` is the last call's ContactStep (the result records of its last
+    step: the contact forces, every point-obstacle pair's impulses, contact
+    velocity and bias, the actuators' efforts, the accelerations, the contact
+    wrench on each body; and the call's report: solver sweeps, largest
+    residual, steps unconverged, smooth and softened)."""
 
     def __init__(self, model: Model, world: World = World(), dt: float = 1e-3,
                  integrator: str = DEFAULT_INTEGRATOR, q=None, v=None, actuators: Actuators = Actuators(),
@@ -323,49 +321,43 @@ class Simulation:
                  margin: float = MARGIN):
         if integrator not in INTEGRATORS:
             raise ValueError(f"integrator must be one of {', '.join(INTEGRATORS)}, got {integrator!r}")
-        dt = float(dt)
-        if not np.isfinite(dt) or dt <= 0:
-            raise ValueError(f"dt must be a positive finite number, got {dt}")
-        if not 0.0 <= stabilization <= 1.0:
-            raise ValueError(f"stabilization must be in [0, 1], got {stabilization}")
-        self.model, self.dt, self.integrator = model, dt, integrator
-        self._settings = np.array((dt, stabilization, margin, tolerance, max_iterations, INTEGRATOR_CODES[integrator],
-                                   0.0, 1))
+        self._settings = step_settings(dt, stabilization, margin, tolerance, max_iterations,
+                                       INTEGRATOR_CODES[integrator])
+        self.model, self.dt, self.integrator = model, float(dt), integrator
         self.tolerance = tolerance
         self._buffer = scratch(model)
-        nv = model.nv
-        self._effort = np.zeros(nv)
-        self._position_target, self._velocity_target = np.zeros(nv), np.zeros(nv)
-        self._results_joint = (np.zeros(nv), np.zeros(nv), np.zeros(nv))
+        self._actuation = new_record(ACTUATOR, model.nv, limit=model.effort_limit, target_q=-1)
+        self._results: StepResults | None = None
         self.set_actuators(actuators)
         self.set_world(world)
         self.set_initial_state(initial_configuration(model) if q is None else q,
-                               np.zeros(nv) if v is None else v)
+                               np.zeros(model.nv) if v is None else v)
         self.reset()
 
     # --- what the robot meets and how it is driven -------------------------------
 
     def set_world(self, world: World) -> None:
-        """What the robot meets from now on; the state goes on."""
+        """What the robot meets from now on; the state goes on (the joints'
+        warm starts with it)."""
         if not isinstance(world, World):
             raise ValueError(f"world must be a World, got {world!r}")
-        contacts = contact_arrays(self.model, world)
+        model = self.model
+        spheres = contact_spheres(model, world)
         obstacles = world.obstacles
         self.world = world
-        self._contacts, self._obstacles = contacts, obstacles
-        self._world = (contacts, obstacles,
-                       joint_terms(self.model, world.joint_limits, world.joint_damping, world.joint_friction))
-        self._settings[6] = world.compliance
-        npoints = contacts[0].shape[0]
-        self._impulses = np.zeros((npoints, obstacles.shape[0], 3))
-        self._results = (np.zeros((npoints, 3)), np.full(npoints, np.inf), np.zeros(npoints, dtype=np.bool_),
-                         *self._results_joint, np.zeros((self.model.nbodies, 6)))
+        self._world = (spheres, obstacles, *joint_terms(model, world.joint_limits, world.joint_damping,
+                                                        world.joint_friction))
+        self._settings["compliance"] = world.compliance
+        results = new_results(spheres.shape[0], obstacles.shape[0], model.nv, model.nbodies)
+        if self._results is not None:
+            results.coordinates[...] = self._results.coordinates
+        self._results = results
         self.last = None  # its forces are of the old contact points
 
     @property
     def contact_count(self) -> int:
         """The number of contact points (contact_points, then contact_geometry's)."""
-        return self._contacts[0].shape[0]
+        return self._world[0].shape[0]
 
     def set_actuators(self, actuators: Actuators) -> None:
         """The PD actuators from now on (Actuators); their targets stay."""
@@ -385,17 +377,17 @@ class Simulation:
             stiffness[iv], damping[iv] = k, d
             target_q[iv] = model.q_index(name)
         self.actuators = actuators
-        self._gains = (stiffness, damping, target_q)
+        self._actuation["stiffness"], self._actuation["damping"] = stiffness, damping
+        self._actuation["target_q"] = target_q
 
     def set_targets(self, positions=None, velocities=None) -> None:
         """The actuators' targets (nv,), by velocity index: positions of the
         position-controlled coordinates, velocities of all actuated ones (None:
         unchanged). Read where a coordinate has an actuator, ignored elsewhere."""
-        for value, target, name in ((positions, self._position_target, "position targets"),
-                                    (velocities, self._velocity_target, "velocity targets")):
+        for value, target, name in ((positions, "position_target", "position targets"),
+                                    (velocities, "velocity_target", "velocity targets")):
             if value is not None:
-                array = inputs.vector(self.model, value, self.model.nv, name, batch=False)
-                target[:] = array
+                self._actuation[target] = inputs.vector(self.model, value, self.model.nv, name, batch=False)
 
     # --- the state -----------------------------------------------------------------
 
@@ -419,17 +411,18 @@ class Simulation:
         return q, v
 
     def set_state(self, q, v) -> None:
-        """Put the robot at (q, v) now (quaternions normalised); time goes on."""
+        """Put the robot at (q, v) now (quaternions normalised); time goes on,
+        the warm starts are dropped."""
         self.q, self.v = self._checked(q, v)
-        self._impulses[:] = 0.0
-        self._joint_impulses = np.zeros(self.model.nv)
+        self._results.contacts["impulse"] = 0.0
+        self._results.coordinates["joint_impulse"] = 0.0
         self.last: ContactStep | None = None
 
     @property
     def contact_forces(self) -> np.ndarray:
         """(k, 3) the mean force of the obstacles on each contact point over the
         last step, world axes."""
-        return self._results[0].copy() if self.last is not None else np.zeros((self.contact_count, 3))
+        return self.last.forces.copy() if self.last is not None else np.zeros((self.contact_count, 3))
 
     # --- stepping ------------------------------------------------------------------
 
@@ -438,39 +431,24 @@ class Simulation:
         the actuators toward their targets; returns the ContactStep of the call
         (module and class docstrings). On a step that cannot be taken it raises,
         the state left at the step before."""
-        model = self.model
-        if tau is not None:
-            self._effort[:] = inputs.vector(model, tau, model.nv, "tau", batch=False)
-        else:
-            self._effort[:] = 0.0
+        model, actuation = self.model, self._actuation
+        actuation["effort"] = 0.0 if tau is None else inputs.vector(model, tau, model.nv, "tau", batch=False)
         steps = int(steps)
         if steps < 1:
             raise ValueError(f"steps must be >= 1, got {steps}")
-        self._settings[7] = steps
-        stiffness, damping, target_q = self._gains
-        actuation = (self._effort, stiffness, damping, model.effort_limit, target_q, self._position_target,
-                     self._velocity_target)
+        self._settings["steps"] = steps
         q_before, v_before = self.q.copy(), self.v.copy()
-        report = simulate_kernel(model.packed, model.dof_parent, self._world, actuation, self._settings,
-                                 (self.q, self.v, self._impulses, self._joint_impulses), self._results, self._buffer)
-        self.steps += report.steps
-        if report.status:
-            if report.status == SINGULAR_MASS_MATRIX:
-                raise singular_mass_matrix(model, model.velocity_joint(report.pivot))
-            inputs.refuse(model, report.status, "the simulation step", q_before, (v_before, "v"),
-                          (self._effort, "tau"), (self._position_target, "position targets"),
-                          (self._velocity_target, "velocity targets"))
-        forces, gaps, touching, joint_impulses, applied, acceleration, body_wrenches = self._results
-        result = ContactStep(self.q.copy(), self.v.copy(), forces.copy(), self._impulses[:, 0, :].copy()
-                             if self._impulses.shape[1] else np.zeros((self.contact_count, 3)), touching.copy(),
-                             gaps.copy(), report.sweeps, report.residual, report.residual <= self.tolerance,
-                             joint_impulses.copy(), report.limits)
-        result.applied, result.acceleration = applied.copy(), acceleration.copy()
-        result.body_wrenches = body_wrenches.copy()
-        result.unconverged_steps, result.smooth_steps, result.steps = report.unconverged, report.smooth, report.steps
-        result.softened_steps = report.softened
-        self.last = result
-        return result
+        results = self._results
+        simulate_kernel(model.packed, model.dof_parent, self._world, actuation, self._settings, self.q, self.v,
+                        results, self._buffer)
+        report = results.report[0].copy()
+        self.steps += int(report["steps"])
+        check_report(model, report, "the simulation step", q_before, (v_before, "v"), (actuation["effort"], "tau"),
+                     (actuation["position_target"], "position targets"),
+                     (actuation["velocity_target"], "velocity targets"))
+        self.last = ContactStep(self.q.copy(), self.v.copy(), *(records.copy() for records in results[:4]), report,
+                                self.tolerance)
+        return self.last
 
     @property
     def time(self) -> float:

@@ -322,7 +322,7 @@ class Viewer:
     def __init__(self, model: Model, urdf_xml: str, search_paths=(), host: str = "127.0.0.1", port: int = 8080,
                  source: str = "visual", title: str = "", ground_height: float = 0.0, boxes=(),
                  allowed_origins: Sequence[str] = (), report: Callable[[str, str], None] | None = None):
-        """boxes: the world's static time_stepping.Box (a step, a table),
+        """boxes: the world's static stepping.Box (a step, a table),
         drawn; the ground grid at ground_height. host: an IP address of this
         machine (0.0.0.0 or ::, every interface) or localhost; port: taken,
         the next free one (0: any); ValueError when it cannot serve there.

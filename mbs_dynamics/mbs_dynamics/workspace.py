@@ -59,6 +59,19 @@ def take(buffer, offset, shape):
     return carray(_element_pointer(buffer, offset), shape), offset + size
 
 
+# A length no layout reaches (elements): see unbounded.
+UNBOUNDED = 2**62
+
+
+@njit(cache=True)
+def unbounded(buffer):
+    """`buffer`'s memory viewed as an array of UNBOUNDED elements: laying a
+    record out on it with take measures the layout (its end offset) without
+    touching memory, so that a layout written once both sizes its buffer and
+    views it. The views taken from it must never be read or written."""
+    return carray(_element_pointer(buffer, 0), (UNBOUNDED,))
+
+
 @njit(cache=True)
 def untracked(array):
     """A C-contiguous array's memory as an untracked view (module docstring),

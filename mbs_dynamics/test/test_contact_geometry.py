@@ -131,7 +131,7 @@ def test_talos_tipped_over_falls_and_lies_on_its_collision_geometry(tilt, compli
     onto the ground, touching it with the points of its collision meshes
     (2338, reduced per body to its patch's extreme points), nothing sunk in,
     and every step converged: the steps whose rows contradict are solved
-    softer (time_stepping.SOFTENINGS), at compliance 1e-2 (the documented
+    softer (stepping.stages.SOFTENINGS), at compliance 1e-2 (the documented
     setting for a robot lying on many points) one step of 3000 forward, none
     backward, and it lies still with its weight carried; rigid, about half of
     the steps, and an ankle may keep rattling against its limit."""

@@ -191,7 +191,7 @@ def test_a_box_dropped_on_its_edge_settles_flat():
     """Tilted 30 degrees about x, dropped from 5 cm: it lands on an edge, tips
     and comes to rest flat on four corners. The solver reaches 1e-10 m/s on
     every step: on those of the flat landing, where four coplanar corners hit
-    at once (redundant rows), by solving them softer (time_stepping.SOFTENINGS;
+    at once (redundant rows), by solving them softer (stepping.stages.SOFTENINGS;
     without it, it stalled below 1e-5 m/s on five steps)."""
     model = mbs.Model.from_urdf_string(BOX, floating_base=True)
     angle = np.radians(30.0)

@@ -8,6 +8,7 @@ rosbags' Reader; each refusal is one line, never a traceback."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -61,6 +62,19 @@ def publish_until(publisher, stop: threading.Event, rate: float = 1000.0, limit:
             time.sleep(min(start + n / rate - now, 0.0005))
         publisher.publish(big_joint_state(n))
     return limit
+
+
+def assert_the_stream_in_order(recorded: list[tuple[str, int]], output: str) -> None:
+    """The bag holds STATES' messages 0, 1, ... in order; where one is
+    missing (it never reached the recorder: its queue overflowed on a busy
+    machine) the recorder counted it as missed in its summary."""
+    missed = re.search(rf"{STATES} \(sensor_msgs/msg/JointState\): \d+ messages(?:, \d+ lost)?(?:, (\d+) missed)?",
+                       output)
+    assert missed, output
+    indices = [index for topic, index in recorded]
+    assert {topic for topic, _ in recorded} == {STATES} and indices[0] == 0
+    assert all(a < b for a, b in zip(indices, indices[1:])), "out of order or twice"
+    assert indices[-1] + 1 - len(indices) <= int(missed.group(1) or 0), output
 
 
 def read_bag(path: Path) -> list[tuple[str, int]]:
@@ -120,7 +134,9 @@ def test_a_disk_that_fills_leaves_a_readable_bag_of_what_was_written(start_proce
                                                                    "metadata.yaml"])  # the reserve gone
         metadata = bag_metadata(output)
         assert metadata["message_count"] == written
-        assert read_bag(output) == [(STATES, i) for i in range(written)]
+        recorded = read_bag(output)
+        assert len(recorded) == written
+        assert_the_stream_in_order(recorded, process.output)
 
 
 @pytest.mark.parametrize("storage, says", [("mcap", "No space left on device"),
@@ -181,8 +197,9 @@ def test_sigterm_in_mid_stream_and_during_the_close_leaves_a_valid_bag(start_pro
         publishing.join()
     assert code == 0 and "Traceback" not in process.output, process.output
     recorded = read_bag(output)
-    assert len(recorded) > 500 and recorded == [(STATES, i) for i in range(len(recorded))]
+    assert len(recorded) > 100, process.output  # a stream in full flow (1 kHz for 2 s on a quiet machine)
     assert f"{STATES} (sensor_msgs/msg/JointState): {len(recorded)} messages" in process.output
+    assert_the_stream_in_order(recorded, process.output)
     assert not (output / ".mbs_dynamics_record.reserve").exists()
 
 

@@ -26,7 +26,11 @@ count of each topic. A write that fails (a full disk) ends the recording
 early, the bag closed readable with what was written up to its last
 checkpoint (the core's bags.BagWriter, which writes the bag), said in one
 line with the messages written and lost; exit code 1. Messages that outrun
-the disk by bags.MAX_QUEUED_BYTES are dropped, counted and warned about.
+the disk by bags.MAX_QUEUED_BYTES are dropped, counted and warned about; so
+are messages that never reached the recorder (gaps in each publisher's
+sequence numbers, input_loss.PublisherSequences, where the middleware gives
+them: the subscription's queue overflowed while the recorder did not run),
+said in the summary as "missed".
 """
 from __future__ import annotations
 
@@ -58,6 +62,7 @@ from rosbags.typesys import get_types_from_msg
 from mbs_dynamics.bags import MAX_QUEUED_BYTES, STORAGES, BagWriter
 from mbs_dynamics.command_line import OneLineErrorParser
 from mbs_dynamics.files import FileProblem, check_writable
+from mbs_dynamics.ros.input_loss import PublisherSequences, with_message_info
 from mbs_dynamics.ros.parameters import ParameterError
 from mbs_dynamics.ros.robot_node import ProcessNode
 from mbs_dynamics.ros.spinning import spin_nodes, split_ros_args
@@ -80,6 +85,7 @@ class RecordedTopic:
         self.qos: QoSProfile | None = None
         self.received = 0
         self.dropped = 0  # received while MAX_QUEUED_BYTES waited to be written
+        self.sequences = PublisherSequences()  # its publishers' messages that never reached the recorder
         self.warned: set[str] = set()  # what was said about it, once each
 
 
@@ -155,7 +161,11 @@ class BagRecorder(ProcessNode):
             return
         connection, bag, clock = topic.connection, self.bag, self.get_clock()
 
-        def record(data: bytes) -> None:
+        def record(data: bytes, info) -> None:
+            if topic.sequences.observe(info):
+                self.get_logger().warning(
+                    f"{topic.resolved}: {topic.sequences.lost} message(s) never reached the recorder so far (its "
+                    "queue overflowed while it did not run)", throttle_duration_sec=5.0)
             topic.received += 1
             if not bag.put(connection, clock.now().nanoseconds, data) and bag.error is None:
                 topic.dropped += 1
@@ -163,7 +173,7 @@ class BagRecorder(ProcessNode):
                     f"{topic.resolved}: {topic.dropped} message(s) dropped so far: {MAX_QUEUED_BYTES >> 20} MiB wait "
                     f"to be written to {bag.path} (the disk is slower than the topics)", throttle_duration_sec=5.0)
 
-        self.create_subscription(topic.message_class, topic.resolved, record, topic.qos, raw=True)
+        self.create_subscription(topic.message_class, topic.resolved, with_message_info(record), topic.qos, raw=True)
         if self._duration > 0 and self._duration_timer is None:
             self._duration_timer = self.create_timer(self._duration, self._duration_over, clock=self._steady)
         self.get_logger().info(
@@ -195,7 +205,7 @@ class BagRecorder(ProcessNode):
 
     def summary(self) -> str:
         """One line per topic: what was recorded of it (and lost: received,
-        not in the bag)."""
+        not in the bag; missed: never received)."""
         lines = []
         for topic in self.topics:
             if topic.connection is None:
@@ -204,7 +214,8 @@ class BagRecorder(ProcessNode):
                 written = self.bag.count(topic.connection)
                 lost = topic.received - written
                 lines.append(f"  {topic.resolved} ({type_name(topic.message_class)}): {written} messages"
-                             + (f", {lost} lost" if lost else ""))
+                             + (f", {lost} lost" if lost else "")
+                             + (f", {topic.sequences.lost} missed" if topic.sequences.lost else ""))
         return "\n".join(lines)
 
 

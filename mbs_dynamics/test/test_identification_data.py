@@ -279,6 +279,20 @@ def test_write_bag_refuses_an_existing_path_and_stamps_before_the_epoch(tmp_path
         write_bag(tmp_path / "bag", recording, odometry_topic="odom")
 
 
+def test_write_bag_waits_for_its_writer_thread_rather_than_drop(tmp_path, monkeypatch):
+    """write_bag hands its messages to bags.BagWriter's thread; where more
+    than MAX_QUEUED_BYTES wait (here 2 kB: a few messages), it waits, never
+    drops one."""
+    from mbs_dynamics import bags
+
+    monkeypatch.setattr(bags, "MAX_QUEUED_BYTES", 2000)
+    recording = random_recording(np.random.default_rng(14), count=300)
+    back = read_bag(write_bag(tmp_path / "bag", recording, odometry_topic="odom"), odometry_topic="odom",
+                    progress=False)
+    assert len(back) == 300 and np.array_equal(back.position, recording.position)
+    assert np.array_equal(back.base_position, recording.base_position)
+
+
 # --- the filter ---------------------------------------------------------
 
 def sum_of_sines(time):

@@ -3,6 +3,7 @@ bringup, gets robot_description through each of its three routes, says it is
 waiting, and stops with a clear message (exit code 1) on an unusable URDF."""
 from __future__ import annotations
 
+import re
 import time
 
 import mbs_dynamics as mbs
@@ -275,8 +276,8 @@ def test_two_closed_loops_run_side_by_side_in_namespaces(start_process, test_nod
     for topic, received in clocks.items():
         test_node.create_subscription(Clock, topic, received.append, 10)
     runs = {namespace: start_process([
-        executable("mbs_dynamics_bringup"), "--robot", "arm7", "--closed-loop", "--duration", "8",
-        "--summary-period", "0.5", "--ros-args", "-r", f"__ns:=/{namespace}", "-p", "simulator:real_time_factor:=2.0",
+        executable("mbs_dynamics_bringup"), "--robot", "arm7", "--closed-loop", "--duration", "6",
+        "--summary-period", "0.5", "--ros-args", "-r", f"__ns:=/{namespace}", "-p", "simulator:real_time_factor:=1.5",
         "-p", "diagnostics_period:=0.2"]) for namespace in ("robot1", "robot2")}
     import rclpy
 
@@ -288,12 +289,16 @@ def test_two_closed_loops_run_side_by_side_in_namespaces(start_process, test_nod
         output = run.output
         assert f"[{namespace}.simulator]: first effort command: running from t = 0 s" in output, output
         # -p simulator:...:= reached the simulator in its namespace (rcl matches it only against /simulator)
-        assert "(rk4), real-time factor 2, waiting for the first effort command" in output
-        assert f"[{namespace}.run_monitor]: run over after 8 s of simulated time" in output
+        assert "(rk4), real-time factor 1.5, waiting for the first effort command" in output
+        assert f"[{namespace}.run_monitor]: run over after 6 s of simulated time" in output
         summaries = [line for line in output.splitlines() if f"[{namespace}.run_monitor]: t = " in line]
         assert len(summaries) >= 3, output
         assert "dynamics server: forward dynamics at t" in output and "CoM (" in output
-        assert "applying zero effort" not in output
+        # the commands flowed: most summaries show the efforts holding the arm (a controller starved on a busy
+        # machine makes the simulator apply zero effort until commands arrive again: its command_timeout)
+        efforts = re.findall(r"efforts \(N m, N\):((?: \S+ [+-][\d.]+)+)", output)
+        held = [line for line in efforts if any(abs(float(value)) > 0.005 for value in line.split()[1::2])]
+        assert len(efforts) >= 3 and len(held) > len(efforts) / 2, output
         for node in ("simulator", "inverse_dynamics", "dynamics_server"):
             assert any(status.startswith(f"/{namespace}/{node}: ") for status in statuses), (namespace, statuses)
     assert clocks["/robot1/clock"] and clocks["/robot2/clock"] and not clocks["/clock"]

@@ -295,9 +295,11 @@ def test_a_directory_that_is_not_a_bag_is_refused(ur5, tmp_path, capsys):
 
 
 def test_a_bag_of_more_messages_than_are_read_is_refused(tmp_path, monkeypatch):
-    """The cap on messages read (MAX_BAG_MESSAGES), here lowered to 10."""
+    """The cap on messages read (bags.MAX_BAG_MESSAGES), here lowered to 10."""
+    from mbs_dynamics import bags
+
     bag = data.write_bag(tmp_path / "bag", ur5_recording(duration=0.5))
-    monkeypatch.setattr(data, "MAX_BAG_MESSAGES", 10)
+    monkeypatch.setattr(bags, "MAX_BAG_MESSAGES", 10)
     with pytest.raises(data.DataError, match=r"/joint_states hold 100 messages, more than the 10 messages"):
         data.read_bag(bag, progress=False)
 

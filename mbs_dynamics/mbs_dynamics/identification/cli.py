@@ -21,8 +21,9 @@ from datetime import UTC, datetime
 
 from mbs_dynamics.command_line import EXIT_BAD_DATA, EXIT_INTERRUPTED, OneLineErrorParser, number, say_error
 from mbs_dynamics.files import check_writable, read_file, write_file
-from mbs_dynamics.identification import data, report
+from mbs_dynamics.identification import report
 from mbs_dynamics.identification.estimation import DEFAULT_PRIOR_WEIGHT
+from mbs_dynamics.identification.filtering import DEFAULT_CUTOFF
 from mbs_dynamics.identification.identify import identify
 from mbs_dynamics.identification.parameters import DEFAULT_JOINT_PARAMETERS, JOINT_PARAMETERS
 from mbs_dynamics.identification.urdf_writer import identified_urdf
@@ -56,7 +57,7 @@ def parser() -> argparse.ArgumentParser:
     arguments.add_argument("--report", metavar="REPORT.svg", help="plot measured vs predicted torques")
     arguments.add_argument("--scheduler", metavar="ADDRESS",
                            help="an existing Dask cluster's scheduler (tcp://host:8786); local threads if not given")
-    arguments.add_argument("--cutoff", type=number(0.0, low_open=True), default=data.DEFAULT_CUTOFF,
+    arguments.add_argument("--cutoff", type=number(0.0, low_open=True), default=DEFAULT_CUTOFF,
                            help="low-pass cut-off (Hz) of the zero-phase filter before differentiation")
     arguments.add_argument("--joint-parameters", type=joint_parameters, default=",".join(DEFAULT_JOINT_PARAMETERS),
                            help="the joint parameters to identify, among " + ", ".join(JOINT_PARAMETERS)

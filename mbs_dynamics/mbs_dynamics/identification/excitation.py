@@ -50,8 +50,9 @@ import scipy.optimize
 
 from mbs_dynamics.identification.base_parameters import BaseParameters, base_parameters, condition_number, random_states
 from mbs_dynamics.files import read_file, write_file
-from mbs_dynamics.identification.data import MAX_CSV_BYTES, Recording, write_csv
+from mbs_dynamics.identification.csv_data import MAX_CSV_BYTES, write_csv
 from mbs_dynamics.identification.parameters import ParameterLayout
+from mbs_dynamics.identification.recording import Recording
 from mbs_dynamics.joint_friction import joint_friction_torques
 from mbs_dynamics.model import Model
 from mbs_dynamics.rnea import inverse_dynamics
@@ -624,7 +625,7 @@ def trajectory_paths(path) -> tuple[Path, Path]:
 
 
 def write_trajectory(path, trajectory: ExcitationTrajectory, rate: float, periods: int = 1):
-    """The trajectory as a CSV file (data.write_csv: time, position/<joint>,
+    """The trajectory as a CSV file (csv_data.write_csv: time, position/<joint>,
     velocity/<joint>, acceleration/<joint>), to_recording(rate, periods), and
     its coefficients as JSON beside it (the same name, suffix .json), which
     regenerate it exactly (ExcitationTrajectory.load_coefficients). Returns

@@ -3,7 +3,7 @@ equations chunk by chunk on Dask, fit, evaluate.
 
     result = identify(["run1_bag", "run2.csv"], nominal_urdf_xml)
 
-Each recording (a ROS 2 bag, MCAP or sqlite3, or a CSV file: data.py) is read
+Each recording (a ROS 2 bag, MCAP or sqlite3, or a CSV file: bag_data.py, csv_data.py) is read
 and low-pass filtered as a whole (zero phase needs the whole signal; the
 first and last EDGE_PERIODS periods of the cut-off are dropped, where the
 filter starts up), then cut in chunks of CHUNK_SAMPLES; every chunk reduces to
@@ -28,13 +28,14 @@ import dask
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from mbs_dynamics.identification import data
+from mbs_dynamics.identification.bag_data import read_bag
 from mbs_dynamics.identification.base_parameters import (
     MAX_CONDITION_NUMBER,
     BaseParameters,
     base_parameters,
     condition_number,
 )
+from mbs_dynamics.identification.csv_data import read_csv
 from mbs_dynamics.identification.estimation import (
     DEFAULT_PRIOR_WEIGHT,
     STICKING_VELOCITIES,
@@ -44,7 +45,10 @@ from mbs_dynamics.identification.estimation import (
     fitted_rows,
     normal_equations,
 )
+from mbs_dynamics.identification.filtering import DEFAULT_CUTOFF, filtered
+from mbs_dynamics.identification.model_state import model_state
 from mbs_dynamics.identification.parameters import DEFAULT_JOINT_PARAMETERS, ParameterLayout
+from mbs_dynamics.identification.recording import QUANTITIES, DataError, Recording
 from mbs_dynamics.model import Model
 from mbs_dynamics.parsers.urdf import MAX_MAGNITUDE
 
@@ -75,7 +79,7 @@ class Options:
     floating_base: bool = False
     topic: str = "joint_states"
     odometry_topic: str | None = None
-    cutoff: float = data.DEFAULT_CUTOFF
+    cutoff: float = DEFAULT_CUTOFF
     joint_parameters: tuple[str, ...] = DEFAULT_JOINT_PARAMETERS
     prior_weight: float = DEFAULT_PRIOR_WEIGHT
     robust: bool = False
@@ -144,27 +148,27 @@ def read_samples(source: str, urdf_xml: str, options: Options) -> Samples:
     model = model_of(urdf_xml, options.floating_base)
     try:
         if Path(source).suffix.lower() == ".csv":
-            recording = data.read_csv(source)
+            recording = read_csv(source)
         else:
-            recording = data.read_bag(source, options.topic, options.odometry_topic, progress=False)
+            recording = read_bag(source, options.topic, options.odometry_topic, progress=False)
         if recording.effort is None:
             raise IdentificationError(f"{recording.source}: the joint states carry no efforts; identification "
                                       "needs the measured joint torques")
         _check_magnitudes(recording)
-        recording = data.filtered(recording, options.cutoff, filter_effort=False)
+        recording = filtered(recording, options.cutoff, filter_effort=False)
         edge = EDGE_PERIODS / options.cutoff
         recording = recording.window(recording.time[0] + edge, recording.time[-1] - edge)
-        state = data.model_state(model, recording)
-    except data.DataError as error:
+        state = model_state(model, recording)
+    except DataError as error:
         raise IdentificationError(str(error)) from None
     return Samples(recording.source, recording.time, state.q, state.v, state.a, state.effort,
                    list(recording.warnings) + list(state.warnings))
 
 
-def _check_magnitudes(recording: data.Recording) -> None:
+def _check_magnitudes(recording: Recording) -> None:
     """IdentificationError for a recorded value beyond MAX_MAGNITUDE: a units
     mistake, and squares and products of it would overflow."""
-    for quantity in data.QUANTITIES:
+    for quantity in QUANTITIES:
         values = getattr(recording, quantity)
         if values is not None and values.size and np.max(np.abs(values)) > MAX_MAGNITUDE:
             row, column = np.unravel_index(np.argmax(np.abs(values)), values.shape)

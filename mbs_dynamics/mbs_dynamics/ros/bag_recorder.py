@@ -24,24 +24,22 @@ after recording began (its first subscription), and closes the bag with every
 message received (a signal while it closes waits for it); then it prints the
 count of each topic. A write that fails (a full disk) ends the recording
 early, the bag closed readable with what was written up to its last
-checkpoint (BagWriter), said in one line with the messages written and lost;
-exit code 1. Messages that outrun the disk by MAX_QUEUED_BYTES are dropped,
-counted and warned about.
+checkpoint (the core's bags.BagWriter, which writes the bag), said in one
+line with the messages written and lost; exit code 1. Messages that outrun
+the disk by bags.MAX_QUEUED_BYTES are dropped, counted and warned about; so
+are messages that never reached the recorder (gaps in each publisher's
+sequence numbers, input_loss.PublisherSequences, where the middleware gives
+them: the subscription's queue overflowed while the recorder did not run),
+said in the summary as "missed".
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import os
-import queue
-import shutil
 import signal
 import sys
-import threading
 import time
-from collections import defaultdict
-from concurrent.futures import Future
-from io import BytesIO
 from pathlib import Path
 
 from rclpy.clock import Clock, ClockType
@@ -58,248 +56,22 @@ from rclpy.qos import (
 )
 from rclpy.validate_topic_name import validate_topic_name
 from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
-from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
-from rosbags.rosbag2.storage_mcap import PendingChunk
-from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+from rosbags.rosbag2 import WriterError
+from rosbags.typesys import get_types_from_msg
 
+from mbs_dynamics.bags import MAX_QUEUED_BYTES, STORAGES, BagWriter
 from mbs_dynamics.command_line import OneLineErrorParser
 from mbs_dynamics.files import FileProblem, check_writable
+from mbs_dynamics.ros.input_loss import PublisherSequences, with_message_info
 from mbs_dynamics.ros.parameters import ParameterError
 from mbs_dynamics.ros.robot_node import ProcessNode
 from mbs_dynamics.ros.spinning import spin_nodes, split_ros_args
 
-STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
 # Messages a subscription holds before the executor takes them: a 1 kHz
 # stream outlasts a 1 s stall.
 RECORD_DEPTH = 1000
 # Seconds between looks at the graph for publishers.
 DISCOVERY_PERIOD = 0.2
-# Seconds, and bytes of messages written, between checkpoints of the bag:
-# what was written before the last one survives a failed write (BagWriter).
-# The bytes are rosbags' MCAP chunk size.
-CHECKPOINT_PERIOD = 1.0
-CHECKPOINT_BYTES = 2**20
-# Room kept free beside the bag to close it after a failed write (its index,
-# metadata and metadata.yaml: a few kB per topic, a quarter of it), and, past
-# 3000 chunks of an MCAP, more for each (its index entry takes under 100
-# bytes with ten topics).
-RESERVE_BYTES = 2**20
-RESERVE_PER_CHUNK = 256
-RESERVE_NAME = ".mbs_dynamics_record.reserve"
-# Serialized bytes that may wait to be written: beyond, messages are dropped
-# and counted (the disk is slower than the topics).
-MAX_QUEUED_BYTES = 256 * 2**20
-
-
-class BagWriter:
-    """A rosbag2 bag (version 9) that a thread of its own creates, writes and
-    closes (sqlite3 objects work only in the thread that made them): topics
-    are added (add_topic) and messages queued (put) from any thread, and
-    written in the order queued; close() writes what is queued, then the
-    thread closes the bag (a second Ctrl-C during close() does not lose it).
-
-    Nothing written is lost to a write that fails (a full disk, an I/O error):
-    every CHECKPOINT_PERIOD and CHECKPOINT_BYTES the bag is made whole on disk
-    up to there (sqlite3: a commit; MCAP: the open chunk written and
-    flushed), and a file of RESERVE_BYTES (and more as the MCAP's index
-    grows) beside it keeps room to close it. When a write fails, the bag goes back to its last checkpoint
-    (MCAP: the file cut there; sqlite3: the open transaction rolled back),
-    the reserve is removed, and the bag is closed there, readable, its
-    metadata counting what it holds; `error` says what failed and nothing more
-    is written. At most MAX_QUEUED_BYTES wait to be written: put() refuses a
-    message beyond (a disk slower than the topics)."""
-
-    def __init__(self, path: str, storage: str):
-        """Create the bag at `path` (a directory that must not exist);
-        FileProblem naming it and why if it cannot (nothing is left on disk
-        then)."""
-        self.path = Path(path)
-        self.storage = storage
-        self.typestore = get_typestore(Stores.ROS2_KILTED)
-        self.error: str | None = None  # why writing stopped, once it did
-        self.closing = False
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()  # (connection, timestamp, data) or (future, call)
-        self._queued_bytes = 0
-        self._queued_lock = threading.Lock()
-        self._reserve = self.path / RESERVE_NAME
-        self._reserved = 0
-        self._saved: dict = {}  # the state of the last checkpoint
-        opened = Future()
-        self._thread = threading.Thread(target=self._write, args=(opened,), name="bag writer")
-        self._thread.start()
-        opened.result()
-
-    def add_topic(self, topic: str, message_class: type, offered_qos: list[QoSProfile]):
-        """The bag's connection for `topic`, of the type of `message_class`
-        (WriterError once writing has failed)."""
-        msgtype = type_name(message_class)
-        self._know_type(message_class)
-        added = Future()
-        self._queue.put((added, lambda: self._writer.add_connection(
-            topic, msgtype, typestore=self.typestore, offered_qos_profiles=[bag_qos(qos) for qos in offered_qos])))
-        return added.result()
-
-    def _know_type(self, message_class: type) -> None:
-        """Register the type, and the types it holds, that the typestore lacks,
-        from their installed interface files."""
-        name = type_name(message_class)
-        if name in self.typestore.fielddefs:
-            return
-        for held in held_types(message_class):
-            self._know_type(held)
-        self.typestore.register(get_types_from_msg(interface_file(name).read_text(), name))
-
-    def put(self, connection, timestamp: int, data: bytes) -> bool:
-        """Queue a serialized message received at `timestamp` (ns); False
-        (not queued) once writing has failed or MAX_QUEUED_BYTES wait."""
-        if self.error is not None:
-            return False
-        with self._queued_lock:
-            if self._queued_bytes + len(data) > MAX_QUEUED_BYTES:
-                return False
-            self._queued_bytes += len(data)
-        self._queue.put((connection, timestamp, data))
-        return True
-
-    def count(self, connection) -> int:
-        """The messages of `connection` in the bag (after close(): those it holds)."""
-        return self._writer.counts[connection.id]
-
-    def close(self) -> None:
-        """Write what is queued and close the bag."""
-        self.closing = True
-        self._queue.put(None)
-        self._thread.join()
-        self.closing = False
-
-    # --- the writer's thread ---------------------------------------------------------
-
-    def _write(self, opened: Future) -> None:
-        try:
-            self._writer = Writer(self.path, version=9, storage_plugin=STORAGES[self.storage])
-            self._writer.open()
-            self._checkpoint()
-        except Exception as error:  # noqa: BLE001  said by the caller, in one line
-            if not (isinstance(error, WriterError) and "exists already" in str(error)):  # not ours to remove
-                self._remove_bag()
-            opened.set_exception(FileProblem(f"cannot create the bag {self.path}: {reason(error)}"))
-            return
-        opened.set_result(None)
-        next_checkpoint, unsaved = time.monotonic() + CHECKPOINT_PERIOD, 0  # unsaved: bytes written since
-        while True:
-            try:
-                item = self._queue.get(timeout=max(next_checkpoint - time.monotonic(), 0.0))
-            except queue.Empty:
-                item = ()
-            if item is None:
-                break
-            if len(item) == 3:
-                connection, timestamp, data = item
-                with self._queued_lock:
-                    self._queued_bytes -= len(data)
-                if self.error is None:
-                    self._guarded(lambda: self._writer.write(connection, timestamp, data))  # noqa: B023
-                    unsaved += len(data)
-            elif len(item) == 2:
-                future, call = item
-                if self.error is not None:
-                    future.set_exception(WriterError(self.error))
-                    continue
-                try:
-                    future.set_result(call())
-                except Exception as error:  # noqa: BLE001  handed to the caller
-                    future.set_exception(error)
-                self._guarded(self._checkpoint)  # a topic is in the bag before its messages
-            if time.monotonic() >= next_checkpoint or unsaved >= CHECKPOINT_BYTES:
-                if self.error is None:
-                    self._guarded(self._checkpoint)
-                next_checkpoint, unsaved = time.monotonic() + CHECKPOINT_PERIOD, 0
-        if self.error is None:
-            self._guarded(self._checkpoint)
-        self._reserve.unlink(missing_ok=True)
-        try:
-            self._writer.close()
-        except Exception as error:  # noqa: BLE001  said by the caller
-            self.error = (f"{self.error}; then " if self.error else "") + \
-                f"closing {self.path} failed: {reason(error)}: the bag may not be readable"
-
-    def _guarded(self, call) -> None:
-        """call(), and on its failure the bag back to its last checkpoint."""
-        try:
-            call()
-        except Exception as error:  # noqa: BLE001  a full disk, an I/O error: said by the caller
-            self.error = f"writing {self.path} failed: {reason(error)}"
-            try:
-                self._back_to_checkpoint()
-            except Exception as again:  # noqa: BLE001
-                self.error += f"; going back to its last checkpoint failed too: {reason(again)}"
-
-    def _checkpoint(self) -> None:
-        """Make the bag whole on disk up to here, keep room to close it, and
-        remember its state."""
-        writer = self._writer
-        storage = writer.storage
-        if self.storage == "sqlite3":
-            storage.conn.commit()
-        else:
-            if storage.chunk.msgs:
-                storage.close_chunk()
-            storage.bio.flush()
-        room = max(RESERVE_BYTES, RESERVE_BYTES // 4 + RESERVE_PER_CHUNK * len(getattr(storage, "chunks", ())))
-        if room > self._reserved:
-            room = -(-room // RESERVE_BYTES) * RESERVE_BYTES  # in steps of RESERVE_BYTES
-            descriptor = os.open(self._reserve, os.O_WRONLY | os.O_CREAT, 0o644)
-            try:
-                os.posix_fallocate(descriptor, 0, room)
-            finally:
-                os.close(descriptor)
-            self._reserved = room
-        self._saved = {"counts": dict(writer.counts), "times": (writer.min_timestamp, writer.max_timestamp)}
-        if self.storage == "mcap":
-            self._saved.update(offset=storage.bio.tell(), chunks=len(storage.chunks),
-                               channel_stats=dict(storage.channel_stats),
-                               message_times=(storage.message_start_time, storage.message_end_time))
-
-    def _back_to_checkpoint(self) -> None:
-        """After a failed write: the bag as at the last checkpoint, room made
-        to close it (the reserve removed)."""
-        self._reserve.unlink(missing_ok=True)
-        writer, saved = self._writer, self._saved
-        storage = writer.storage
-        writer.counts = {key: saved["counts"].get(key, 0) for key in writer.counts}
-        writer.min_timestamp, writer.max_timestamp = saved["times"]
-        if self.storage == "sqlite3":
-            storage.conn.rollback()
-            return
-        try:
-            storage.bio.close()  # its buffer, past the checkpoint, is cut off below
-        except OSError:
-            pass
-        os.truncate(storage.path, saved["offset"])
-        storage.bio = open(storage.path, "r+b")  # noqa: SIM115  rosbags' MCAP writer closes it
-        storage.bio.seek(saved["offset"])
-        del storage.chunks[saved["chunks"]:]
-        storage.chunk = PendingChunk(2**63 - 1, 0, BytesIO(), defaultdict(list))
-        storage.channel_stats = {key: saved["channel_stats"].get(key, 0) for key in storage.channel_stats}
-        storage.message_start_time, storage.message_end_time = saved["message_times"]
-
-    def _remove_bag(self) -> None:
-        """Remove what opening made of the bag (the directory, which did not exist)."""
-        writer = getattr(self, "_writer", None)
-        if writer is not None and writer.storage is not None:
-            try:
-                writer.storage.abort()
-            except Exception:  # noqa: BLE001, S110  removed below
-                pass
-        shutil.rmtree(self.path, ignore_errors=True)
-
-
-def reason(error: BaseException) -> str:
-    """What went wrong, for one line: an OSError's strerror (No space left on
-    device), else the message (sqlite3: database or disk is full)."""
-    if isinstance(error, OSError) and error.strerror:
-        return error.strerror
-    return str(error) or type(error).__name__
 
 
 class RecordedTopic:
@@ -313,6 +85,7 @@ class RecordedTopic:
         self.qos: QoSProfile | None = None
         self.received = 0
         self.dropped = 0  # received while MAX_QUEUED_BYTES waited to be written
+        self.sequences = PublisherSequences()  # its publishers' messages that never reached the recorder
         self.warned: set[str] = set()  # what was said about it, once each
 
 
@@ -379,7 +152,7 @@ class BagRecorder(ProcessNode):
         offered = [info.qos_profile for info in publishers]
         topic.qos = subscription_qos(offered)
         try:
-            topic.connection = self.bag.add_topic(topic.resolved, topic.message_class, offered)
+            topic.connection = add_topic(self.bag, topic.resolved, topic.message_class, offered)
         except (OSError, WriterError, ValueError) as error:
             if self.bag.error is not None:
                 self.finish()  # the bag failed meanwhile: said by the command
@@ -388,7 +161,11 @@ class BagRecorder(ProcessNode):
             return
         connection, bag, clock = topic.connection, self.bag, self.get_clock()
 
-        def record(data: bytes) -> None:
+        def record(data: bytes, info) -> None:
+            if topic.sequences.observe(info):
+                self.get_logger().warning(
+                    f"{topic.resolved}: {topic.sequences.lost} message(s) never reached the recorder so far (its "
+                    "queue overflowed while it did not run)", throttle_duration_sec=5.0)
             topic.received += 1
             if not bag.put(connection, clock.now().nanoseconds, data) and bag.error is None:
                 topic.dropped += 1
@@ -396,7 +173,7 @@ class BagRecorder(ProcessNode):
                     f"{topic.resolved}: {topic.dropped} message(s) dropped so far: {MAX_QUEUED_BYTES >> 20} MiB wait "
                     f"to be written to {bag.path} (the disk is slower than the topics)", throttle_duration_sec=5.0)
 
-        self.create_subscription(topic.message_class, topic.resolved, record, topic.qos, raw=True)
+        self.create_subscription(topic.message_class, topic.resolved, with_message_info(record), topic.qos, raw=True)
         if self._duration > 0 and self._duration_timer is None:
             self._duration_timer = self.create_timer(self._duration, self._duration_over, clock=self._steady)
         self.get_logger().info(
@@ -428,7 +205,7 @@ class BagRecorder(ProcessNode):
 
     def summary(self) -> str:
         """One line per topic: what was recorded of it (and lost: received,
-        not in the bag)."""
+        not in the bag; missed: never received)."""
         lines = []
         for topic in self.topics:
             if topic.connection is None:
@@ -437,7 +214,8 @@ class BagRecorder(ProcessNode):
                 written = self.bag.count(topic.connection)
                 lost = topic.received - written
                 lines.append(f"  {topic.resolved} ({type_name(topic.message_class)}): {written} messages"
-                             + (f", {lost} lost" if lost else ""))
+                             + (f", {lost} lost" if lost else "")
+                             + (f", {topic.sequences.lost} missed" if topic.sequences.lost else ""))
         return "\n".join(lines)
 
 
@@ -445,6 +223,25 @@ def type_name(message_class: type) -> str:
     """pkg/msg/Type of a message class."""
     package = message_class.__module__.split(".")[0]
     return f"{package}/msg/{message_class.__name__}"
+
+
+def add_topic(bag: BagWriter, topic: str, message_class: type, offered_qos: list[QoSProfile]):
+    """The bag's connection for `topic`, of the type of `message_class`,
+    offered with `offered_qos` (OSError: no definition of the type;
+    WriterError once writing has failed)."""
+    know_type(bag.typestore, message_class)
+    return bag.add_topic(topic, type_name(message_class), [bag_qos(qos) for qos in offered_qos])
+
+
+def know_type(typestore, message_class: type) -> None:
+    """Register in rosbags' `typestore` the type of `message_class`, and the
+    types it holds, that it lacks, from their installed interface files."""
+    name = type_name(message_class)
+    if name in typestore.fielddefs:
+        return
+    for held in held_types(message_class):
+        know_type(typestore, held)
+    typestore.register(get_types_from_msg(interface_file(name).read_text(), name))
 
 
 def message_class(name: str) -> type:

@@ -6,7 +6,7 @@ the inverse dynamics node's ~/reference.
                                  [--start-delay S] [--whole] [--wait-for-subscribers N]
                                  [--use-sim-time] [--ros-args ...]
 
-FILE is a CSV file in mbs_dynamics.identification.data's format (time, then
+FILE is a CSV file in mbs_dynamics.identification.csv_data's format (time, then
 position/<joint>, velocity/<joint>, acceleration/<joint> columns; positions
 needed, the others optional). The topic is relative to the node's namespace
 (``--ros-args -r reference:=/ns/inverse_dynamics/reference`` or ``--topic``
@@ -32,7 +32,7 @@ What cannot be played is refused in one line on stderr: a malformed command
 line or an option out of its bounds (--rate-scale within MIN_RATE_SCALE and
 MAX_RATE_SCALE, --start-delay up to MAX_START_DELAY, a topic name rcl
 refuses) with exit code 2, as argparse; with exit code 1 a FILE that is not
-a regular file of at most data.MAX_CSV_BYTES (a FIFO, /dev/zero), is
+a regular file of at most csv_data.MAX_CSV_BYTES (a FIFO, /dev/zero), is
 malformed, or whose samples the rate scale would put on the same nanosecond
 or beyond MAX_DURATION, and --ros-args that rcl refuses.
 """
@@ -54,7 +54,8 @@ from rclpy.validate_full_topic_name import validate_full_topic_name
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from mbs_dynamics.command_line import EXIT_BAD_DATA, OneLineErrorParser, number, say_error
-from mbs_dynamics.identification.data import Recording, read_csv
+from mbs_dynamics.identification.csv_data import read_csv
+from mbs_dynamics.identification.recording import Recording
 from mbs_dynamics.ros.robot_node import ProcessNode
 from mbs_dynamics.ros.spinning import STOP_TIMEOUT, spin_nodes, split_ros_args
 

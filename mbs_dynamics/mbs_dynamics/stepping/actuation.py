@@ -15,9 +15,16 @@ from mbs_dynamics.model import Model
 from mbs_dynamics.stepping.records import ACTUATOR, JOINT_TERMS, LIMIT, new_record
 
 
+@lru_cache(maxsize=32)
+def _no_gains(model: Model) -> np.ndarray:
+    return new_record(ACTUATOR, model.nv, limit=model.effort_limit, target_q=-1)
+
+
 def effort_actuation(model: Model, tau: np.ndarray) -> np.ndarray:
     """The ACTUATOR records of efforts tau alone (no gains; the limits, unused, the model's)."""
-    return new_record(ACTUATOR, model.nv, effort=tau, limit=model.effort_limit, target_q=-1)
+    actuation = _no_gains(model).copy()
+    actuation["effort"] = tau
+    return actuation
 
 
 @lru_cache(maxsize=32)

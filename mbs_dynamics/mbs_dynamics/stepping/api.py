@@ -22,17 +22,30 @@ from mbs_dynamics.inputs import SINGULAR_MASS_MATRIX
 from mbs_dynamics.workspace import scratch
 
 
-def new_results(npoints: int, nobstacles: int, nv: int, nbodies: int) -> StepResults:
-    """The result records of a step with npoints contact points and
-    nobstacles obstacles, zero (no warm start), the gaps infinite."""
+@lru_cache(maxsize=64)
+def _zero_results(npoints: int, nobstacles: int, nv: int, nbodies: int) -> StepResults:
     return StepResults(new_record(POINT, npoints, gap=np.inf), new_record(CONTACT, (npoints, nobstacles)),
                        new_record(COORDINATE, nv), new_record(BODY, nbodies), new_record(REPORT, 1))
 
 
+def new_results(npoints: int, nobstacles: int, nv: int, nbodies: int) -> StepResults:
+    """The result records of a step with npoints contact points and
+    nobstacles obstacles, zero (no warm start), the gaps infinite: copies of
+    cached ones (a call of contact_step builds them)."""
+    return StepResults(*(records.copy() for records in _zero_results(npoints, nobstacles, nv, nbodies)))
+
+
 def step_settings(dt: float, stabilization: float, margin: float, tolerance: float, max_iterations: int,
                   integrator: int, compliance: float = 0.0, steps: int = 1) -> np.ndarray:
-    """The SETTINGS record (1,) of a call, checked."""
-    dt = float(dt)
+    """The SETTINGS record (1,) of a call, checked: a copy of a cached one
+    (a call of contact_step builds it)."""
+    return _settings(float(dt), float(stabilization), float(margin), float(tolerance), int(max_iterations),
+                     int(integrator), float(compliance), int(steps)).copy()
+
+
+@lru_cache(maxsize=64)
+def _settings(dt: float, stabilization: float, margin: float, tolerance: float, max_iterations: int,
+              integrator: int, compliance: float, steps: int) -> np.ndarray:
     if not np.isfinite(dt) or dt <= 0:
         raise ValueError(f"dt must be a positive finite number, got {dt}")
     if not 0.0 <= stabilization <= 1.0:

@@ -25,10 +25,10 @@ def _check_surface(friction, restitution) -> None:
         raise ValueError(f"restitution must be in [0, 1], got {restitution!r}")
 
 
-def _frozen_record(**values) -> np.void:
-    record = new_record(OBSTACLE, (1,), **values)
-    record.setflags(write=False)
-    return record[0]
+def _frozen_records(**values) -> np.ndarray:
+    records = new_record(OBSTACLE, (1,), **values)
+    records.setflags(write=False)
+    return records
 
 
 @dataclass(frozen=True)
@@ -50,9 +50,14 @@ class Ground:
         _check_surface(self.friction, self.restitution)
         normal = normal / np.linalg.norm(normal)
         tangents = plane_basis(normal)
-        object.__setattr__(self, "record", _frozen_record(
+        object.__setattr__(self, "records", _frozen_records(
             kind=PLANE, friction=self.friction, restitution=self.restitution, centre=self.height * normal,
             axes=[tangents[0], tangents[1], normal]))
+
+    @property
+    def record(self) -> np.void:
+        """Its OBSTACLE record."""
+        return self.records[0]
 
     @property
     def contact_axes(self) -> np.ndarray:
@@ -84,9 +89,14 @@ class Box:
                 or abs(np.linalg.norm(orientation) - 1.0) > 1e-6:
             raise ValueError(f"box orientation must be a unit quaternion (x, y, z, w), got {self.orientation!r}")
         _check_surface(self.friction, self.restitution)
-        object.__setattr__(self, "record", _frozen_record(
+        object.__setattr__(self, "records", _frozen_records(
             kind=BOX, friction=self.friction, restitution=self.restitution, centre=position,
             axes=quaternion_to_matrix(*orientation).T, half_extents=size / 2))
+
+    @property
+    def record(self) -> np.void:
+        """Its OBSTACLE record."""
+        return self.records[0]
 
 
 # The ground of contact_step when none is given (and of a Simulation without one): built once.
@@ -94,8 +104,13 @@ DEFAULT_GROUND = Ground()
 
 
 def obstacle_records(obstacles) -> np.ndarray:
-    """The OBSTACLE records (m,) of Ground and Box objects, in their order."""
-    return np.array([obstacle.record for obstacle in obstacles], dtype=OBSTACLE).reshape(len(obstacles))
+    """The OBSTACLE records (m,) of Ground and Box objects, in their order;
+    read-only (one obstacle's: built with it)."""
+    if len(obstacles) == 1:
+        return obstacles[0].records
+    records = np.array([obstacle.record for obstacle in obstacles], dtype=OBSTACLE).reshape(len(obstacles))
+    records.setflags(write=False)
+    return records
 
 
 @njit(cache=True, inline="always")

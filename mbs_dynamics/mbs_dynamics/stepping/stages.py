@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import numpy as np
 from numba import njit
 
 from mbs_dynamics.coulomb import CoulombProblem, solve_coulomb
@@ -156,7 +155,7 @@ def implicit_step(packed, dof_parent, world, actuation, step, q, v, results, wor
         m = 3 * pairs.point.shape[0] + coordinates.shape[0]
         limits = walls.walls
         rows = Rows(work.G[:m], work.deepest[:m], work.c[:m], work.impulses[:m])
-        u, W = np.empty(m), np.empty((0, 0))
+        u, W = work.u[:m], work.G  # W: the Delassus operator once there are rows
         if m == 0:
             work.v_next[:] = v_free
             sweeps, residual = 0, 0.0

@@ -14,11 +14,11 @@ from mbs_dynamics.workspace import take, unbounded
 
 # M and its copy, h, the actuators' effective effort and damping and their clamps, v after a pass, the
 # points' positions, the body twists at v and at v_free, the pairs' contact axes and contact points, a
-# Jacobian, the smooth integrator's stages, the rows (G, c, impulses, deepest), the pairs' point, obstacle,
-# bias and friction, the velocity walls, the coordinates of the joint rows, zeros, no external forces, q after
-# the step.
+# Jacobian, the smooth integrator's stages, the rows (G, deepest, c, impulses, u = W impulses + c), the
+# pairs' point, obstacle, bias and friction, the velocity walls, the coordinates of the joint rows, zeros, no
+# external forces, q after the step.
 StepWork = namedtuple("StepWork", "M M_nominal h effort damping clamp v_next positions vel free_vel axes location "
-                                  "jacobian stages G deepest c impulses pair_point pair_obstacle pair_bias "
+                                  "jacobian stages G deepest c impulses u pair_point pair_obstacle pair_bias "
                                   "pair_friction lowest highest coordinates zero no_force q_next")
 
 
@@ -49,6 +49,7 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles):
     G, o = take(floats, o, (rows, nv))
     c, o = take(floats, o, (rows,))
     impulses, o = take(floats, o, (rows,))
+    u, o = take(floats, o, (rows,))
     pair_bias, o = take(floats, o, (pairs,))
     pair_friction, o = take(floats, o, (pairs,))
     lowest, o = take(floats, o, (nv,))
@@ -62,7 +63,7 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles):
     coordinates, int_end = take(ints, o, (nv,))
     stages = RungeKuttaStages(rate_x, rate_v, q_stage, v_stage)
     return StepWork(M, M_nominal, h, effort, damping, clamp, v_next, positions, vel, free_vel, axes, location, jacobian,
-                    stages, G, deepest, c, impulses, pair_point, pair_obstacle, pair_bias, pair_friction, lowest,
+                    stages, G, deepest, c, impulses, u, pair_point, pair_obstacle, pair_bias, pair_friction, lowest,
                     highest, coordinates, zero, no_force, q_next), float_end, int_end
 
 

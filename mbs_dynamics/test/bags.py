@@ -77,10 +77,14 @@ def bag_metadata(path: Path) -> dict:
     return yaml.safe_load((path / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
 
 
-def check_stream(recorded: list, first: int, count: int) -> None:
-    """The recorded stream is joint_state(first), ..., joint_state(first + count - 1), in order."""
+def check_stream(recorded: list, first: int, count: int, missed: int = 0) -> None:
+    """The recorded stream is joint_state(first), ..., joint_state(first + count - 1), in order, but for
+    `missed` of them."""
     indices = [stamp_ns(message.header.stamp) // 1_000_000 for _, message in recorded]
-    assert indices == list(range(first, first + count))
+    if missed == 0:
+        assert indices == list(range(first, first + count))
+    assert len(indices) == count - missed and all(a < b for a, b in zip(indices, indices[1:]))
+    assert first <= indices[0] and indices[-1] < first + count
     for i, (_, message) in zip(indices, recorded, strict=True):
         assert list(message.name) == JOINTS
         assert np.array_equal(message.position, [i + 0.1 * k for k in range(7)])

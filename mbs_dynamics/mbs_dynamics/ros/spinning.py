@@ -9,9 +9,11 @@ Nothing reaches the user as a traceback: arguments rcl cannot parse and a
 node that cannot be created are one line. Ctrl-C stops in order, as soon as
 the node being created is (no node after it is); a repeat within STOP_GRACE
 of the first is the same request (ros2 launch and the terminal both send
-one), a later one ends the process at once, without the orderly stop."""
+one), a later one ends the process at once, without the orderly stop; once
+stopped, the ending process ignores them."""
 from __future__ import annotations
 
+import atexit
 import faulthandler
 import os
 import re
@@ -217,6 +219,9 @@ def spin_nodes(node_factories: Sequence[Callable[[Future], ProcessNode]], args=N
 
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, interrupt)
+    # Python's finalization puts SIG_DFL back in place of a Python handler (not of SIG_IGN): a repeat
+    # arriving then killed a process that had stopped in order (exit -2).
+    atexit.register(ignore_interrupts)
     nodes: list[ProcessNode] = []
     threads: list[ExecutorThread] = []
     logger = rclpy.logging.get_logger("mbs_dynamics")
@@ -258,6 +263,13 @@ def spin_nodes(node_factories: Sequence[Callable[[Future], ProcessNode]], args=N
             node.destroy_node()
         rclpy.try_shutdown()
     return 1 if failed else 0
+
+
+def ignore_interrupts() -> None:
+    """Ctrl-C and SIGTERM from now on change nothing: the process has stopped
+    in order and is ending."""
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_IGN)
 
 
 def split_ros_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:

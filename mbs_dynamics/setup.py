@@ -26,7 +26,7 @@ setup(
         "console_scripts": [
             "inverse_dynamics_node = mbs_dynamics.ros.inverse_dynamics_node:main",
             "dynamics_server_node = mbs_dynamics.ros.dynamics_server_node:main",
-            "simulator_node = mbs_dynamics.ros.simulator_node:main",
+            "simulator_node = mbs_dynamics.ros.simulator.node:main",
             "mbs_dynamics_view = mbs_dynamics.ros.view_node:main",
             "mbs_dynamics_bringup = mbs_dynamics.ros.bringup:main",
             "mbs_dynamics_identify = mbs_dynamics.identification.cli:main",

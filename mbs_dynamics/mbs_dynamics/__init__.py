@@ -28,13 +28,8 @@ from mbs_dynamics.contact import (
     impact,
 )
 from mbs_dynamics.crba import mass_matrix
-from mbs_dynamics.derivatives import (
-    coriolis_matrix,
-    forward_dynamics_derivatives,
-    inverse_dynamics_derivatives,
-    inverse_dynamics_rate,
-    linearize,
-)
+from mbs_dynamics.derivatives import coriolis_matrix, inverse_dynamics_derivatives, inverse_dynamics_rate
+from mbs_dynamics.forward_derivatives import forward_dynamics_derivatives, linearize
 from mbs_dynamics.integrators import INTEGRATORS, step
 from mbs_dynamics.joint_friction import joint_friction_torques
 from mbs_dynamics.kinematics import (

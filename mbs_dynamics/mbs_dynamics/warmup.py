@@ -34,26 +34,27 @@ from mbs_dynamics.kinematics import REPRESENTATIONS
 
 
 # --- the tasks: each calls a group of core functions that share kernels ---------
-# The models are the bundled quadruped, floating base (the contact functions
-# need one; the kernels' signatures do not depend on the robot).
+# Each takes a model and one of its frames: the warm-up's is the bundled
+# quadruped, floating base, and its foot (the kernels' signatures do not
+# depend on the robot); a node's, its own robot and root link (preload).
 
 
-def _state(model):
+def _state(model, frame):
     q, v = model.neutral_configuration(), np.zeros(model.nv)
     return q, v, np.tile(q, (2, 1)), np.zeros((2, model.nv))
 
 
-def inverse_dynamics(model):
+def inverse_dynamics(model, frame):
     """The inverse dynamics node; the dynamics server (its trajectories: a batch)."""
     q, v, qs, vs = _state(model)
     mbs.inverse_dynamics(model, q, v, v)
-    mbs.inverse_dynamics(model, q, v, v, f_ext={"LF_FOOT": np.zeros(6)})
+    mbs.inverse_dynamics(model, q, v, v, f_ext={frame: np.zeros(6)})
     mbs.inverse_dynamics(model, qs, vs, vs)
     mbs.nonlinear_effects(model, q, v)
     mbs.gravity_torques(model, q)
 
 
-def forward_dynamics(model):
+def forward_dynamics(model, frame):
     """The dynamics server (for the run monitor too), the simulator's rk4 and
     rkmk4; M^-1 of the ABA for the server's contact_method schur."""
     q, v, _, _ = _state(model)
@@ -61,13 +62,13 @@ def forward_dynamics(model):
     mbs.InverseMassMatrix(model, q) @ v
 
 
-def mass_matrix(model):
+def mass_matrix(model, frame):
     """The dynamics server's dynamics_terms (and its contacts, the simulator's step)."""
     q, _, _, _ = _state(model)
     mbs.mass_matrix(model, q)
 
 
-def centroidal(model):
+def centroidal(model, frame):
     """The inverse dynamics node's centroidal momentum; the dynamics server's
     A_G; the run monitor's energies."""
     q, v, _, _ = _state(model)
@@ -77,44 +78,51 @@ def centroidal(model):
     mbs.potential_energy(model, q)
 
 
-def kinematics(model):
+def kinematics(model, frame):
     """The dynamics server's Jacobians, in every representation."""
     q, _, _, _ = _state(model)
     for representation in REPRESENTATIONS:
-        mbs.frame_jacobian(model, q, "LF_FOOT", representation)
-    mbs.frame_pose(model, q, "LF_FOOT")
+        mbs.frame_jacobian(model, q, frame, representation)
+    mbs.frame_pose(model, q, frame)
 
 
-def contact(model):
-    """The dynamics server's contact services (every contact_method) and the
-    inverse dynamics node's contacts."""
+def contact_forward(model, frame):
+    """The dynamics server's contact services (every contact_method)."""
     q, v, _, _ = _state(model)
-    for contacts in ([mbs.PointContact("LF_FOOT")], [mbs.FrameContact("LF_FOOT")]):
+    for contacts in ([mbs.PointContact(frame)], [mbs.FrameContact(frame)]):
         for method in CONTACT_METHODS:
             mbs.contact_forward_dynamics(model, q, v, v, contacts, method=method)
         mbs.impact(model, q, v, contacts)
+
+
+def contact_inverse(model, frame):
+    """The inverse dynamics node's contacts, the dynamics server's (a floating base's)."""
+    if not model.floating_base:
+        return
+    q, v, _, _ = _state(model)
+    for contacts in ([mbs.PointContact(frame)], [mbs.FrameContact(frame)]):
         mbs.contact_inverse_dynamics(model, q, v, v, contacts)
         mbs.contact_inverse_dynamics(model, q, v, v, contacts, friction=[1.0])
 
 
-def simulation(model):
+def simulation(model, frame):
     """The simulator: a step with ground contact, joint limits, damping and
     friction, in each integrator."""
-    world = mbs.World(mbs.Ground(), (mbs.PointContact("LF_FOOT"),))
+    world = mbs.World(mbs.Ground(), (mbs.PointContact(frame),))
     for integrator in mbs.INTEGRATORS:
         simulation = mbs.Simulation(model, world, 1e-3, integrator)
         simulation.step(np.zeros(model.nv))
 
 
-def rnea_forms(model):
+def rnea_forms(model, frame):
     """Beyond the nodes: the RNEA in its world forms."""
     q, v, qs, vs = _state(model)
     for representation in ("spatial", "hybrid"):
-        mbs.inverse_dynamics(model, q, v, v, f_ext={"LF_FOOT": np.zeros(6)}, representation=representation)
+        mbs.inverse_dynamics(model, q, v, v, f_ext={frame: np.zeros(6)}, representation=representation)
         mbs.inverse_dynamics(model, qs, vs, vs, representation=representation)
 
 
-def batches(model):
+def batches(model, frame):
     """Beyond the nodes: batches of forward dynamics, mass matrices, momenta."""
     _, _, qs, vs = _state(model)
     mbs.forward_dynamics(model, qs, vs, vs)
@@ -122,14 +130,14 @@ def batches(model):
     mbs.centroidal_momentum(model, qs, vs)
 
 
-def frame_motion(model):
+def frame_motion(model, frame):
     """Beyond the nodes: frame accelerations and jerks."""
     q, v, _, _ = _state(model)
-    mbs.frame_acceleration(model, q, v, v, "LF_FOOT", "hybrid")
-    mbs.frame_jerk(model, q, v, v, v, "LF_FOOT", "hybrid")
+    mbs.frame_acceleration(model, q, v, v, frame, "hybrid")
+    mbs.frame_jerk(model, q, v, v, v, frame, "hybrid")
 
 
-def derivatives(model):
+def derivatives(model, frame):
     """Beyond the nodes: the derivatives of the dynamics, single states and
     batches (one task: the forward dynamics' derivatives compile the inverse's)."""
     q, v, qs, vs = _state(model)
@@ -141,27 +149,27 @@ def derivatives(model):
     mbs.linearize(model, qs, vs, vs)
 
 
-def coriolis(model):
+def coriolis(model, frame):
     q, v, _, _ = _state(model)
     mbs.coriolis_matrix(model, q, v)
 
 
-def id_rate(model):
+def id_rate(model, frame):
     q, v, _, _ = _state(model)
     mbs.inverse_dynamics_rate(model, q, v, v, v)
 
 
-def contact_step(model):
+def contact_step(model, frame):
     """Beyond the nodes: contact_step called directly (its defaults)."""
     q, v, _, _ = _state(model)
-    mbs.contact_step(model, q, v, v, 1e-3, [mbs.PointContact("LF_FOOT")], mbs.Ground(height=1.0))
+    mbs.contact_step(model, q, v, v, 1e-3, [mbs.PointContact(frame)], mbs.Ground(height=1.0))
 
 
 # What the nodes call, then the rest, in the order the processes take them up:
 # the long tasks first, and the kernels that others call (aba, kinematics, rnea,
 # crba) before those others (simulation, contact), which then load them from
 # the cache rather than compile them a second time.
-def regressor(model):
+def regressor(model, frame):
     """mbs_dynamics_identify (a batch per chunk), and one state."""
     q, v, qs, vs = _state(model)
     mbs.joint_torque_regressor(model, q, v, v)
@@ -169,9 +177,26 @@ def regressor(model):
 
 
 # (mbs_dynamics_identify is a command a user runs like a node: its regressor is warmed with them)
-NODE_TASKS = (forward_dynamics, kinematics, inverse_dynamics, mass_matrix, centroidal, simulation, contact, regressor)
+NODE_TASKS = (forward_dynamics, kinematics, inverse_dynamics, mass_matrix, centroidal, simulation, contact_forward,
+              contact_inverse, regressor)
 OTHER_TASKS = (derivatives, rnea_forms, id_rate, frame_motion, coriolis, batches, contact_step)
 TASKS = {task.__name__: task for task in NODE_TASKS + OTHER_TASKS}
+# The tasks of dense computations (O(nv^2) memory, O(nv^3) time), and the most coordinates of a model a node
+# preloads them for: a 5000-joint model's contact forward dynamics took 368 s at start-up.
+DENSE_TASKS = (mass_matrix, contact_forward, contact_inverse)
+DENSE_PRELOAD_DOF = 500
+
+
+def preload(model, tasks, frame: str | None = None) -> None:
+    """Run `tasks` once on `model` (the dense ones only up to
+    DENSE_PRELOAD_DOF coordinates), at `frame` (default: the root link): a
+    node does before it serves, so that its first message or request does
+    not wait for numba to load the kernels from its cache (tens to hundreds
+    of ms; a stalled stream overflows its queue)."""
+    frame = frame or model.description.root
+    for task in tasks:
+        if not (task in DENSE_TASKS and model.nv > DENSE_PRELOAD_DOF):
+            task(model, frame)
 
 
 # --- running them -----------------------------------------------------------------
@@ -211,7 +236,7 @@ def run_task(name: str) -> tuple[str, float]:
     start = time.perf_counter()
     if _model is None:
         _model = mbs.Model.from_urdf_file(mbs.bundled_robot("quadruped"), floating_base=True)
-    TASKS[name](_model)
+    TASKS[name](_model, "LF_FOOT")
     return name, time.perf_counter() - start
 
 

@@ -275,3 +275,13 @@ def stamp_asker(exchange, names, positions, velocities, timeout: float):
         return exchange.ask(exchange.joint_state(names, positions, velocities, stamp), timeout=timeout)
 
     return ask
+
+
+def spin_until(test_node, condition, timeout: float, what: str) -> None:
+    """Spin test_node until condition() holds; AssertionError saying `what` after timeout s."""
+    import rclpy
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
+        rclpy.spin_once(test_node, timeout_sec=0.05)

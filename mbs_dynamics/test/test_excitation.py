@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from helpers import close
 from mbs_dynamics.identification import excitation as ex
+from mbs_dynamics.identification import fourier_trajectory as ft
 from mbs_dynamics.identification.data import read_csv
 from mbs_dynamics.identification.excitation_cli import main
 from mbs_dynamics.identification.parameters import ParameterLayout
@@ -35,8 +36,8 @@ def optimised(ur5):
 
 def random_trajectory(rng, joints=3, harmonics=4, period=7.0):
     """Random free coefficients, the first harmonic tied (v(0) = a(0) = 0)."""
-    coefficients = rng.normal(size=(joints, 2 * harmonics - 1)) @ ex.tied_coefficients(harmonics).T
-    return ex.ExcitationTrajectory(tuple(f"j{k}" for k in range(joints)), period, coefficients[:, 0],
+    coefficients = rng.normal(size=(joints, 2 * harmonics - 1)) @ ft.tied_coefficients(harmonics).T
+    return ft.ExcitationTrajectory(tuple(f"j{k}" for k in range(joints)), period, coefficients[:, 0],
                                    coefficients[:, 1:harmonics + 1], coefficients[:, harmonics + 1:])
 
 
@@ -73,7 +74,7 @@ def test_the_gradient_and_the_torque_jacobian_are_the_finite_differences(ur5):
     joints = layout.actuated_joints
     hold = ex.middle_configuration(ur5)
     problem = ex.ExcitationProblem(layout, ex.excitation_base_parameters(layout, joints, hold), joints,
-                                   ex.ExcitationLimits.from_model(ur5, joints), 10.0, HARMONICS, hold, 60)
+                                   ft.ExcitationLimits.from_model(ur5, joints), 10.0, HARMONICS, hold, 60)
     x = ex.random_start(problem, np.random.default_rng(2))
     gradient, jacobian = problem.derivatives(x)
     h = 1e-6
@@ -85,7 +86,7 @@ def test_the_gradient_and_the_torque_jacobian_are_the_finite_differences(ur5):
         close(jacobian[:, i], (torque_plus - torque_minus).ravel() / (2 * h), 1e-5)
     # the torques the problem limits are the model's inverse dynamics with its joint friction
     coefficients = problem.coefficients(x)
-    trajectory = ex.ExcitationTrajectory(joints, 10.0, coefficients[:, 0], coefficients[:, 1:HARMONICS + 1],
+    trajectory = ft.ExcitationTrajectory(joints, 10.0, coefficients[:, 0], coefficients[:, 1:HARMONICS + 1],
                                          coefficients[:, HARMONICS + 1:])
     close(problem.values(x)[1], model_torques(ur5, trajectory, problem.times), 1e-9)
 
@@ -109,7 +110,7 @@ def test_the_optimised_trajectory_keeps_its_limits_between_the_samples(ur5, opti
 
 def test_a_tight_effort_limit_is_kept(ur5):
     joints = ("shoulder_lift_joint", "elbow_joint")
-    limits = ex.ExcitationLimits.from_model(ur5, joints, effort_scale=0.2)
+    limits = ft.ExcitationLimits.from_model(ur5, joints, effort_scale=0.2)
     trajectory = ex.optimise_excitation(ur5, joints, harmonics=HARMONICS, max_iterations=ITERATIONS, limits=limits)
     times = np.linspace(0.0, trajectory.period, 2000)
     usage = np.max(np.abs(model_torques(ur5, trajectory, times)), axis=0) / limits.effort
@@ -148,16 +149,16 @@ def test_held_joints_stay_still_and_count_fewer_base_parameters(ur5):
 
 def test_limits_from_the_urdf(ur5):
     joints = ("shoulder_pan_joint", "wrist_3_joint")
-    limits = ex.ExcitationLimits.from_model(ur5, joints)
-    close(limits.upper, 2 * np.pi * (1 - 2 * ex.POSITION_MARGIN), 1e-12)  # UR5: +-2 pi
-    close(limits.velocity, ex.VELOCITY_SCALE * np.array([3.15, 3.2]), 1e-12)
-    close(limits.acceleration, ex.ACCELERATION_PER_VELOCITY * np.array([3.15, 3.2]), 1e-12)
-    close(limits.effort, ex.EFFORT_SCALE * np.array([150.0, 28.0]), 1e-12)
-    given = ex.ExcitationLimits.from_model(ur5, joints, acceleration={"wrist_3_joint": 1.5}, effort_scale=None)
-    close(given.acceleration, [ex.ACCELERATION_PER_VELOCITY * 3.15, 1.5], 1e-12)
+    limits = ft.ExcitationLimits.from_model(ur5, joints)
+    close(limits.upper, 2 * np.pi * (1 - 2 * ft.POSITION_MARGIN), 1e-12)  # UR5: +-2 pi
+    close(limits.velocity, ft.VELOCITY_SCALE * np.array([3.15, 3.2]), 1e-12)
+    close(limits.acceleration, ft.ACCELERATION_PER_VELOCITY * np.array([3.15, 3.2]), 1e-12)
+    close(limits.effort, ft.EFFORT_SCALE * np.array([150.0, 28.0]), 1e-12)
+    given = ft.ExcitationLimits.from_model(ur5, joints, acceleration={"wrist_3_joint": 1.5}, effort_scale=None)
+    close(given.acceleration, [ft.ACCELERATION_PER_VELOCITY * 3.15, 1.5], 1e-12)
     assert np.all(np.isinf(given.effort))
     with pytest.raises(ValueError, match="elbow_joint"):
-        ex.ExcitationLimits.from_model(ur5, joints, acceleration={"elbow_joint": 1.0})
+        ft.ExcitationLimits.from_model(ur5, joints, acceleration={"elbow_joint": 1.0})
     with pytest.raises(ValueError, match="actuated joints"):
         ex.optimise_excitation(ur5, ["no_such_joint"])
     with pytest.raises(ValueError, match="2 harmonics"):
@@ -165,7 +166,7 @@ def test_limits_from_the_urdf(ur5):
 
 
 def test_the_csv_and_the_coefficients_read_back_equal(optimised, tmp_path):
-    csv_path, json_path = ex.write_trajectory(tmp_path / "excitation.csv", optimised, rate=50.0, periods=2)
+    csv_path, json_path = ft.write_trajectory(tmp_path / "excitation.csv", optimised, rate=50.0, periods=2)
     assert json_path == tmp_path / "excitation.json"
     recording = read_csv(csv_path)
     expected = optimised.to_recording(50.0, 2)
@@ -175,7 +176,7 @@ def test_the_csv_and_the_coefficients_read_back_equal(optimised, tmp_path):
         np.testing.assert_array_equal(getattr(recording, quantity), getattr(expected, quantity))
     assert recording.effort is None
     close(recording.velocity[[0, -1]], 0.0, 1e-12)  # starts and ends at rest
-    again = ex.ExcitationTrajectory.load_coefficients(json_path)
+    again = ft.ExcitationTrajectory.load_coefficients(json_path)
     times = np.linspace(0.0, 10.0, 77)
     for mine, theirs in zip(optimised.sample(times), again.sample(times), strict=True):
         np.testing.assert_array_equal(mine, theirs)
@@ -186,9 +187,9 @@ def test_the_csv_and_the_coefficients_read_back_equal(optimised, tmp_path):
 
 def test_the_approach_is_a_rest_to_rest_quintic_within_the_limits(optimised):
     start, goal = np.zeros(len(optimised.joint_names)), optimised.start()
-    duration = ex.approach_duration(start, goal, optimised.limits)
+    duration = ft.approach_duration(start, goal, optimised.limits)
     times = np.linspace(-0.5, duration + 0.5, 3001)
-    q, v, a = ex.approach(start, goal, times, duration)
+    q, v, a = ft.approach(start, goal, times, duration)
     close(q[0], start, 1e-12)
     close(q[-1], goal, 1e-12)
     close(np.vstack([v[[0, -1]], a[[0, -1]]]), 0.0, 1e-12)

@@ -7,10 +7,11 @@ import time
 
 import mbs_dynamics as mbs
 import numpy as np
+import pytest
 
 from helpers import close
 from oracles import robot_path
-from ros_processes import executable
+from ros_processes import executable, spin_until
 from simulators import Simulator, positions, stamp
 
 
@@ -216,10 +217,46 @@ def test_step_is_bounded_and_pause_is_answered_while_it_runs(start_process, test
     assert "Traceback" not in simulator.process.output
 
 
+def world_subscription(test_node, topic: str) -> list:
+    """The world's markers received on `topic` (transient-local, as the view takes them)."""
+    from mbs_dynamics.ros.conversions import WORLD_QOS
+    from visualization_msgs.msg import MarkerArray
+
+    worlds = []
+    test_node.create_subscription(MarkerArray, topic, worlds.append, WORLD_QOS)
+    return worlds
+
+
+def test_the_world_as_markers_and_back():
+    """The simulator's world topic holds what the view draws: the ground's
+    height and every box as given; a bad marker is refused by name."""
+    from mbs_dynamics.ros.conversions import InvalidInput, world_markers, world_of_markers
+    from mbs_dynamics.scene import world_boxes
+
+    boxes = world_boxes([0.4, 0.3, 0.1, 1.0, -0.5, 0.05, 0.7, 2.0, 2.0, 0.2, -3.0, 0.0, 0.1, 0.0])
+    markers = world_markers(mbs.World(mbs.Ground(height=-0.25), boxes=boxes), "odom")
+    height, drawn = world_of_markers(markers)
+    assert height == -0.25 and len(drawn) == 2
+    for box, back in zip(boxes, drawn):
+        close(box.size, back.size, 1e-15)
+        close(box.position, back.position, 1e-15)
+        close(box.orientation, back.orientation, 1e-15)
+    assert world_of_markers(world_markers(mbs.World(ground=None), "world")) == (None, ())
+    markers.markers[2].scale.y = float("nan")
+    with pytest.raises(InvalidInput, match="world_boxes/0 has scale.y not finite"):
+        world_of_markers(markers)
+    markers.markers[2].scale.y = -1.0
+    with pytest.raises(InvalidInput, match="box size must be 3 positive numbers"):
+        world_of_markers(markers)
+
+
 def test_world_parameters_are_checked_and_take_effect(start_process, test_node):
     """ground_friction -3, ground_height NaN, initial_joint_positions [NaN] and
     contact_frames ['nowhere'] were accepted at run time, and a new
-    ground_height did not change where the robot rests after a reset."""
+    ground_height did not change where the robot rests after a reset. The
+    world is published on `world` for a subscriber that comes later, and again
+    when it changes."""
+    from mbs_dynamics.ros.conversions import world_of_markers
     from sensor_msgs.msg import JointState
 
     from ros_processes import set_parameters
@@ -250,9 +287,14 @@ def test_world_parameters_are_checked_and_take_effect(start_process, test_node):
         assert stamp(last) == 1.0
         return last.pose.pose.position.z
 
+    worlds = world_subscription(test_node, "/world")  # after the simulator started: the world kept for it
+    spin_until(test_node, lambda: worlds, 10, "the world on /world")
+    assert world_of_markers(worlds[-1]) == (0.0, ())
+    assert worlds[-1].markers[1].header.frame_id == "world"
     low = height_after_a_second()
     assert set_parameters(test_node, "/sim_world", ground_height=0.3)["ground_height"][0]
     simulator.process.wait_for("the world changed: ground at 0.3 m")
+    spin_until(test_node, lambda: world_of_markers(worlds[-1])[0] == 0.3, 10, "the world again")
     assert set_parameters(test_node, "/sim_world",
                           initial_base_pose=[0.0, 0.0, 0.75, 0.0, 0.0, 0.0, 1.0])["initial_base_pose"][0]
     simulator.process.wait_for("the initial state changed: it applies at the next ~/reset")

@@ -23,10 +23,11 @@ import msgspec
 import numpy as np
 import pytest
 from browser import needs_chromium, open_page
-from ros_processes import executable, node_status
+from ros_processes import executable, node_status, spin_until
 
 import mbs_dynamics as mbs
-from mbs_dynamics.viewer import MAX_CONNECTIONS, MAX_MESSAGE_BYTES, Viewer
+from mbs_dynamics.viewer import Viewer
+from mbs_dynamics.viewer_server import MAX_CONNECTIONS, MAX_MESSAGE_BYTES
 
 PROTOCOL = "viser-v1.1.1"
 
@@ -342,21 +343,12 @@ def diagnostics_of(test_node, name: str, statuses: list):
         lambda m: statuses.append((time.monotonic(), node_status(m, name))) if node_status(m, name) else None, 50)
 
 
-def spin_until(test_node, condition, timeout: float, what: str) -> None:
-    import rclpy
-
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        rclpy.spin_once(test_node, timeout_sec=0.05)
-
-
 @needs_chromium
 def test_fifty_browsers_and_chromium_while_the_simulator_runs(start_process, test_node):
     """The bringup (simulator and view, one process) with 50 reading
     browsers and a headless Chromium on the page for 10 s while the
     quadruped moves: the simulator publishes joint_states throughout, the
-    view draws on and counts the connections, nothing is printed as a
+    view draws its world and on, and counts the connections, nothing is printed as a
     traceback, and Ctrl-C stops it all cleanly. Prints the frame rate and
     the process's memory."""
     import rclpy
@@ -372,6 +364,8 @@ def test_fifty_browsers_and_chromium_while_the_simulator_runs(start_process, tes
                              "--view", "--ros-args", "-p", "view:port:=0", "-p", "diagnostics_period:=0.5"])
     url = re.search(r"open (http://127\.0\.0\.1:\d+/) in a browser", bringup.wait_for(r"open http://", 60)[0]).group(1)
     spin_until(test_node, lambda: len(states) > 50 and statuses, 60, "joint_states and the view's diagnostics")
+    spin_until(test_node, lambda: int(statuses[-1][1].get("received_world", 0)) == 1, 10,
+               "the simulator's world drawn by the view")
     alone = rss_mb(bringup.process.pid)
     clients = browsers(start_process, url, 50, "read", 10.0)
     with open_page(url):

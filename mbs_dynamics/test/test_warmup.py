@@ -9,8 +9,25 @@ from mbs_dynamics.stepping import simulate_kernel
 def test_every_task_runs():
     model = mbs.Model.from_urdf_file(mbs.bundled_robot("quadruped"), floating_base=True)
     for task in warmup.NODE_TASKS + warmup.OTHER_TASKS:
-        task(model)
+        task(model, "LF_FOOT")
     assert set(warmup.TASKS) == {task.__name__ for task in warmup.NODE_TASKS + warmup.OTHER_TASKS}
+
+
+def test_a_node_preloads_at_its_root_link_and_leaves_out_dense_tasks_of_a_large_model(monkeypatch):
+    """What the inverse dynamics node and the dynamics server call before they serve (a fixed base too)."""
+    model = mbs.Model.from_urdf_file(mbs.bundled_robot("arm7"))
+    called = []
+    tasks = [lambda m, f, task=task: called.append((task.__name__, f)) or task(m, f) for task in warmup.NODE_TASKS]
+    monkeypatch.setattr(warmup, "DENSE_TASKS", tuple(tasks[k] for k, task in enumerate(warmup.NODE_TASKS)
+                                                     if task in warmup.DENSE_TASKS))
+    warmup.preload(model, tasks)
+    assert called == [(task.__name__, model.description.root) for task in warmup.NODE_TASKS]
+    called.clear()
+    monkeypatch.setattr(warmup, "DENSE_PRELOAD_DOF", model.nv - 1)
+    warmup.preload(model, tasks)
+    assert [name for name, _ in called] == [task.__name__ for task in warmup.NODE_TASKS
+                                           if task not in (warmup.mass_matrix, warmup.contact_forward,
+                                                           warmup.contact_inverse)]
 
 
 def test_the_warm_up_runs_in_worker_processes():

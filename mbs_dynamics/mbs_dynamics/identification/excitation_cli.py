@@ -24,7 +24,7 @@ import numpy as np
 
 from mbs_dynamics.command_line import EXIT_BAD_DATA, EXIT_INTERRUPTED, OneLineErrorParser, number, say_error
 from mbs_dynamics.files import check_writable
-from mbs_dynamics.identification import excitation
+from mbs_dynamics.identification import excitation, fourier_trajectory
 from mbs_dynamics.identification.base_parameters import MAX_CONDITION_NUMBER
 from mbs_dynamics.identification.parameters import JOINT_PARAMETERS, ParameterLayout
 from mbs_dynamics.model import Model
@@ -64,27 +64,27 @@ def arguments(argv=None) -> argparse.Namespace:
                         "at rest at the origin: its wrench rows count (a robot on a force plate)")
     parser.add_argument("--parameters", nargs="*", default=list(JOINT_PARAMETERS), choices=JOINT_PARAMETERS,
                         help="the joint parameters identified besides the inertias (default: all)")
-    parser.add_argument("--position-margin", type=number(0.0, 0.5, high_open=True), default=excitation.POSITION_MARGIN,
+    parser.add_argument("--position-margin", type=number(0.0, 0.5, high_open=True), default=fourier_trajectory.POSITION_MARGIN,
                         help="fraction of each joint's range kept free at either end (default %(default)s)")
-    parser.add_argument("--velocity-scale", type=number(0.0, low_open=True), default=excitation.VELOCITY_SCALE,
+    parser.add_argument("--velocity-scale", type=number(0.0, low_open=True), default=fourier_trajectory.VELOCITY_SCALE,
                         help="fraction of the URDF velocity limits used (default %(default)s)")
     parser.add_argument("--acceleration-limit", nargs="+", metavar="A|JOINT=A",
                         help="acceleration limit in rad/s^2 or m/s^2, for every joint or per joint (default: "
-                             f"{excitation.ACCELERATION_PER_VELOCITY:g}/s times the URDF velocity limit)")
-    parser.add_argument("--effort-scale", type=number(0.0, low_open=True), default=excitation.EFFORT_SCALE,
+                             f"{fourier_trajectory.ACCELERATION_PER_VELOCITY:g}/s times the URDF velocity limit)")
+    parser.add_argument("--effort-scale", type=number(0.0, low_open=True), default=fourier_trajectory.EFFORT_SCALE,
                         help="fraction of the URDF effort limits the model's torques may use (default "
                              "%(default)s)")
     parser.add_argument("--no-effort-limits", action="store_true", help="do not check the model's torques")
     options = parser.parse_args(argv)
     try:
         options.acceleration_limit = acceleration_limits(options.acceleration_limit)
-        options.output, options.coefficients = excitation.trajectory_paths(options.output)
+        options.output, options.coefficients = fourier_trajectory.trajectory_paths(options.output)
         highest = options.harmonics / options.period  # Hz
         if not highest < options.rate / 2:
             raise ValueError(f"--period {options.period:g} s with {options.harmonics} harmonics puts the highest at "
                              f"{highest:.3g} Hz, which rows at --rate {options.rate:g} Hz cannot follow (they need "
                              "more than twice as many a second): lengthen the period or raise the rate")
-        excitation.check_trajectory_size(len(options.joints) if options.joints else 1, options.period,
+        fourier_trajectory.check_trajectory_size(len(options.joints) if options.joints else 1, options.period,
                                          options.periods, options.rate)
     except ValueError as error:
         parser.error(str(error))
@@ -121,10 +121,10 @@ def run(options: argparse.Namespace) -> None:
     model = Model.from_urdf_file(options.urdf, floating_base=options.floating_base)
     layout = ParameterLayout(model, tuple(options.parameters))
     joints = tuple(options.joints) if options.joints else layout.actuated_joints
-    excitation.check_trajectory_size(len(joints), options.period, options.periods, options.rate)
+    fourier_trajectory.check_trajectory_size(len(joints), options.period, options.periods, options.rate)
     check_writable(options.output, "trajectory file")
     check_writable(options.coefficients, "coefficients file")
-    limits = excitation.ExcitationLimits.from_model(
+    limits = fourier_trajectory.ExcitationLimits.from_model(
         model, joints, options.position_margin, options.velocity_scale, options.acceleration_limit,
         None if options.no_effort_limits else options.effort_scale)
     print(f"{model.name}: exciting {len(joints)} joints, period {options.period:g} s, {options.harmonics} harmonics; "
@@ -147,7 +147,7 @@ def run(options: argparse.Namespace) -> None:
     for quantity, margins in trajectory.margins.items():
         print(f"  {quantity}: " + ", ".join(f"{name} {value:.3f}" for name, value in zip(
             joints, np.asarray(margins), strict=True)))
-    csv_path, json_path = excitation.write_trajectory(options.output, trajectory, options.rate, options.periods)
+    csv_path, json_path = fourier_trajectory.write_trajectory(options.output, trajectory, options.rate, options.periods)
     print(f"wrote {csv_path} ({options.periods} periods at {options.rate:g} Hz, starting and ending at rest at "
           f"q = {np.array2string(trajectory.start(), precision=4)}) and its coefficients {json_path}")
 

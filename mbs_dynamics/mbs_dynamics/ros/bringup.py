@@ -34,7 +34,7 @@ from mbs_dynamics.ros.inverse_dynamics_node import InverseDynamicsNode
 from mbs_dynamics.ros.launch_plan import NODES as EXECUTABLES
 from mbs_dynamics.ros.launch_plan import VIEW_NODE, PlanError, node_names, normalized_namespace, plan
 from mbs_dynamics.ros.run_monitor import RunMonitor
-from mbs_dynamics.ros.simulator_node import SimulatorNode
+from mbs_dynamics.ros.simulator.node import SimulatorNode
 from mbs_dynamics.ros.spinning import spin_nodes, split_ros_args
 from mbs_dynamics.ros.view_node import RECORDINGS, ViewNode
 

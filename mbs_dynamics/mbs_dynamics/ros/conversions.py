@@ -16,12 +16,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from visualization_msgs.msg import Marker, MarkerArray
 
-import mbs_dynamics as mbs
 from mbs_dynamics import Model
 from mbs_dynamics.configuration import floating_base_state
 from mbs_dynamics.inputs import QUATERNION_TOLERANCE
-from mbs_dynamics.model import ROOT_JOINT
+from mbs_dynamics.scene import MAX_WORLD_BOXES, robot_joints
+from mbs_dynamics.simulation import World
+from mbs_dynamics.stepping.obstacles import Box
 
 # The most joint names one message or request may carry, at least: more is
 # refused at once (a robot has tens; a joint_states of several robots,
@@ -30,16 +33,15 @@ from mbs_dynamics.model import ROOT_JOINT
 MAX_JOINT_NAMES = 4096
 NAMES_PER_JOINT = 4
 
-# Values per box of a world_boxes parameter: size (3), centre (3), yaw.
-BOX_FIELDS = ("size_x", "size_y", "size_z", "x", "y", "z", "yaw")
-BOX_VALUES = len(BOX_FIELDS)
-# The most boxes of a world_boxes parameter. Every step tests each contact point against each box: the UR5's
-# 296 collision points ran at a real-time factor of 1.3 beside 100 boxes and 0.12 beside 1000; Solo-12's 816 at
-# 0.18 beside 100 (a busy 2-core machine). Without a cap, 10^5 boxes set at run time stalled the simulation.
-MAX_WORLD_BOXES = 1000
-# The largest distance (m) from the world's origin of a box's centre, of the ground and of a floating base placed
-# by a parameter or a request, and half the largest size of a box.
-WORLD_EXTENT = 1e4
+
+# The world as visualization_msgs/MarkerArray (the simulator's topic `world`, drawn by the view and by RViz): the
+# ground a thin CUBE of namespace GROUND_MARKERS, its top at the ground's height; each box a CUBE of BOX_MARKERS.
+GROUND_MARKERS, BOX_MARKERS = "ground", "world_boxes"
+GROUND_DRAWN = (100.0, 100.0, 0.01)  # m: the ground's marker (a plane has no extent)
+MARKER_COLOR = (0.6, 0.6, 0.6, 1.0)
+# The world is published at start and again when it changes: kept for a subscriber that comes later.
+WORLD_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                       durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 class InvalidInput(ValueError):
@@ -68,7 +70,7 @@ class JointMap:
 
     def __init__(self, model: Model):
         self.model = model
-        self.names = tuple(name for name in model.joint_names if not (model.floating_base and name == ROOT_JOINT))
+        self.names = robot_joints(model)
         self.q_index = np.array([model.q_index(name) for name in self.names], dtype=np.int64)
         self.v_index = np.array([model.v_index(name) for name in self.names], dtype=np.int64)
         self._by_name = {name: k for k, name in enumerate(self.names)}
@@ -247,37 +249,6 @@ def base_state(pose, twist, tolerance: float = QUATERNION_TOLERANCE,
         raise InvalidInput("invalid", str(error)) from None
 
 
-def world_boxes(values, friction: float = 1.0, restitution: float = 0.0) -> tuple:
-    """The mbs.Box of a world_boxes parameter: [size_x, size_y, size_z, x, y,
-    z, yaw] per box (m, rad; world frame, centre), flattened, at most
-    MAX_WORLD_BOXES boxes (counted before anything is converted), each value
-    finite, sizes in (0, 2 WORLD_EXTENT], centres within WORLD_EXTENT;
-    ValueError naming the box and the value that is wrong."""
-    count = len(values)
-    if count % BOX_VALUES:
-        raise ValueError(f"world_boxes must hold [{', '.join(BOX_FIELDS)}] for each box ({BOX_VALUES} values "
-                         f"each), got {count} values")
-    if count > MAX_WORLD_BOXES * BOX_VALUES:
-        raise ValueError(f"world_boxes holds {count // BOX_VALUES} boxes: at most {MAX_WORLD_BOXES} (each step "
-                         "tests every contact point against every box)")
-    boxes = np.asarray(values, dtype=float).reshape(-1, BOX_VALUES)
-    with np.errstate(invalid="ignore"):
-        wrong = ~np.isfinite(boxes)
-        wrong[:, :3] |= ~((boxes[:, :3] > 0) & (boxes[:, :3] <= 2 * WORLD_EXTENT))
-        wrong[:, 3:6] |= ~(np.abs(boxes[:, 3:6]) <= WORLD_EXTENT)
-    if wrong.any():
-        box, field = (int(x[0]) for x in np.nonzero(wrong))
-        value = boxes[box, field]
-        rule = ("each value must be finite" if not np.isfinite(value)
-                else f"a size must be > 0 and at most {2 * WORLD_EXTENT:g} m" if field < 3
-                else f"a centre must lie within {WORLD_EXTENT:g} m of the origin")
-        raise ValueError(f"world_boxes: box {box} (values {BOX_VALUES * box} to {BOX_VALUES * box + BOX_VALUES - 1}) "
-                         f"has {BOX_FIELDS[field]} {value:g}: {rule}")
-    return tuple(mbs.Box(size=box[:3], position=box[3:6], orientation=(0.0, 0.0, np.sin(box[6] / 2),
-                                                                      np.cos(box[6] / 2)),
-                         friction=friction, restitution=restitution) for box in boxes)
-
-
 def stamp_seconds(stamp) -> float:
     return stamp.sec + 1e-9 * stamp.nanosec
 
@@ -413,3 +384,50 @@ def set_vector(vector, values) -> None:
 
 def vector_values(vector) -> tuple[float, float, float]:
     return vector.x, vector.y, vector.z
+
+
+def world_markers(world: World, frame_id: str) -> MarkerArray:
+    """The ground and the boxes of `world` as markers in frame_id, after one
+    that deletes those of an earlier world."""
+    markers = [Marker(action=Marker.DELETEALL)]
+    if world.ground is not None:
+        x, y, thickness = GROUND_DRAWN
+        marker = Marker(ns=GROUND_MARKERS, id=0, type=Marker.CUBE, action=Marker.ADD)
+        marker.pose.position.z = world.ground.height - thickness / 2
+        set_vector(marker.scale, GROUND_DRAWN)
+        markers.append(marker)
+    for k, box in enumerate(world.boxes):
+        marker = Marker(ns=BOX_MARKERS, id=k, type=Marker.CUBE, action=Marker.ADD)
+        set_vector(marker.pose.position, box.position)
+        o = marker.pose.orientation
+        o.x, o.y, o.z, o.w = (float(x) for x in box.orientation)
+        set_vector(marker.scale, box.size)
+        markers.append(marker)
+    for marker in markers[1:]:
+        marker.header.frame_id = frame_id
+        marker.color.r, marker.color.g, marker.color.b, marker.color.a = MARKER_COLOR
+    return MarkerArray(markers=markers)
+
+
+def world_of_markers(message: MarkerArray) -> tuple[float | None, tuple[Box, ...]]:
+    """(The ground's height, None without a ground; the boxes) of a world's
+    markers (world_markers); InvalidInput for too many or a bad one."""
+    if len(message.markers) > MAX_WORLD_BOXES + 2:
+        raise InvalidInput("invalid", f"world: {len(message.markers)} markers: at most {MAX_WORLD_BOXES + 2}")
+    height, boxes = None, []
+    for marker in message.markers:
+        if marker.action != Marker.ADD or marker.ns not in (GROUND_MARKERS, BOX_MARKERS):
+            continue
+        wrong = first_nonfinite_field(marker)
+        if wrong is not None:
+            raise InvalidInput("invalid", f"world: marker {marker.ns}/{marker.id} has {wrong} not finite")
+        if marker.ns == GROUND_MARKERS:
+            height = marker.pose.position.z + marker.scale.z / 2
+            continue
+        o = marker.pose.orientation
+        try:
+            boxes.append(Box(vector_values(marker.scale), vector_values(marker.pose.position),
+                             np.array([o.x, o.y, o.z, o.w]) / (math.hypot(o.x, o.y, o.z, o.w) or 1.0)))
+        except ValueError as error:
+            raise InvalidInput("invalid", f"world: marker {marker.ns}/{marker.id}: {error}") from None
+    return height, tuple(boxes)

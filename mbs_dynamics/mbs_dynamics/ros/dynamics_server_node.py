@@ -37,33 +37,46 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
+from dataclasses import dataclass, fields
 
 import numpy as np
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 
 import mbs_dynamics as mbs
+from mbs_dynamics import warmup
 from mbs_dynamics.kinematics import REPRESENTATIONS
 from mbs_dynamics.model import ROOT_JOINT
-from mbs_dynamics.ros.conversions import (InvalidInput, JointMap, contact_wrenches, contacts_from_messages,
+from mbs_dynamics.ros.conversions import (InvalidInput, contact_wrenches, contacts_from_messages,
                                          first_nonfinite_field, named_values, point_values, request_state, set_vector,
                                          strict_match, vector_values)
 from mbs_dynamics.ros.parameters import ParameterSpec, diagnostics_period
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values, timings
 from mbs_dynamics.ros.spinning import node_main
+from mbs_dynamics.warmup import preload
 from mbs_dynamics_interfaces.srv import (DynamicsTerms, ForwardDynamics, Impact, InverseDynamics,
                                         InverseDynamicsTrajectory)
 
 CONTACT_METHODS = ("kkt", "schur", "nullspace")
-# The most coordinates of a model whose dense computations the server runs once at start-up: a 5000-joint
-# model's contact forward dynamics took 368 s there.
-DENSE_WARM_UP_DOF = 500
 # The most frames one ~/dynamics_terms request may ask Jacobians of.
 MAX_FRAMES = 1000
 # Beyond these sizes a request is large: one at a time (measured on TALOS:
 # 8 contacts 2 ms with friction cones, 16 84 ms, 24 1.4 s; 100 Jacobians 1 ms;
 # 1000 points 6 ms, 100000 0.3 s with the answer's lists).
 LARGE = {"contacts": 8, "frames": 100, "points": 1000}
+
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """What the services read (the parameters of the same names)."""
+
+    quaternion_tolerance: float
+    max_trajectory_points: int
+    max_contacts: int
+    contact_method: str
+    allow_rank_deficient_contacts: bool
+    diagnostics_period: float
 
 
 class DynamicsServerNode(RobotNode):
@@ -87,17 +100,11 @@ class DynamicsServerNode(RobotNode):
     )
 
     def on_robot(self, robot) -> None:
-        try:
-            self.model = self.build_model(robot)
-            self.settings = self.settings_with({})
-        except ValueError as error:
-            self.fail(str(error))
-            return
         model = self.model
-        self.joints = JointMap(model)
         self.base = slice(model.v_index(ROOT_JOINT), model.v_index(ROOT_JOINT) + 6) if model.floating_base else None
         self.limit = self.joints.effort_limit[self.joints.v_index]
-        self._load_kernels()
+        preload(model, (warmup.inverse_dynamics, warmup.forward_dynamics, warmup.centroidal, warmup.kinematics,
+                        warmup.mass_matrix, warmup.contact_forward, warmup.contact_inverse))
         self._lock = threading.Lock()
         self._large = threading.Lock()  # held while a large request is answered
         self.answer_times = defaultdict(timings)
@@ -115,38 +122,13 @@ class DynamicsServerNode(RobotNode):
                                "{forward_dynamics, inverse_dynamics, impact, dynamics_terms, "
                                "inverse_dynamics_trajectory}")
 
-    def _load_kernels(self) -> None:
-        """Run each computation once, so that the first request does not wait
-        for numba to load the compiled kernels from its cache; the dense ones
-        (mass matrix, contacts: O(nv^2) memory, O(nv^3) time) only for a model
-        of at most DENSE_WARM_UP_DOF coordinates."""
-        model = self.model
-        q, zero = model.neutral_configuration(), np.zeros(model.nv)
-        mbs.inverse_dynamics(model, q[None], zero[None], zero[None])
-        mbs.forward_dynamics(model, q, zero, zero)
-        mbs.gravity_torques(model, q)
-        mbs.centroidal_momentum_matrix(model, q)
-        frame = model.description.root
-        for representation in REPRESENTATIONS:
-            mbs.frame_jacobian(model, q, frame, representation)
-        if model.nv > DENSE_WARM_UP_DOF:
-            return
-        mbs.mass_matrix(model, q)
-        for contact in (mbs.PointContact(frame), mbs.FrameContact(frame)):
-            mbs.contact_forward_dynamics(model, q, zero, zero, [contact], method=self.settings["contact_method"])
-            mbs.impact(model, q, zero, [contact])
-            if model.floating_base:
-                mbs.contact_inverse_dynamics(model, q, zero, zero, [contact], friction=[1.0])
-
     # --- parameters -------------------------------------------------------
 
-    def settings_with(self, changes: dict) -> dict:
-        value = {name: changes.get(name, self.parameter(name)) for name in (
-            "quaternion_tolerance", "max_trajectory_points", "max_contacts", "contact_method",
-            "allow_rank_deficient_contacts", "diagnostics_period")}
-        if value["contact_method"] not in CONTACT_METHODS:
-            raise ValueError(f"contact_method must be one of {CONTACT_METHODS}, got '{value['contact_method']}'")
-        return value
+    def settings_with(self, changes: dict) -> ServerSettings:
+        settings = ServerSettings(**self.parameter_values(changes, (f.name for f in fields(ServerSettings))))
+        if settings.contact_method not in CONTACT_METHODS:
+            raise ValueError(f"contact_method must be one of {CONTACT_METHODS}, got '{settings.contact_method}'")
+        return settings
 
     # --- answering ----------------------------------------------------------
 
@@ -192,8 +174,8 @@ class DynamicsServerNode(RobotNode):
         as busy while another large one is answered."""
         sizes = {"contacts": len(getattr(request, "contacts", ())), "frames": len(getattr(request, "frames", ())),
                  "points": len(request.trajectory.points) if hasattr(request, "trajectory") else 0}
-        limits = {"contacts": settings["max_contacts"], "frames": MAX_FRAMES,
-                  "points": settings["max_trajectory_points"]}
+        limits = {"contacts": settings.max_contacts, "frames": MAX_FRAMES,
+                  "points": settings.max_trajectory_points}
         for what, size in sizes.items():
             if size > limits[what]:
                 raise InvalidInput("too_large", f"the request has {size} {what}: at most {limits[what]}"
@@ -208,7 +190,7 @@ class DynamicsServerNode(RobotNode):
         return True
 
     def _state(self, request, settings) -> tuple[np.ndarray, np.ndarray, object]:
-        return request_state(self.joints, request.joint_state, request.base_state, settings["quaternion_tolerance"])
+        return request_state(self.joints, request.joint_state, request.base_state, settings.quaternion_tolerance)
 
     def _contacts(self, messages):
         if not len(messages):
@@ -221,7 +203,7 @@ class DynamicsServerNode(RobotNode):
             return ""
         note = (f"the contacts are rank-deficient: their {solution.rows} constraint rows have rank "
                 f"{solution.rank} (redundant contacts, or directions the joints cannot move)")
-        if not settings["allow_rank_deficient_contacts"]:
+        if not settings.allow_rank_deficient_contacts:
             raise InvalidInput("rank_deficient", f"{note}; the forces are not unique. Remove the redundant "
                                                  "contacts, or set allow_rank_deficient_contacts to get the "
                                                  "minimum-norm forces")
@@ -243,7 +225,7 @@ class DynamicsServerNode(RobotNode):
         if contacts is None:
             a = mbs.forward_dynamics(model, q, v, tau)
         else:
-            solution = mbs.contact_forward_dynamics(model, q, v, tau, contacts[0], method=settings["contact_method"])
+            solution = mbs.contact_forward_dynamics(model, q, v, tau, contacts[0], method=settings.contact_method)
             response.message = self._check_rank(solution, settings)
             a = solution[0]
             response.contact_wrenches = contact_wrenches(request.contacts, solution[1])

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import time
 from array import array
+from dataclasses import dataclass
 
 import numpy as np
 from geometry_msgs.msg import WrenchStamped
@@ -65,14 +66,16 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 import mbs_dynamics as mbs
+from mbs_dynamics import warmup
 from mbs_dynamics.differentiation import FilteredDerivative
 from mbs_dynamics.joint_friction import SMOOTHING_VELOCITY
-from mbs_dynamics.ros.conversions import (InvalidInput, JointMap, base_state, listed, measured_state, set_vector,
+from mbs_dynamics.ros.conversions import (InvalidInput, base_state, listed, measured_state, set_vector,
                                          stamp_seconds)
 from mbs_dynamics.ros.input_loss import StampGaps
 from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values, timings
 from mbs_dynamics.ros.spinning import node_main
+from mbs_dynamics.warmup import preload
 from mbs_dynamics.tracking import computed_torque_acceleration
 from mbs_dynamics_interfaces.msg import CentroidalMomentum
 
@@ -94,6 +97,26 @@ LATE_IN_A_ROW = 3
 # WARNED_NAME_LENGTH characters (a name can be as long as a message).
 MAX_WARNED_NAMES = 1000
 WARNED_NAME_LENGTH = 200
+
+
+@dataclass(frozen=True)
+class InverseDynamicsSettings:
+    """What the callbacks read: the parameters of the same names, checked,
+    and what they make (command_order, the gains (nv,), contacts)."""
+
+    acceleration_source: str
+    reference_timeout: float
+    differentiation_cutoff: float
+    command_order: np.ndarray  # the command's values -> velocity indices
+    clamp_to_effort_limits: bool
+    contacts: tuple
+    diagnostics_period: float
+    expected_rate: float
+    friction_compensation: str
+    friction_smoothing: float
+    position_gains: np.ndarray
+    velocity_gains: np.ndarray
+    tracking: bool  # any gain > 0: computed torque toward the reference
 
 
 class InverseDynamicsNode(RobotNode):
@@ -145,14 +168,7 @@ class InverseDynamicsNode(RobotNode):
     )
 
     def on_robot(self, robot) -> None:
-        try:
-            self.model = self.build_model(robot)
-            self.joints = JointMap(self.model)
-            self.settings = self.settings_with({})
-        except ValueError as error:
-            self.fail(str(error))
-            return
-        self._load_kernels()
+        preload(self.model, (warmup.inverse_dynamics, warmup.centroidal, warmup.contact_inverse))
         self.compute_times = timings()
         self._warned_unknown: set[str] = set()
         self._last_stamp = -np.inf
@@ -161,7 +177,7 @@ class InverseDynamicsNode(RobotNode):
         self._odometry = None
         self._reference = None
         self._reference_stale = False
-        self._velocity_derivative = FilteredDerivative(self.settings["differentiation_cutoff"])
+        self._velocity_derivative = FilteredDerivative(self.settings.differentiation_cutoff)
         self._messages()
         self.check_parameters_at_run_time()
         self.efforts_publisher = self.create_publisher(JointState, "~/joint_efforts", COMMAND_QOS)
@@ -177,35 +193,22 @@ class InverseDynamicsNode(RobotNode):
         self.create_subscription(JointTrajectory, "~/reference", self._on_reference, COMMAND_QOS)
         self.report_diagnostics("inverse dynamics")
         self.get_logger().info(
-            f"inverse dynamics of {self.model.nv} coordinates, accelerations '{self.settings['acceleration_source']}'"
-            + (f", contacts at {[c.frame for c in self.settings['contacts']]}" if self.settings["contacts"] else ""))
-
-    def _load_kernels(self) -> None:
-        """Run each computation once: numba loads a compiled kernel from its cache
-        on first use (tens to hundreds of ms), which would otherwise stall the
-        first joint_states and overflow the stream's queue."""
-        q, zero = self.model.neutral_configuration(), np.zeros(self.model.nv)
-        mbs.inverse_dynamics(self.model, q, zero, zero)
-        mbs.centroidal_state(self.model, q, zero)
-        if self.model.floating_base:  # either contact type: contact_frames may change at run time
-            root = self.model.description.root
-            for contacts in (self.settings["contacts"], [mbs.PointContact(root)], [mbs.FrameContact(root)]):
-                if contacts:
-                    mbs.contact_inverse_dynamics(self.model, q, zero, zero, contacts)
+            f"inverse dynamics of {self.model.nv} coordinates, accelerations '{self.settings.acceleration_source}'"
+            + (f", contacts at {[c.frame for c in self.settings.contacts]}" if self.settings.contacts else ""))
 
     # --- parameters -----------------------------------------------------
 
-    def settings_with(self, changes: dict) -> dict:
-        value = {name: changes.get(name, self.parameter(name)) for name in (
+    def settings_with(self, changes: dict) -> InverseDynamicsSettings:
+        value = self.parameter_values(changes, (
             "acceleration_source", "reference_timeout", "differentiation_cutoff", "command_joints",
             "clamp_to_effort_limits", "contact_frames", "contact_type", "diagnostics_period", "expected_rate",
-            "friction_compensation", "friction_smoothing", "gain_joints", "position_gains", "velocity_gains")}
+            "friction_compensation", "friction_smoothing", "gain_joints", "position_gains", "velocity_gains"))
         if value["acceleration_source"] not in ACCELERATION_SOURCES:
             raise ValueError(f"acceleration_source must be one of {ACCELERATION_SOURCES}, "
                              f"got '{value['acceleration_source']}'")
         if value["contact_type"] not in CONTACT_TYPES:
             raise ValueError(f"contact_type must be one of {CONTACT_TYPES}, got '{value['contact_type']}'")
-        value["command_order"] = self.joints.command_order(value["command_joints"])
+        command_order = self.joints.command_order(value["command_joints"])
         if value["friction_compensation"] not in FRICTION_COMPENSATIONS:
             raise ValueError(f"friction_compensation must be one of {FRICTION_COMPENSATIONS}, "
                              f"got '{value['friction_compensation']}'")
@@ -213,9 +216,8 @@ class InverseDynamicsNode(RobotNode):
             gain_order = self.joints.order(list(value["gain_joints"]) or list(self.joints.names))
         except ValueError as error:
             raise ValueError(f"gain_joints: {error}") from None
-        value["position_gains"], value["velocity_gains"] = (
+        position_gains, velocity_gains = (
             self._gains(name, value[name], gain_order) for name in ("position_gains", "velocity_gains"))
-        value["tracking"] = bool(np.any(value["position_gains"]) or np.any(value["velocity_gains"]))
         frames = list(value["contact_frames"])
         if frames and not self.model.floating_base:
             raise ValueError("contact_frames need a floating base (floating_base: true)")
@@ -223,8 +225,14 @@ class InverseDynamicsNode(RobotNode):
         if unknown:
             raise ValueError(f"contact_frames: model '{self.model.name}' has no frames {unknown}")
         contact = mbs.PointContact if value["contact_type"] == "point" else mbs.FrameContact
-        value["contacts"] = [contact(frame) for frame in frames]
-        return value
+        return InverseDynamicsSettings(
+            acceleration_source=value["acceleration_source"], reference_timeout=value["reference_timeout"],
+            differentiation_cutoff=value["differentiation_cutoff"], command_order=command_order,
+            clamp_to_effort_limits=value["clamp_to_effort_limits"],
+            contacts=tuple(contact(frame) for frame in frames), diagnostics_period=value["diagnostics_period"],
+            expected_rate=value["expected_rate"], friction_compensation=value["friction_compensation"],
+            friction_smoothing=value["friction_smoothing"], position_gains=position_gains,
+            velocity_gains=velocity_gains, tracking=bool(np.any(position_gains) or np.any(velocity_gains)))
 
     def _gains(self, name: str, values, index: np.ndarray) -> np.ndarray:
         """(nv,) gains of the parameter `name` (its description), `index` the
@@ -283,15 +291,15 @@ class InverseDynamicsNode(RobotNode):
             self.drop("error", f"joint_states: {type(error).__name__}: {error}")
         self.compute_times.append(time.perf_counter() - start)
 
-    def apply_settings(self, settings: dict, changed: set) -> None:
+    def apply_settings(self, settings: InverseDynamicsSettings, changed: set) -> None:
         super().apply_settings(settings, changed)
-        self._velocity_derivative.cutoff = settings["differentiation_cutoff"]
+        self._velocity_derivative.cutoff = settings.differentiation_cutoff
         self._stamp_gaps.given_period = self._expected_period(settings)
 
     @staticmethod
-    def _expected_period(settings: dict) -> float | None:
+    def _expected_period(settings: InverseDynamicsSettings) -> float | None:
         """The period (s) of joint_states that expected_rate gives (None: learn it)."""
-        return 1.0 / settings["expected_rate"] if settings["expected_rate"] > 0 else None
+        return 1.0 / settings.expected_rate if settings.expected_rate > 0 else None
 
     # --- the computation ----------------------------------------------------
 
@@ -340,7 +348,7 @@ class InverseDynamicsNode(RobotNode):
         velocities replace the measured ones in q, v (feedforward at the
         reference); with gains, q, v stay measured and a is the computed-torque
         law's (tracking.computed_torque_acceleration)."""
-        source = self.settings["acceleration_source"]
+        source = self.settings.acceleration_source
         if source == "differentiate":
             return self._velocity_derivative.update(stamp, v), None
         a = np.zeros(self.model.nv)
@@ -351,9 +359,9 @@ class InverseDynamicsNode(RobotNode):
             return a, None
         received, match, arrays = self._reference
         age = (self.get_clock().now() - received).nanoseconds * 1e-9
-        if age > self.settings["reference_timeout"]:
+        if age > self.settings.reference_timeout:
             self._say_stale(f"the reference is {age:.3g} s old (reference_timeout "
-                            f"{self.settings['reference_timeout']:g} s): using zero accelerations")
+                            f"{self.settings.reference_timeout:g} s): using zero accelerations")
             return a, None
         if self._reference_stale:
             self.get_logger().info("the reference is fresh again")
@@ -365,9 +373,9 @@ class InverseDynamicsNode(RobotNode):
             v_ref[match.v_index] = arrays["velocities"]
         if arrays["accelerations"] is not None:
             a[match.v_index] = arrays["accelerations"]
-        if self.settings["tracking"]:
-            return computed_torque_acceleration(self.model, q, v, q_ref, v_ref, a, self.settings["position_gains"],
-                                                self.settings["velocity_gains"]), v_ref
+        if self.settings.tracking:
+            return computed_torque_acceleration(self.model, q, v, q_ref, v_ref, a, self.settings.position_gains,
+                                                self.settings.velocity_gains), v_ref
         q[:], v[:] = q_ref, v_ref
         return a, v_ref
 
@@ -378,8 +386,8 @@ class InverseDynamicsNode(RobotNode):
         measured_v = v.copy()
         a, v_ref = self._accelerations(q, v, stamp)
         settings, model = self.settings, self.model
-        if settings["contacts"]:
-            solution = mbs.contact_inverse_dynamics(model, q, v, a, settings["contacts"])
+        if settings.contacts:
+            solution = mbs.contact_inverse_dynamics(model, q, v, a, settings.contacts)
             tau = solution[0]
             if not solution.feasible:
                 self.counts["infeasible_contacts"] += 1
@@ -387,10 +395,10 @@ class InverseDynamicsNode(RobotNode):
                                           throttle_duration_sec=WARNING_PERIOD)
         else:
             tau = mbs.inverse_dynamics(model, q, v, a)
-        if settings["friction_compensation"] != "none":
-            friction_v = v_ref if settings["friction_compensation"] == "reference" and v_ref is not None else measured_v
-            tau = tau + mbs.joint_friction_torques(model, friction_v, settings["friction_smoothing"])
-        if settings["clamp_to_effort_limits"]:
+        if settings.friction_compensation != "none":
+            friction_v = v_ref if settings.friction_compensation == "reference" and v_ref is not None else measured_v
+            tau = tau + mbs.joint_friction_torques(model, friction_v, settings.friction_smoothing)
+        if settings.clamp_to_effort_limits:
             over = np.abs(tau) > self.joints.effort_limit
             if over.any():
                 self.counts["clamped"] += 1
@@ -418,7 +426,7 @@ class InverseDynamicsNode(RobotNode):
         self._efforts.header.stamp = stamp
         self._efforts.effort = array("d", tau[self.joints.v_index].tobytes())
         self.efforts_publisher.publish(self._efforts)
-        self._command.data = array("d", tau[self.settings["command_order"]].tobytes())
+        self._command.data = array("d", tau[self.settings.command_order].tobytes())
         self.command_publisher.publish(self._command)
         momentum = self._momentum
         momentum.header.stamp = stamp
@@ -430,7 +438,7 @@ class InverseDynamicsNode(RobotNode):
         set_vector(momentum.linear_momentum, h[3:])
         set_vector(momentum.angular_momentum, h[:3])
         self.momentum_publisher.publish(momentum)
-        if self.wrench_publisher is not None and not self.settings["contacts"]:
+        if self.wrench_publisher is not None and not self.settings.contacts:
             base = model.v_index("root_joint")
             self._wrench.header.stamp = stamp
             set_vector(self._wrench.wrench.torque, tau[base:base + 3])

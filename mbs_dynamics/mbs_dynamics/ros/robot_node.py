@@ -36,6 +36,7 @@ from rclpy.task import Future
 from std_msgs.msg import String
 
 from mbs_dynamics import Model, RobotDescription, URDFError, parse_urdf_file, parse_urdf_string
+from mbs_dynamics.ros.conversions import JointMap
 from mbs_dynamics.ros.input_loss import PublisherSequences, with_message_info
 from mbs_dynamics.ros.parameters import COMMON_PARAMETERS, ParameterSpec, declare_parameters
 
@@ -88,20 +89,22 @@ class RobotNode(ProcessNode):
     """A node of one robot: declares its parameters (COMMON_PARAMETERS and the
     subclass's PARAMETERS), obtains the robot and counts what it drops.
 
-    A subclass implements on_robot(robot), called once with the checked robot
-    description; settings_with(changes), its settings checked, if it takes
-    parameter changes at run time (check_parameters_at_run_time); and
+    A subclass implements on_robot(robot), called once the robot is here
+    (model, joints and settings made); settings_with(changes), its settings
+    checked, if it has any (and check_parameters_at_run_time if it takes
+    changes at run time); and
     diagnostics(), the status report_diagnostics publishes.
     """
 
     PARAMETERS: Sequence[ParameterSpec] = ()
+    FAILURE_PREFIX = ""  # before the message of an error that stops the node
 
     def __init__(self, node_name: str, stop: Future | None = None, **kwargs):
         """stop: completed, with the reason, when the node cannot go on."""
         super().__init__(node_name, stop, **kwargs)
         self.robot: RobotDescription | None = None
         self.robot_xml: str | None = None  # its URDF text
-        self.settings: dict | None = None
+        self.settings = None  # the node's typed settings (a frozen dataclass), from settings_with
         self.counts: Counter = Counter()
         self._description_subscription = None
         self._waiting_timer = None
@@ -176,10 +179,18 @@ class RobotNode(ProcessNode):
             return
         self.robot = robot
         self.get_logger().info(f"robot '{robot.name}' from {source}: {describe_joints(robot)}")
-        self.on_robot(robot)
+        try:
+            self.model = self.build_model(robot)
+            self.joints = JointMap(self.model)
+            self.settings = self.settings_with({})
+            self.on_robot(robot)
+        except (ValueError, OSError) as error:  # a parameter, a file (files.FileProblem), a host, ...
+            self.fail(f"{self.FAILURE_PREFIX}{error}")
 
     def on_robot(self, robot: RobotDescription) -> None:
-        """Called once the robot description is loaded."""
+        """The robot is here: `model`, `joints` and `settings` are made from
+        it and the parameters. The node starts serving; a ValueError or
+        OSError stops it, said in one line (fail)."""
 
     def mesh_search_paths(self) -> tuple[str, ...]:
         """Where the URDF's mesh files are looked for after the ament index and
@@ -207,11 +218,16 @@ class RobotNode(ProcessNode):
 
     # --- parameters changed at run time ------------------------------------
 
-    def settings_with(self, changes: dict) -> dict:
-        """The settings the node's callbacks use, from its parameters with
-        `changes` ({name: value}) over them, checked. Raises ValueError saying
-        what is wrong."""
-        raise NotImplementedError
+    def settings_with(self, changes: dict):
+        """The settings the node's callbacks use (a frozen dataclass with a
+        diagnostics_period), from its parameters with `changes` ({name: value})
+        over them, checked; ValueError saying what is wrong. None: the node
+        has none."""
+        return None
+
+    def parameter_values(self, changes: dict, names) -> dict:
+        """{name: value} of the parameters `names`, `changes` over those set."""
+        return {name: changes.get(name, self.parameter(name)) for name in names}
 
     def check_parameters_at_run_time(self) -> None:
         """Refuse a parameter change that settings_with refuses, with its
@@ -229,12 +245,12 @@ class RobotNode(ProcessNode):
     def _apply_parameters(self, parameters) -> None:
         self.apply_settings(self.settings_with({}), {p.name for p in parameters})
 
-    def apply_settings(self, settings: dict, changed: set) -> None:
+    def apply_settings(self, settings, changed: set) -> None:
         """Take settings (replaced whole, so that a callback reads a
         consistent set) after the parameters `changed` were set."""
         self.settings = settings
         if "diagnostics_period" in changed and self._diagnostics_timer is not None:
-            self._diagnostics_timer.timer_period_ns = int(settings["diagnostics_period"] * 1e9)
+            self._diagnostics_timer.timer_period_ns = int(settings.diagnostics_period * 1e9)
 
     # --- what was dropped, and the diagnostics ---------------------------------
 
@@ -283,7 +299,7 @@ class RobotNode(ProcessNode):
         /diagnostics: their namespaces tell them apart)."""
         self._diagnostics_title = title
         self._diagnostics_publisher = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self._diagnostics_timer = self.create_timer(self.settings["diagnostics_period"], self._publish_diagnostics)
+        self._diagnostics_timer = self.create_timer(self.settings.diagnostics_period, self._publish_diagnostics)
 
     def diagnostics(self) -> tuple[str, dict, bool]:
         """The node's status: (message, {key: value}, whether to warn)."""

@@ -29,11 +29,12 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 
 import mbs_dynamics as mbs
-from mbs_dynamics import svg_plot
+from mbs_dynamics import svg_plot, warmup
 from mbs_dynamics.files import FileProblem, check_writable, write_file
-from mbs_dynamics.ros.conversions import InvalidInput, JointMap, base_state, measured_state, named_values, stamp_seconds
+from mbs_dynamics.ros.conversions import InvalidInput, base_state, measured_state, named_values, stamp_seconds
 from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode
+from mbs_dynamics.warmup import preload
 from mbs_dynamics_interfaces.msg import BaseState, CentroidalMomentum
 from mbs_dynamics_interfaces.srv import ForwardDynamics, SetState
 
@@ -55,21 +56,9 @@ class RunMonitor(RobotNode):
     )
 
     def on_robot(self, robot) -> None:
-        try:
-            self.model = self.build_model(robot)
-        except ValueError as error:
-            self.fail(str(error))
-            return
-        self.joints = JointMap(self.model)
         if self.parameter("plot_file"):
-            try:
-                check_writable(self.parameter("plot_file"), "plot")
-            except FileProblem as error:
-                self.fail(str(error))
-                return
-        q, zero = self.model.neutral_configuration(), np.zeros(self.model.nv)
-        mbs.kinetic_energy(self.model, q, zero)  # the kernels loaded now, not in the first joint_states (0.2 s)
-        mbs.potential_energy(self.model, q)
+            check_writable(self.parameter("plot_file"), "plot")
+        preload(self.model, (warmup.centroidal,))  # its energies: not in the first joint_states (0.2 s)
         names, velocities = list(self.parameter("push_joint_names")), list(self.parameter("push_joint_velocities"))
         unknown = [name for name in names if name not in self.joints.names]
         if len(names) != len(velocities) or unknown:

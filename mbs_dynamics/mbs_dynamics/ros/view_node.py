@@ -8,8 +8,8 @@ and logs the address to open.
     simulator/contact_wrenches              contact forces, drawn as red segments
     inverse_dynamics/centroidal_momentum    centre of mass (sphere), linear momentum
                                             (blue) and angular momentum (purple)
-The ground grid and the static boxes are the parameters ground_height and
-world_boxes, as the simulator's (give both nodes the same, e.g. under /**).
+    world                                   visualization_msgs/MarkerArray: the ground grid
+                                            and the static boxes, as the simulator has them
     /diagnostics                            frames shown, messages replaced, dropped,
                                             browsers (pages) and websocket connections
 
@@ -31,7 +31,7 @@ not found or unreadable) are said once and the link's collision geometry,
 if it has some, is drawn instead; without a robot description the node
 waits for it and says so.
 
-Browsers are taken for hostile (viewer.Admission): the page and its
+Browsers are taken for hostile (viewer_server.Admission): the page and its
 websocket only under this view's own names (localhost, the address served,
 allowed_origins), a refused connection and one closed on a malformed
 message dropped and counted (dropped_browser_<reason>) with a throttled
@@ -47,24 +47,26 @@ others serve on, and a recording is still written at the end.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from nav_msgs.msg import Odometry
 from rclpy.experimental import EventsExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
+from visualization_msgs.msg import MarkerArray
 
 from mbs_dynamics.files import check_writable
 from mbs_dynamics.ros.conversions import (
+    WORLD_QOS,
     InvalidInput,
-    JointMap,
     base_state,
     named_values,
     stamp_seconds,
     vector_values,
-    world_boxes,
+    world_of_markers,
 )
-from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
+from mbs_dynamics.ros.parameters import EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
 from mbs_dynamics.ros.robot_node import RobotNode, timing_values, timings
 from mbs_dynamics.ros.spinning import node_main
 from mbs_dynamics.viewer import ViewerUnavailable
@@ -82,7 +84,20 @@ def view_executor() -> EventsExecutor:
     return EventsExecutor()
 
 
+
+@dataclass(frozen=True)
+class ViewSettings:
+    """What the drawing reads (the parameters of the same names)."""
+
+    rate: float
+    force_scale: float
+    momentum_scale: float
+    diagnostics_period: float
+    geometry: str
+
+
 class ViewNode(RobotNode):
+    FAILURE_PREFIX = "view: "
     EXECUTOR = staticmethod(view_executor)
     ESSENTIAL = False  # beside other nodes, its failure switches it off alone (spinning.essential)
     switch_off_on_failure = False
@@ -117,11 +132,10 @@ class ViewNode(RobotNode):
         ParameterSpec("momentum_scale", 0.05,
                       "Length (m) of the momentum segments per kg m/s (linear) and kg m^2/s (angular).",
                       bounds=(0.0, 100.0)),
-        ParameterSpec("ground_height", 0.0, "Height (m) of the ground grid: the simulator's ground_height.",
-                      read_only=True, bounds=(-1e4, 1e4)),
-        ParameterSpec("world_boxes", EMPTY_DOUBLE_ARRAY,
-                      "Static boxes drawn: the simulator's world_boxes ([size_x, size_y, size_z, x, y, z, yaw] per "
-                      "box, flattened); empty = none.", read_only=True),
+        ParameterSpec("world_topic", "world",
+                      "visualization_msgs/MarkerArray of the world's ground and static boxes (relative to the "
+                      "namespace; the simulator publishes it, transient-local); empty: none. Until it arrives the "
+                      "ground grid is at 0.", read_only=True),
         ParameterSpec("record_file", "",
                       "Keep every frame drawn and write them when the node stops: a self-contained page "
                       "(.html) or a viser recording (.viser). Empty: no recording.", read_only=True),
@@ -129,23 +143,16 @@ class ViewNode(RobotNode):
     )
 
     def on_robot(self, robot) -> None:
-        try:
-            self.model = self.build_model(robot)
-            self.joints = JointMap(self.model)
-            self.settings = self.settings_with({})
-            record = self.parameter("record_file")
-            if record and Path(record).suffix not in RECORDINGS:
-                raise ValueError(f"record_file must end in {' or '.join(RECORDINGS)}, got '{record}'")
-            if record:
-                check_writable(record, "recording")  # before the run, not at its end
-            self.viewer = self._viewer(robot)
-        except (ValueError, OSError) as error:  # files.FileProblem, a host it cannot serve on, ...
-            self.fail(f"view: {error}")
-            return
+        record = self.parameter("record_file")
+        if record and Path(record).suffix not in RECORDINGS:
+            raise ValueError(f"record_file must end in {' or '.join(RECORDINGS)}, got '{record}'")
+        if record:
+            check_writable(record, "recording")  # before the run, not at its end
+        self.viewer = self._viewer(robot)
         for warning in self.viewer.warnings:
             self.get_logger().warning(f"view: {warning}")
         self.q = self.model.neutral_configuration()
-        self._latest = {"joint_states": None, "odom": None, "contacts": None, "momentum": None}
+        self._latest = {"joint_states": None, "odom": None, "contacts": None, "momentum": None, "world": None}
         self.frame_times = timings()
         if self.parameter("record_file"):
             self.viewer.start_recording()
@@ -159,7 +166,9 @@ class ViewNode(RobotNode):
         if self.parameter("centroidal_momentum_topic"):
             self.create_subscription(CentroidalMomentum, self.parameter("centroidal_momentum_topic"),
                                      self._keep("momentum"), LATEST_QOS)
-        self._frame_timer = self.create_timer(1.0 / self.settings["rate"], self._draw)
+        if self.parameter("world_topic"):
+            self.create_subscription(MarkerArray, self.parameter("world_topic"), self._keep("world"), WORLD_QOS)
+        self._frame_timer = self.create_timer(1.0 / self.settings.rate, self._draw)
         self.report_diagnostics("view")
         if self.viewer.every_interface:
             self.get_logger().info(
@@ -175,21 +184,19 @@ class ViewNode(RobotNode):
         return Viewer(self.model, self.robot_xml, self.mesh_search_paths(), host=self.parameter("host"),
                       port=self.parameter("port"), source=self.parameter("geometry"),
                       title=f"{self.get_namespace().rstrip('/')}/{robot.name}",
-                      ground_height=self.parameter("ground_height"), boxes=world_boxes(self.parameter("world_boxes")),
                       allowed_origins=self.parameter("allowed_origins"),
                       report=lambda reason, text: self.drop(f"browser_{reason}", f"view: {text}"))
 
-    def settings_with(self, changes: dict) -> dict:
-        value = {name: changes.get(name, self.parameter(name)) for name in (
-            "rate", "force_scale", "momentum_scale", "diagnostics_period", "geometry")}
-        if value["geometry"] not in ("visual", "collision"):
-            raise ValueError(f"geometry must be 'visual' or 'collision', got '{value['geometry']}'")
-        return value
+    def settings_with(self, changes: dict) -> ViewSettings:
+        settings = ViewSettings(**self.parameter_values(changes, (f.name for f in fields(ViewSettings))))
+        if settings.geometry not in ("visual", "collision"):
+            raise ValueError(f"geometry must be 'visual' or 'collision', got '{settings.geometry}'")
+        return settings
 
-    def apply_settings(self, settings: dict, changed: set) -> None:
+    def apply_settings(self, settings: ViewSettings, changed: set) -> None:
         super().apply_settings(settings, changed)
         if "rate" in changed:
-            self._frame_timer.timer_period_ns = int(1e9 / settings["rate"])
+            self._frame_timer.timer_period_ns = int(1e9 / settings.rate)
 
     # --- inputs: the newest of each, nothing queued ---------------------------------
 
@@ -211,6 +218,9 @@ class ViewNode(RobotNode):
         start = time.perf_counter()
         states, odometry = self._take("joint_states"), self._take("odom")
         contacts, momentum = self._take("contacts"), self._take("momentum")
+        world = self._take("world")
+        if world is not None:
+            self._show_world(world)
         try:
             stamp = self._update_pose(states, odometry)
         except InvalidInput as error:
@@ -240,6 +250,14 @@ class ViewNode(RobotNode):
         self.counts["frames"] += 1
         self.frame_times.append(time.perf_counter() - start)
 
+    def _show_world(self, message: MarkerArray) -> None:
+        try:
+            self.viewer.show_world(*world_of_markers(message))
+        except InvalidInput as error:
+            self.drop(error.reason, str(error))
+        except ViewerUnavailable as error:
+            self.drop("not_drawn", f"view: {error}")
+
     def _update_pose(self, states: JointState | None, odometry: Odometry | None) -> float | None:
         """Take the newest joint_states and odom into self.q; the stamp of the
         pose to draw, None when nothing new (InvalidInput on a bad message)."""
@@ -266,11 +284,11 @@ class ViewNode(RobotNode):
             raise InvalidInput("unknown_frame", f"contact wrenches at frames the model does not have: {unknown[:5]}")
         points = [vector_values(w.point) for w in message.wrenches]
         forces = [vector_values(w.wrench.force) for w in message.wrenches]
-        self.viewer.show_contacts(frames, points, forces, self.settings["force_scale"])
+        self.viewer.show_contacts(frames, points, forces, self.settings.force_scale)
 
     def _show_momentum(self, message: CentroidalMomentum) -> None:
         self.viewer.show_momentum(vector_values(message.com_position), vector_values(message.linear_momentum),
-                                  vector_values(message.angular_momentum), self.settings["momentum_scale"])
+                                  vector_values(message.angular_momentum), self.settings.momentum_scale)
 
     # --- recording, stopping ---------------------------------------------------
 

@@ -1,0 +1,1 @@
+"""The simulator node (node.py) and its parts."""

@@ -22,7 +22,7 @@ import numpy as np
 import pinocchio as pin
 
 import mbs_dynamics as mbs
-from mbs_dynamics.rnea import DEFAULT_RNEA_REPRESENTATION, RNEA_REPRESENTATIONS
+from mbs_dynamics.algorithms.rnea import DEFAULT_RNEA_REPRESENTATION, RNEA_REPRESENTATIONS
 
 ROBOTS_DIR = importlib.metadata.distribution("example-robot-data").locate_file(
     "cmeel.prefix/share/example-robot-data/robots")

@@ -6,9 +6,11 @@ The core (this package minus ``mbs_dynamics.ros``) never imports ROS.
     model = mbs.Model.from_urdf_file(mbs.bundled_robot("arm7"))
     tau = mbs.inverse_dynamics(model, q, v, a)
 """
-from mbs_dynamics import lie, sensors, simulation
-from mbs_dynamics.aba import InverseMassMatrix, SingularMassMatrix, forward_dynamics
-from mbs_dynamics.centroidal import (
+from mbs_dynamics import simulation
+from mbs_dynamics.simulation import sensors
+from mbs_dynamics.spatial import lie
+from mbs_dynamics.algorithms.aba import InverseMassMatrix, SingularMassMatrix, forward_dynamics
+from mbs_dynamics.algorithms.centroidal import (
     center_of_mass,
     center_of_mass_velocity,
     centroidal_momentum,
@@ -17,8 +19,8 @@ from mbs_dynamics.centroidal import (
     kinetic_energy,
     potential_energy,
 )
-from mbs_dynamics.configuration import difference, integrate
-from mbs_dynamics.contact import (
+from mbs_dynamics.multibody.configuration import difference, integrate
+from mbs_dynamics.contact.constraints import (
     ConstraintSolution,
     FrameContact,
     LoopClosure,
@@ -27,12 +29,12 @@ from mbs_dynamics.contact import (
     contact_inverse_dynamics,
     impact,
 )
-from mbs_dynamics.crba import mass_matrix
-from mbs_dynamics.derivatives import coriolis_matrix, inverse_dynamics_derivatives, inverse_dynamics_rate
-from mbs_dynamics.forward_derivatives import forward_dynamics_derivatives, linearize
-from mbs_dynamics.integrators import INTEGRATORS, step
-from mbs_dynamics.joint_friction import joint_friction_torques
-from mbs_dynamics.kinematics import (
+from mbs_dynamics.algorithms.crba import mass_matrix
+from mbs_dynamics.algorithms.derivatives import coriolis_matrix, inverse_dynamics_derivatives, inverse_dynamics_rate
+from mbs_dynamics.algorithms.forward_derivatives import forward_dynamics_derivatives, linearize
+from mbs_dynamics.simulation.integrators import INTEGRATORS, step
+from mbs_dynamics.algorithms.joint_friction import joint_friction_torques
+from mbs_dynamics.algorithms.kinematics import (
     body_poses,
     frame_acceleration,
     frame_bias_acceleration,
@@ -41,8 +43,8 @@ from mbs_dynamics.kinematics import (
     frame_pose,
     frame_velocity,
 )
-from mbs_dynamics.model import Frame, Model
-from mbs_dynamics.parsers.urdf import (
+from mbs_dynamics.multibody.model import Frame, Model
+from mbs_dynamics.multibody.parsers.urdf import (
     JointDescription,
     LinkDescription,
     RobotDescription,
@@ -50,11 +52,11 @@ from mbs_dynamics.parsers.urdf import (
     parse_urdf_file,
     parse_urdf_string,
 )
-from mbs_dynamics.regressor import inertial_parameters, joint_torque_regressor
-from mbs_dynamics.rnea import gravity_torques, inverse_dynamics, nonlinear_effects
+from mbs_dynamics.algorithms.regressor import inertial_parameters, joint_torque_regressor
+from mbs_dynamics.algorithms.rnea import gravity_torques, inverse_dynamics, nonlinear_effects
 from mbs_dynamics.robots import BUNDLED_ROBOTS, bundled_robot
-from mbs_dynamics.simulation import Actuators, Simulation, World
-from mbs_dynamics.stepping import Box, ContactStep, Ground, contact_step
+from mbs_dynamics.simulation.simulation import Actuators, Simulation, World
+from mbs_dynamics.simulation.stepping import Box, ContactStep, Ground, contact_step
 
 __version__ = "0.1.0"
 

@@ -16,7 +16,7 @@ import math
 import numpy as np
 from numba import njit
 
-from mbs_dynamics.model import Model
+from mbs_dynamics.multibody.model import Model
 
 QUATERNION_TOLERANCE = 1e-3
 # Status codes the kernels return (0: done).

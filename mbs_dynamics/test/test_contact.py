@@ -291,7 +291,7 @@ def test_contact_inverse_dynamics_with_friction_cones():
 def test_full_rank_certificate_never_passes_a_deficient_set():
     """The SVD-free test that lets kkt and schur skip the SVD: it may only say
     yes when the SVD would, and says yes for well-conditioned rows."""
-    from mbs_dynamics.contact import RANK_TOLERANCE, _certainly_full_rank
+    from mbs_dynamics.contact.constraints import RANK_TOLERANCE, _certainly_full_rank
 
     rng = np.random.default_rng(12)
     for trial in range(400):

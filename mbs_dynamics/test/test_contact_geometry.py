@@ -12,8 +12,8 @@ import mbs_dynamics as mbs
 import numpy as np
 import pytest
 import trimesh
-from mbs_dynamics.contact_geometry import RIM_POINTS, collision_contacts, farthest_points
-from mbs_dynamics.resources import ResourceNotFound, resolve
+from mbs_dynamics.contact.geometry import RIM_POINTS, collision_contacts, farthest_points
+from mbs_dynamics.multibody.resources import ResourceNotFound, resolve
 
 from oracles import ROBOTS_DIR, robot_path
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import mbs_dynamics as mbs
 import numpy as np
 import pytest
-from mbs_dynamics.kinematics import REPRESENTATIONS
-from mbs_dynamics.lie import ad
-from mbs_dynamics.model import FLOATING
+from mbs_dynamics.algorithms.kinematics import REPRESENTATIONS
+from mbs_dynamics.spatial.lie import ad
+from mbs_dynamics.multibody.model import FLOATING
 
 from helpers import chain, close, massless_chain_end
 from oracles import Pair, random_state, robot_path

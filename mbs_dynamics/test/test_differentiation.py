@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from mbs_dynamics.differentiation import FilteredDerivative, smoothing_factor
+from mbs_dynamics.algorithms.differentiation import FilteredDerivative, smoothing_factor
 
 
 def test_first_sample_gives_zero_and_a_ramp_its_slope():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import mbs_dynamics as mbs
 import numpy as np
 import pytest
-from mbs_dynamics.coulomb import CoulombProblem, disk_minimizer, solve_coulomb
+from mbs_dynamics.contact.coulomb import CoulombProblem, disk_minimizer, solve_coulomb
 
 from helpers import FEET, HALF, G, box, close, rod, solo12_standing
 from oracles import robot_path
@@ -271,7 +271,7 @@ def test_contact_step_rejects_bad_input():
 def test_sparse_mass_matrix_factorisation(robot):
     """M = L^T L with the tree's sparsity (RBDA §6.5) solves as the dense M does,
     also with mimic couplings (where it falls back to a dense chain)."""
-    from mbs_dynamics.crba import (
+    from mbs_dynamics.algorithms.crba import (
         ltl_factor,
         ltl_solve,
         ltl_solve_transposed,
@@ -306,8 +306,8 @@ def test_sparse_mass_matrix_factorisation(robot):
 
 def test_frames_motion_against_frame_kinematics():
     """The one-pass kernel of the contact rows against the single-frame functions."""
-    from mbs_dynamics.kinematics import frames_motion_kernel
-    from mbs_dynamics.workspace import scratch
+    from mbs_dynamics.algorithms.kinematics import frames_motion_kernel
+    from mbs_dynamics.multibody.workspace import scratch
 
     from oracles import random_state
 

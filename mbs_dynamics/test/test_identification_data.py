@@ -15,11 +15,11 @@ from mbs_dynamics.identification.data import (
     write_bag,
     write_csv,
 )
-from mbs_dynamics.model import ROOT_JOINT
+from mbs_dynamics.multibody.model import ROOT_JOINT
 from oracles import robot_path
 
 import mbs_dynamics as mbs
-from mbs_dynamics import lie
+from mbs_dynamics.spatial import lie
 
 ORIGIN_NS = 1_700_000_000_123_456_789
 JOINTS = ("shoulder", "elbow", "wrist")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import mbs_dynamics as mbs
 import numpy as np
 import pytest
-from mbs_dynamics import lie
+from mbs_dynamics.spatial import lie
 from scipy.linalg import expm
 
 from helpers import FLOATING, chain, close

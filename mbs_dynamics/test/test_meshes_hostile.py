@@ -24,10 +24,10 @@ import mbs_dynamics as mbs
 import numpy as np
 import pytest
 import trimesh
-from mbs_dynamics.contact_geometry import collision_contacts
+from mbs_dynamics.contact.geometry import collision_contacts
 from mbs_dynamics.files import FileProblem
-from mbs_dynamics.meshes import MAX_BYTES, MAX_TEXTURE_PIXELS, MAX_TRIANGLES, AssetResolver, load_mesh, measure
-from mbs_dynamics.visuals import COLLISION_RGBA, link_visuals
+from mbs_dynamics.multibody.meshes import MAX_BYTES, MAX_TEXTURE_PIXELS, MAX_TRIANGLES, AssetResolver, load_mesh, measure
+from mbs_dynamics.view.visuals import COLLISION_RGBA, link_visuals
 
 from ros_processes import executable, wait_for_node
 
@@ -305,7 +305,7 @@ def test_the_view_draws_the_collision_geometry_of_a_visual_beyond_a_cap(hostile)
     """A visual mesh beyond a cap gives way to the link's collision
     geometry, said in one warning naming the file and the cap, as a
     missing mesh does; the Viewer draws the rest."""
-    from mbs_dynamics.viewer import Viewer
+    from mbs_dynamics.view.viewer import Viewer
 
     urdf = Path(mbs.bundled_robot("quadruped")).read_text().replace(  # the base's visual, its first box
         '<visual>\n      <geometry><box size="0.42 0.22 0.1"/></geometry>',

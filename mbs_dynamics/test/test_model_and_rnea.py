@@ -6,7 +6,7 @@ from __future__ import annotations
 import mbs_dynamics as mbs
 import numpy as np
 import pytest
-from mbs_dynamics import spatial
+from mbs_dynamics.spatial import algebra as spatial
 
 from helpers import FLOATING, chain, close, mass_matrix_by_rnea
 from oracles import REAL_ROBOTS, Pair, robot_path

@@ -8,9 +8,9 @@ from __future__ import annotations
 import mbs_dynamics as mbs
 import numpy as np
 import pytest
-from mbs_dynamics.model import ModelArrays, packed_sizes, unpack_model
-from mbs_dynamics.stepping import records
-from mbs_dynamics.stepping.work import StepWork, lay_out_work
+from mbs_dynamics.multibody.model import ModelArrays, packed_sizes, unpack_model
+from mbs_dynamics.simulation.stepping import records
+from mbs_dynamics.simulation.stepping.work import StepWork, lay_out_work
 from numba import njit
 
 from oracles import robot_path

@@ -2,7 +2,7 @@
 and Y equals Pinocchio's computeJointTorqueRegressor on real robots."""
 import numpy as np
 import pytest
-from mbs_dynamics.regressor import PARAMETERS_PER_BODY, inertial_parameters, joint_torque_regressor
+from mbs_dynamics.algorithms.regressor import PARAMETERS_PER_BODY, inertial_parameters, joint_torque_regressor
 from oracles import Pair, random_state, robot_path
 
 import mbs_dynamics as mbs

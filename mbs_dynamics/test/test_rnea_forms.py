@@ -8,7 +8,7 @@ from __future__ import annotations
 import mbs_dynamics as mbs
 import numpy as np
 import pytest
-from mbs_dynamics.rnea import DEFAULT_RNEA_REPRESENTATION, RNEA_REPRESENTATIONS
+from mbs_dynamics.algorithms.rnea import DEFAULT_RNEA_REPRESENTATION, RNEA_REPRESENTATIONS
 
 from helpers import chain, close
 from oracles import Pair, robot_path

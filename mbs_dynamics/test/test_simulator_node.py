@@ -231,7 +231,7 @@ def test_the_world_as_markers_and_back():
     """The simulator's world topic holds what the view draws: the ground's
     height and every box as given; a bad marker is refused by name."""
     from mbs_dynamics.ros.conversions import InvalidInput, world_markers, world_of_markers
-    from mbs_dynamics.scene import world_boxes
+    from mbs_dynamics.simulation.scene import world_boxes
 
     boxes = world_boxes([0.4, 0.3, 0.1, 1.0, -0.5, 0.05, 0.7, 2.0, 2.0, 0.2, -3.0, 0.0, 0.1, 0.0])
     markers = world_markers(mbs.World(mbs.Ground(height=-0.25), boxes=boxes), "odom")

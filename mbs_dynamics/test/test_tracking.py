@@ -1,6 +1,6 @@
 """Computed-torque tracking: the law, and that it converges on the true robot."""
 import numpy as np
-from mbs_dynamics.tracking import computed_torque_acceleration
+from mbs_dynamics.algorithms.tracking import computed_torque_acceleration
 from oracles import robot_path
 
 import mbs_dynamics as mbs

@@ -182,7 +182,7 @@ def test_files_that_never_end_or_are_too_large_are_refused_before_reading(tmp_pa
     """/dev/zero was read until memory ran out; a FIFO blocks open() for ever."""
     import os
 
-    from mbs_dynamics.parsers.urdf import MAX_URDF_BYTES
+    from mbs_dynamics.multibody.parsers.urdf import MAX_URDF_BYTES
 
     with pytest.raises(mbs.URDFError, match="cannot read URDF file /dev/zero: not a regular file"):
         mbs.parse_urdf_file("/dev/zero")

@@ -19,9 +19,9 @@ from oracles import ROBOTS_DIR, Pair, robot_path
 from ros_processes import executable, node_status, wait_for_node
 
 import mbs_dynamics as mbs
-from mbs_dynamics.lie import quaternion_to_matrix
-from mbs_dynamics.viewer import Viewer
-from mbs_dynamics.visuals import COLLISION_RGBA, link_visuals
+from mbs_dynamics.spatial.lie import quaternion_to_matrix
+from mbs_dynamics.view.viewer import Viewer
+from mbs_dynamics.view.visuals import COLLISION_RGBA, link_visuals
 
 
 

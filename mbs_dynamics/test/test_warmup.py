@@ -3,7 +3,7 @@ that no node compiles on first use."""
 import mbs_dynamics as mbs
 import numpy as np
 from mbs_dynamics import warmup
-from mbs_dynamics.stepping import simulate_kernel
+from mbs_dynamics.simulation.stepping import simulate_kernel
 
 
 def test_every_task_runs():

@@ -23,7 +23,7 @@ import numpy as np
 import scipy.linalg
 
 from mbs_dynamics.identification.parameters import ParameterLayout
-from mbs_dynamics.model import FLOATING, PLANAR
+from mbs_dynamics.multibody.model import FLOATING, PLANAR
 
 # URDFs write rounded angles (rpy 3.14159: pi - 2.7e-6), which leave columns
 # that are exact combinations on the drawing board apart by as much.

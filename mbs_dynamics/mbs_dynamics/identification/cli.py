@@ -27,7 +27,7 @@ from mbs_dynamics.identification.filtering import DEFAULT_CUTOFF
 from mbs_dynamics.identification.identify import identify
 from mbs_dynamics.identification.parameters import DEFAULT_JOINT_PARAMETERS, JOINT_PARAMETERS
 from mbs_dynamics.identification.urdf_writer import identified_urdf
-from mbs_dynamics.parsers.urdf import MAX_URDF_BYTES
+from mbs_dynamics.multibody.parsers.urdf import MAX_URDF_BYTES
 
 PROG = "mbs_dynamics_identify"
 

@@ -39,7 +39,7 @@ from mbs_dynamics.identification.fourier_trajectory import (
     tied_coefficients,
 )
 from mbs_dynamics.identification.parameters import ParameterLayout
-from mbs_dynamics.model import Model
+from mbs_dynamics.multibody.model import Model
 
 PERIOD = 10.0  # s: w_f = 0.2 pi rad/s, the highest harmonic 0.5 Hz at L = 5
 HARMONICS = 5

@@ -27,7 +27,7 @@ from mbs_dynamics.files import check_writable
 from mbs_dynamics.identification import excitation, fourier_trajectory
 from mbs_dynamics.identification.base_parameters import MAX_CONDITION_NUMBER
 from mbs_dynamics.identification.parameters import JOINT_PARAMETERS, ParameterLayout
-from mbs_dynamics.model import Model
+from mbs_dynamics.multibody.model import Model
 
 PROG = "mbs_dynamics_excitation"
 

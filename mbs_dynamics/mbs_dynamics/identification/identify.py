@@ -49,8 +49,8 @@ from mbs_dynamics.identification.filtering import DEFAULT_CUTOFF, filtered
 from mbs_dynamics.identification.model_state import model_state
 from mbs_dynamics.identification.parameters import DEFAULT_JOINT_PARAMETERS, ParameterLayout
 from mbs_dynamics.identification.recording import QUANTITIES, DataError, Recording
-from mbs_dynamics.model import Model
-from mbs_dynamics.parsers.urdf import MAX_MAGNITUDE
+from mbs_dynamics.multibody.model import Model
+from mbs_dynamics.multibody.parsers.urdf import MAX_MAGNITUDE
 
 CHUNK_SAMPLES = 5000
 # Dropped at each end of a filtered recording: this many periods of the cut-off.

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbs_dynamics.configuration import floating_base_state
+from mbs_dynamics.multibody.configuration import floating_base_state
 from mbs_dynamics.identification.recording import DataError, Recording
-from mbs_dynamics.model import JOINT_NQ, ROOT_JOINT, Model
+from mbs_dynamics.multibody.model import JOINT_NQ, ROOT_JOINT, Model
 
 
 @dataclass(frozen=True, eq=False)

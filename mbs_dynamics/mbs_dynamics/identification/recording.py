@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbs_dynamics.configuration import floating_base_state
+from mbs_dynamics.multibody.configuration import floating_base_state
 
 QUANTITIES = ("position", "velocity", "acceleration", "effort")
 # Base fields and their CSV columns: the pose and twist go together, the accelerations optionally with them.

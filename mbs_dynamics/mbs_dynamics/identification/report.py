@@ -2,12 +2,12 @@
 SVG of measured against predicted torques."""
 from __future__ import annotations
 
-from mbs_dynamics import svg_plot
+from mbs_dynamics.view import svg_plot
 from mbs_dynamics.files import write_file
 from mbs_dynamics.identification.estimation import physically_consistent
 from mbs_dynamics.identification.identify import Identification
-from mbs_dynamics.model import PRISMATIC
-from mbs_dynamics.svg_plot import Panel
+from mbs_dynamics.multibody.model import PRISMATIC
+from mbs_dynamics.view.svg_plot import Panel
 
 
 def percent(error: float, size: float) -> str:

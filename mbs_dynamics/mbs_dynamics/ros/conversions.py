@@ -20,11 +20,11 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from visualization_msgs.msg import Marker, MarkerArray
 
 from mbs_dynamics import Model
-from mbs_dynamics.configuration import floating_base_state
+from mbs_dynamics.multibody.configuration import floating_base_state
 from mbs_dynamics.inputs import QUATERNION_TOLERANCE
-from mbs_dynamics.scene import MAX_WORLD_BOXES, robot_joints
-from mbs_dynamics.simulation import World
-from mbs_dynamics.stepping.obstacles import Box
+from mbs_dynamics.simulation.scene import MAX_WORLD_BOXES, robot_joints
+from mbs_dynamics.simulation.simulation import World
+from mbs_dynamics.simulation.stepping.obstacles import Box
 
 # The most joint names one message or request may carry, at least: more is
 # refused at once (a robot has tens; a joint_states of several robots,

@@ -45,8 +45,8 @@ from rclpy.executors import MultiThreadedExecutor
 
 import mbs_dynamics as mbs
 from mbs_dynamics import warmup
-from mbs_dynamics.kinematics import REPRESENTATIONS
-from mbs_dynamics.model import ROOT_JOINT
+from mbs_dynamics.algorithms.kinematics import REPRESENTATIONS
+from mbs_dynamics.multibody.model import ROOT_JOINT
 from mbs_dynamics.ros.conversions import (InvalidInput, contact_wrenches, contacts_from_messages,
                                          first_nonfinite_field, named_values, point_values, request_state, set_vector,
                                          strict_match, vector_values)

@@ -26,7 +26,7 @@ velocities over the message stamps, cut-off differentiation_cutoff).
 Computed-torque tracking: with acceleration_source 'reference' and
 position_gains or velocity_gains not all 0, the measured state is kept and
 a = a_ref + K_d (v_ref - v) + K_p (q_ref - q) on the joints the reference
-names (mbs_dynamics.tracking); a floating base is not tracked (its rows are
+names (mbs_dynamics.algorithms.tracking); a floating base is not tracked (its rows are
 what the contacts must provide). friction_compensation adds the joint friction
 torques of the URDF's <dynamics> (mbs.joint_friction_torques) at the measured
 or the reference velocities; the armature (transmissions, or the
@@ -67,8 +67,8 @@ from trajectory_msgs.msg import JointTrajectory
 
 import mbs_dynamics as mbs
 from mbs_dynamics import warmup
-from mbs_dynamics.differentiation import FilteredDerivative
-from mbs_dynamics.joint_friction import SMOOTHING_VELOCITY
+from mbs_dynamics.algorithms.differentiation import FilteredDerivative
+from mbs_dynamics.algorithms.joint_friction import SMOOTHING_VELOCITY
 from mbs_dynamics.ros.conversions import (InvalidInput, base_state, listed, measured_state, set_vector,
                                          stamp_seconds)
 from mbs_dynamics.ros.input_loss import StampGaps
@@ -76,7 +76,7 @@ from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, 
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values, timings
 from mbs_dynamics.ros.spinning import node_main
 from mbs_dynamics.warmup import preload
-from mbs_dynamics.tracking import computed_torque_acceleration
+from mbs_dynamics.algorithms.tracking import computed_torque_acceleration
 from mbs_dynamics_interfaces.msg import CentroidalMomentum
 
 # A 1 kHz stream: never block the publisher (best effort matches any); by

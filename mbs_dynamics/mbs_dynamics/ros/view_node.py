@@ -69,7 +69,7 @@ from mbs_dynamics.ros.conversions import (
 from mbs_dynamics.ros.parameters import EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
 from mbs_dynamics.ros.robot_node import RobotNode, timing_values, timings
 from mbs_dynamics.ros.spinning import node_main
-from mbs_dynamics.viewer import ViewerUnavailable
+from mbs_dynamics.view.viewer import ViewerUnavailable
 from mbs_dynamics_interfaces.msg import CentroidalMomentum, ContactWrenches
 
 # Only the newest message matters: no queue behind it.
@@ -179,7 +179,7 @@ class ViewNode(RobotNode):
             self.get_logger().info(f"view of '{self.model.name}': open {self.viewer.url} in a browser")
 
     def _viewer(self, robot):
-        from mbs_dynamics.viewer import Viewer
+        from mbs_dynamics.view.viewer import Viewer
 
         return Viewer(self.model, self.robot_xml, self.mesh_search_paths(), host=self.parameter("host"),
                       port=self.parameter("port"), source=self.parameter("geometry"),

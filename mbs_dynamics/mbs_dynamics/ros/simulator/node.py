@@ -73,7 +73,7 @@ from rclpy.validate_topic_name import validate_topic_name
 from std_srvs.srv import SetBool, Trigger
 from visualization_msgs.msg import MarkerArray
 
-from mbs_dynamics.model import ROOT_JOINT
+from mbs_dynamics.multibody.model import ROOT_JOINT
 from mbs_dynamics.ros.conversions import WORLD_QOS, InvalidInput, base_state, named_values, world_markers
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values
 from mbs_dynamics.ros.simulator.commands import COMMAND_FORMATS, Command, check_large, clamped_command
@@ -90,8 +90,8 @@ from mbs_dynamics.ros.simulator.parameters import (
 )
 from mbs_dynamics.ros.simulator.stepping_thread import MAX_STEPS_PER_REQUEST, BusyError, SteppingThread
 from mbs_dynamics.ros.spinning import SubscriptionsThread, node_main
-from mbs_dynamics.scene import WORLD_EXTENT
-from mbs_dynamics.simulation import outside_limits
+from mbs_dynamics.simulation.scene import WORLD_EXTENT
+from mbs_dynamics.simulation.simulation import outside_limits
 from mbs_dynamics_interfaces.srv import SetState, Step
 
 COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -155,7 +155,7 @@ class SimulatorNode(RobotNode):
             return None
         if kind != "collision":
             raise ValueError(f"contact_geometry must be 'collision' or 'none', got {kind!r}")
-        from mbs_dynamics.contact_geometry import collision_contacts
+        from mbs_dynamics.contact.geometry import collision_contacts
 
         geometry = collision_contacts(self.model, self.robot_xml, search_paths=self.mesh_search_paths())
         for warning in geometry.warnings:

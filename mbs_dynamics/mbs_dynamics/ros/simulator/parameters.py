@@ -7,11 +7,11 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from mbs_dynamics.model import Model
+from mbs_dynamics.multibody.model import Model
 from mbs_dynamics.ros.conversions import JointMap
 from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
-from mbs_dynamics.scene import MAX_WORLD_BOXES, Scene, SceneSettings
-from mbs_dynamics.simulation import DEFAULT_INTEGRATOR
+from mbs_dynamics.simulation.scene import MAX_WORLD_BOXES, Scene, SceneSettings
+from mbs_dynamics.simulation.simulation import DEFAULT_INTEGRATOR
 
 # Wall-clock seconds the simulation may fall behind its real-time factor
 # and still catch up (a burst of steps); further behind, after a real stall,

@@ -1,0 +1,382 @@
+"""Forward dynamics by the articulated-body algorithm (F&O eqs. 11-14 with
+eq. 13's τ_i read as τ_j; RBDL Alg. 3; Shao & Yuan's screw form is the same
+algorithm), and M⁻¹x in O(n) reusing the articulated inertias, which depend on
+q only (RBDL §5.3, §8.2).
+
+A model with coupled (mimic) joints is not a tree in its coordinates: its
+forward dynamics solves M a = tau - h with M from the CRBA instead.
+"""
+from collections import namedtuple
+
+import numpy as np
+from numba import njit, prange
+
+from mbs_dynamics import inputs
+from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
+from mbs_dynamics.algorithms.crba import mass_matrix
+from mbs_dynamics.multibody.joints import REST, body_inertias, body_velocity, forward_pass, gravity_acceleration, joint_bias, \
+    parent_row, subspace_times
+from mbs_dynamics.multibody.model import Model, body_count, unpack_model
+from mbs_dynamics.algorithms.rnea import external_wrenches_in_bodies, inverse_dynamics
+from mbs_dynamics.spatial.algebra import add, congruence_add, force_cross, force_to_parent, inertia_times, motion_cross, \
+    motion_to_child, row, store, store_add
+from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
+
+# A joint whose articulated inertia D = S^T I^A S has a pivot below this
+# (relative to the robot's largest inertia) moves nothing with mass: M is singular.
+SINGULAR_PIVOT = 1e-12
+
+_NO_FORCE = np.empty((0, 6))
+
+
+class SingularMassMatrix(ValueError):
+    """The mass matrix is singular (a joint carries no mass or inertia)."""
+
+
+@njit(cache=True)
+def invert_small(D, n, out, scale, A):
+    """out[:n, :n] = D[:n, :n]^-1 by Gauss-Jordan with partial pivoting; False if
+    singular. A: (6, 12) scratch."""
+    for r in range(n):
+        for c in range(n):
+            A[r, c] = D[r, c]
+            A[r, n + c] = 1.0 if r == c else 0.0
+    for col in range(n):
+        pivot = col
+        for r in range(col + 1, n):
+            if abs(A[r, col]) > abs(A[pivot, col]):
+                pivot = r
+        if abs(A[pivot, col]) <= SINGULAR_PIVOT * scale:
+            return False
+        if pivot != col:
+            for c in range(2 * n):
+                A[col, c], A[pivot, c] = A[pivot, c], A[col, c]
+        inv = 1.0 / A[col, col]
+        for c in range(2 * n):
+            A[col, c] *= inv
+        for r in range(n):
+            if r != col and A[r, col] != 0.0:
+                factor = A[r, col]
+                for c in range(2 * n):
+                    A[r, c] -= factor * A[col, c]
+    for r in range(n):
+        for c in range(n):
+            out[r, c] = A[r, n + c]
+    return True
+
+
+# The ABA's layout of the scratch buffer (aba_views): the kinematics, then per
+# body the articulated inertia I^A (I^a after pass 2), U = I^A S by columns,
+# D^-1, the velocity v, bias acceleration c, bias force p^A, u = tau - S^T p^A
+# and the acceleration a; 6x6 and 6x12 scratch.
+AbaViews = namedtuple("AbaViews", ("R", "p", "S", "IA", "U", "Dinv", "vel", "c", "pA", "u", "acc", "work",
+                                   "augmented"))
+
+
+@njit(cache=True, inline="always")
+def aba_views(buffer, n):
+    """The AbaViews of the scratch buffer."""
+    kinematics, o = kinematic_views(buffer, n)
+    IA, o = take(buffer, o, (n, 6, 6))
+    U, o = take(buffer, o, (n, 6, 6))
+    Dinv, o = take(buffer, o, (n, 6, 6))
+    vel, o = take(buffer, o, (n, 6))
+    c, o = take(buffer, o, (n, 6))
+    pA, o = take(buffer, o, (n, 6))
+    u, o = take(buffer, o, (n, 6))
+    acc, o = take(buffer, o, (n, 6))
+    work, o = take(buffer, o, (6, 6))
+    augmented, o = take(buffer, o, (6, 12))
+    return AbaViews(kinematics.R, kinematics.p, kinematics.S, IA, U, Dinv, vel, c, pA, u, acc, work, augmented)
+
+
+@njit(cache=True)
+def articulated_inertias(packed, views):
+    """Pass 2 of the ABA for the inertias (q only; F&O eq. 12, RBDL Alg. 3):
+    U_i = I^A_i S_i, D_i = S_i^T U_i + the joint's armature, I^a_i = I^A_i - U_i D_i^-1 U_i^T, and
+    I^A_λ += ^iX_λ^T I^a_i ^iX_λ. Returns the first body whose D is singular,
+    or -1. U[i, k] is column k of U_i; pass 3 needs only U and D^-1."""
+    model = unpack_model(packed)
+    R, p, S, IA, U, Dinv, work = views.R, views.p, views.S, views.IA, views.U, views.Dinv, views.work
+    scale = model.inertia_scale[0]
+    body_inertias(packed, IA)
+    for i in range(model.parent.shape[0] - 1, -1, -1):
+        ni = model.nv_joint[i]
+        for k in range(ni):
+            for r in range(6):
+                total = 0.0
+                for c in range(6):
+                    total += IA[i, r, c] * S[i, c, k]
+                U[i, k, r] = total
+        if ni == 1:
+            D = model.armature[model.v_start[i]]
+            for r in range(6):
+                D += S[i, r, 0] * U[i, 0, r]
+            if abs(D) <= SINGULAR_PIVOT * scale:
+                return i
+            Dinv[i, 0, 0] = 1.0 / D
+        else:
+            for k in range(ni):
+                for m in range(ni):
+                    total = model.armature[model.v_start[i] + k] if k == m else 0.0
+                    for r in range(6):
+                        total += S[i, r, k] * U[i, m, r]
+                    work[k, m] = total
+            if not invert_small(work, ni, Dinv[i], scale, views.augmented):
+                return i
+        lam = model.parent[i]
+        if lam < 0:
+            continue
+        for r in range(6):  # I^a = I^A - U D^-1 U^T, symmetric
+            for c in range(r, 6):
+                total = 0.0
+                for k in range(ni):
+                    for m in range(ni):
+                        total += U[i, k, r] * Dinv[i, k, m] * U[i, m, c]
+                IA[i, r, c] -= total
+                if c != r:
+                    IA[i, c, r] = IA[i, r, c]
+        congruence_add(R[i], p[i], IA[i], work, IA[lam])
+    return -1
+
+
+@njit(cache=True, inline="always")
+def articulated_bias_force(views, i, ni):
+    """p^a_i = p^A_i + I^a_i c_i + U_i D_i^-1 u_i (F&O eq. 12), a 6-tuple; ni:
+    the joint's number of velocity coordinates."""
+    IA, U, Dinv, c, u = views.IA, views.U, views.Dinv, views.c, views.u
+    Dinv_u0 = Dinv[i, 0, 0] * u[i, 0] if ni == 1 else 0.0
+    pa = row(views.pA, i)
+    for r in range(6):
+        total = pa[r]
+        for col in range(6):
+            total += IA[i, r, col] * c[i, col]
+        if ni == 1:
+            total += U[i, 0, r] * Dinv_u0
+        else:
+            for k in range(ni):
+                for m in range(ni):
+                    total += U[i, k, r] * Dinv[i, k, m] * u[i, m]
+        views.work[0, r] = total
+    return row(views.work, 0)
+
+
+@njit(cache=True)
+def bias_and_accelerations(packed, gravity, views, tau, qdd):
+    """Passes 2 (bias forces, given p^A and c from pass 1) and 3 of the ABA
+    (F&O eqs. 12-14); views.IA holds I^a (articulated_inertias). `gravity`:
+    the acceleration the world has, [0; -g] (joints.gravity_acceleration)."""
+    model = unpack_model(packed)
+    R, p, S, U, Dinv, c, pA, u, acc = (views.R, views.p, views.S, views.U, views.Dinv, views.c, views.pA, views.u,
+                                       views.acc)
+    n = model.parent.shape[0]
+    for i in range(n - 1, -1, -1):
+        ni, vi = model.nv_joint[i], model.v_start[i]
+        for k in range(ni):
+            t = tau[vi + k]
+            for r in range(6):
+                t -= S[i, r, k] * pA[i, r]
+            u[i, k] = t
+        lam = model.parent[i]
+        if lam >= 0:
+            store_add(pA, lam, force_to_parent(R, p, i, articulated_bias_force(views, i, ni)))
+    for i in range(n):
+        ni, vi = model.nv_joint[i], model.v_start[i]
+        a_i = add(motion_to_child(R, p, i, parent_row(acc, model.parent[i], gravity)), row(c, i))
+        store(acc, i, a_i)
+        if ni == 1:
+            ua = u[i, 0]
+            for r in range(6):
+                ua -= U[i, 0, r] * a_i[r]
+            qdd[vi] = Dinv[i, 0, 0] * ua
+            for r in range(6):
+                acc[i, r] += S[i, r, 0] * qdd[vi]
+            continue
+        for k in range(ni):
+            t = 0.0
+            for m in range(ni):
+                ua = u[i, m]
+                for r in range(6):
+                    ua -= U[i, m, r] * a_i[r]
+                t += Dinv[i, k, m] * ua
+            qdd[vi + k] = t
+        store_add(acc, i, subspace_times(S, i, ni, qdd, vi))
+
+
+@njit(cache=True)
+def velocity_pass(packed, v, f_ext, views):
+    """Pass 1 of the ABA (F&O eq. 11): body velocities v_i, bias accelerations
+    c_i = c_J + v_i x S_i qd_i and bias forces p^A_i = v_i x* I_i v_i - f_ext_i."""
+    model = unpack_model(packed)
+    R, p, S = views.R, views.p, views.S
+    has_external = f_ext.shape[0] > 0
+    for i in range(model.parent.shape[0]):
+        v_i, vJ = body_velocity(model, i, R, p, S, v, views.vel)
+        store(views.c, i, add(joint_bias(model, i, S, v), motion_cross(v_i, vJ)))
+        store(views.pA, i, force_cross(v_i, inertia_times(model.mass, model.first_moment, model.rotational_inertia,
+                                                          i, v_i)))
+        if has_external:
+            for r in range(6):
+                views.pA[i, r] -= f_ext[i, r]
+
+
+@njit(cache=True)
+def aba_kernel(packed, q, v, tau, f_ext, qdd, buffer):
+    """qdd = FD(q, v, tau); returns 0, INVALID_INPUT without computing
+    (inputs.invalid), NONFINITE_RESULT when qdd overflows, or -1 - i when the
+    D of body i is singular (singular_body)."""
+    model = unpack_model(packed)
+    if invalid(model, q, v, tau):
+        return INVALID_INPUT
+    views = aba_views(buffer, model.parent.shape[0])
+    forward_pass(packed, q, views.R, views.p, views.S)
+    singular = articulated_inertias(packed, views)
+    if singular >= 0:
+        return -1 - singular
+    velocity_pass(packed, v, f_ext, views)
+    bias_and_accelerations(packed, gravity_acceleration(model.gravity), views, tau, qdd)
+    return 0 if all_finite(qdd) else NONFINITE_RESULT
+
+
+@njit(cache=True, parallel=True)
+def aba_batch_kernel(packed, q, v, tau, qdd, status):
+    no_force = np.empty((0, 6))
+    for b in prange(q.shape[0]):
+        status[b] = aba_kernel(packed, q[b], v[b], tau[b], no_force, qdd[b], new_scratch(body_count(packed)))
+
+
+@njit(cache=True)
+def inverse_mass_setup(packed, q, buffer):
+    """The articulated inertias at q, kept in `buffer` for inverse_mass_apply;
+    returns the first singular body or -1."""
+    model = unpack_model(packed)
+    views = aba_views(buffer, model.parent.shape[0])
+    forward_pass(packed, q, views.R, views.p, views.S)
+    return articulated_inertias(packed, views)
+
+
+@njit(cache=True)
+def inverse_mass_apply(packed, buffer, x, y):
+    """y = M^-1 x: passes 2 and 3 of the ABA without velocity or gravity."""
+    model = unpack_model(packed)
+    views = aba_views(buffer, model.parent.shape[0])
+    views.c[:] = 0.0
+    views.pA[:] = 0.0
+    bias_and_accelerations(packed, REST, views, x, y)
+
+
+@njit(cache=True)
+def inverse_mass_apply_columns(packed, buffer, X, Y):
+    """Y = M^-1 X, column by column (inverse_mass_apply)."""
+    x, y = np.empty(X.shape[0]), np.empty(X.shape[0])
+    for k in range(X.shape[1]):
+        x[:] = X[:, k]
+        inverse_mass_apply(packed, buffer, x, y)
+        Y[:, k] = y
+
+
+def singular_mass_matrix(model: Model, joint: str | None) -> SingularMassMatrix:
+    """The error of a singular mass matrix, naming the joint that moves nothing."""
+    where = f": joint '{joint}' moves no mass or inertia (a massless link at the end of a chain?)" if joint else ""
+    return SingularMassMatrix(f"the mass matrix of model '{model.name}' is singular{where}")
+
+
+def refuse_forward_dynamics(model: Model, status, q, v, tau) -> None:
+    """Raise what aba_kernel's status (or a batch's statuses) reports, if anything."""
+    status = np.asarray(status)
+    inputs.refuse(model, status, "the forward dynamics", q, (v, "v"), (tau, "tau"))
+    if np.any(status < 0):
+        raise singular_mass_matrix(model, model.body_joint_names[-1 - int(status[status < 0].flat[0])])
+
+
+def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
+    """a = M(q)^-1 (tau - h(q, v) + sum_i J_i^T f_i) by the ABA, O(n).
+
+    f_ext as in inverse_dynamics. q, v, tau may carry a leading batch
+    dimension (then f_ext must be None). A singular mass matrix raises
+    SingularMassMatrix (a ValueError) naming the joint.
+    """
+    q = inputs.shaped(model, q, model.nq, "q")
+    v = inputs.shaped(model, v, model.nv, "v")
+    tau = inputs.shaped(model, tau, model.nv, "tau")
+    batch = inputs.same_batch(q, v, tau)
+    if f_ext and batch:
+        raise ValueError("f_ext is not supported with a batch of states")
+    if model.has_coupled_joints:
+        M = mass_matrix(model, q)
+        bias = inverse_dynamics(model, q, v, np.zeros_like(v), f_ext)
+        inputs.vector(model, tau, model.nv, "tau")
+        try:
+            qdd = np.linalg.solve(M, (tau - bias)[..., None])[..., 0]  # a stack of vectors, not a matrix
+        except np.linalg.LinAlgError:
+            raise singular_mass_matrix(model, coupled_singular_joint(model, M)) from None
+        if not inputs.all_finite(qdd):  # a vanishing pivot, or inputs too large
+            joint = coupled_singular_joint(model, M)
+            if joint is not None:
+                raise singular_mass_matrix(model, joint)
+            raise inputs.overflow(model, "the forward dynamics", (q, "q"), (v, "v"), (tau, "tau"))
+        return qdd
+    if batch:
+        qdd = np.empty_like(v)
+        status = np.empty(q.shape[0], dtype=np.int64)
+        aba_batch_kernel(model.packed, q, v, tau, qdd, status)
+        failed = status.any()
+    else:
+        f_bodies = (external_wrenches_in_bodies(model, inputs.configuration(model, q), f_ext) if f_ext
+                    else _NO_FORCE)
+        qdd = np.empty(model.nv)
+        status = aba_kernel(model.packed, q, v, tau, f_bodies, qdd, scratch(model))
+        failed = status != 0
+    if failed:
+        refuse_forward_dynamics(model, status, q, v, tau)
+    return qdd
+
+
+def coupled_singular_joint(model: Model, M) -> str | None:
+    """The joint at the first vanishing pivot of the mass matrix M (or of any
+    in a batch (N, nv, nv)) in the elimination M = L D L^T, a pivot vanishing
+    relative to the largest diagonal entry; None when there is none. Names
+    the joint of a singular M on the coupled-mimic path, where the ABA (which
+    names it as it goes) does not run."""
+    for matrix in np.reshape(M, (-1, model.nv, model.nv)):
+        scale = max(float(np.abs(np.diagonal(matrix)).max(initial=0.0)), 1e-300)
+        work = np.array(matrix)
+        for k in range(model.nv):
+            pivot = work[k, k]
+            if not pivot > SINGULAR_PIVOT * scale:
+                return model.velocity_joint(k)
+            work[k + 1:, k + 1:] -= np.outer(work[k + 1:, k] / pivot, work[k, k + 1:])
+    return None
+
+
+class InverseMassMatrix:
+    """x -> M(q)^-1 x in O(n) per product, the articulated inertias computed
+    once for q and reused (RBDL §5.3). For contact solvers' Schur complements.
+
+        Minv = InverseMassMatrix(model, q)
+        y = Minv @ x          # x of shape (nv,) or (nv, k)
+    """
+
+    def __init__(self, model: Model, q):
+        if model.has_coupled_joints:
+            raise ValueError(f"model '{model.name}' has coupled mimic joints: use mass_matrix and a solve")
+        self.model = model
+        q = inputs.configuration(model, q, batch=False)
+        self._buffer = new_scratch(model.nbodies)  # its own: it outlives the call
+        singular = inverse_mass_setup(model.packed, q, self._buffer)
+        if singular >= 0:
+            raise singular_mass_matrix(model, model.body_joint_names[singular])
+        self.shape = (model.nv, model.nv)
+
+    def __matmul__(self, x) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        if x.ndim == 2:
+            if not (x.shape[0] == self.model.nv and np.all(np.isfinite(x))):
+                return np.column_stack([self @ column for column in x.T])  # says what is wrong
+            y = np.empty(x.shape)
+            inverse_mass_apply_columns(self.model.packed, self._buffer, x, y)
+            return y
+        x = inputs.vector(self.model, x, self.model.nv, "x", batch=False)
+        y = np.empty(self.model.nv)
+        inverse_mass_apply(self.model.packed, self._buffer, x, y)
+        return y

@@ -1,0 +1,203 @@
+"""Centre of mass and centroidal momentum (RBDL §6.5): the spatial momentum
+of all bodies, h_O = sum_i ^0X*_i I_i v_i, taken about the centre of mass with
+the force transform, k_G = k_O - c x l (not the motion transform), in
+world-aligned axes; the kinetic and potential energy from the same pass;
+and A_G(q) with h_G = A_G v, whose columns are the CRBA's composite momenta
+I^C_i S_i in world axes (crba.composite_momenta), O(n).
+
+The momentum h_O is gathered from the leaves to the roots in body frames (a
+force transform per body), with the first moments m c the same way, so no
+world placement is formed.
+"""
+import numpy as np
+from numba import njit, prange
+
+from mbs_dynamics import inputs
+from mbs_dynamics.algorithms.crba import composite_momenta, composite_momentum
+from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
+from mbs_dynamics.multibody.joints import body_velocity, forward_pass
+from mbs_dynamics.multibody.model import Model, body_count, unpack_model
+from mbs_dynamics.spatial.algebra import force_to_parent, inertia_times, rotate, row, store
+from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
+
+
+@njit(cache=True, inline="always")
+def center_of_mass_from(total_mass, first_moment):
+    """c = (m c) / m, zero for a massless robot."""
+    if total_mass <= 0.0:
+        return 0.0, 0.0, 0.0
+    return first_moment[0] / total_mass, first_moment[1] / total_mass, first_moment[2] / total_mass
+
+
+@njit(cache=True, inline="always")
+def moment_about(c0, c1, c2, k0, k1, k2, l0, l1, l2):
+    """k - c x l: an angular momentum k about the origin, taken about the point c."""
+    return k0 - (c1 * l2 - c2 * l1), k1 - (c2 * l0 - c0 * l2), k2 - (c0 * l1 - c1 * l0)
+
+
+@njit(cache=True)
+def momentum_kernel(packed, q, v, out, buffer):
+    """out[0:6] = h_G = [k_G; l] (world axes, about the CoM); out[6:9] = c;
+    out[9] = the kinetic energy 1/2 sum_i v_i^T I_i v_i (body frames) + 1/2 armature v^2.
+    Returns INVALID_INPUT without computing when q or v is invalid
+    (inputs.invalid), NONFINITE_RESULT when out overflows, else 0."""
+    model = unpack_model(packed)
+    if invalid(model, q, v, v[:0]):
+        return INVALID_INPUT
+    n = model.parent.shape[0]
+    kinematics, o = kinematic_views(buffer, n)
+    R, p, S = kinematics.R, kinematics.p, kinematics.S
+    vel, o = take(buffer, o, (n, 6))
+    momentum, o = take(buffer, o, (n, 6))  # of body i and its subtree, body frame
+    moment, o = take(buffer, o, (n, 4))  # their mass and first moment, body frame
+    h_O, o = take(buffer, o, (6,))  # the whole robot's momentum about the world origin, world axes
+    mc_O, o = take(buffer, o, (3,))  # its first moment m c
+    forward_pass(packed, q, R, p, S)
+    kinetic = 0.0
+    for i in range(n):
+        v_i, _ = body_velocity(model, i, R, p, S, v, vel)
+        h_i = inertia_times(model.mass, model.first_moment, model.rotational_inertia, i, v_i)
+        store(momentum, i, h_i)
+        moment[i, 0] = model.mass[i]
+        moment[i, 1], moment[i, 2], moment[i, 3] = model.first_moment[i, 0], model.first_moment[i, 1], \
+            model.first_moment[i, 2]
+        for k in range(6):
+            kinetic += 0.5 * v_i[k] * h_i[k]
+    h_O[:] = 0.0
+    mc_O[:] = 0.0
+    m_O = 0.0
+    for i in range(n - 1, -1, -1):
+        lam = model.parent[i]
+        # to the parent (the world for a root): the momentum as a force vector, m c -> R (m c) + m p
+        h = force_to_parent(R, p, i, row(momentum, i))
+        m = moment[i, 0]
+        mc = rotate(R, i, (moment[i, 1], moment[i, 2], moment[i, 3]))
+        if lam < 0:
+            target, target_moment = h_O, mc_O
+            m_O += m
+        else:
+            target, target_moment = momentum[lam], moment[lam, 1:]
+            moment[lam, 0] += m
+        for r in range(6):
+            target[r] += h[r]
+        for r in range(3):
+            target_moment[r] += mc[r] + m * p[i, r]
+    c0, c1, c2 = center_of_mass_from(m_O, mc_O)
+    out[0], out[1], out[2] = moment_about(c0, c1, c2, h_O[0], h_O[1], h_O[2], h_O[3], h_O[4], h_O[5])
+    out[3], out[4], out[5] = h_O[3], h_O[4], h_O[5]
+    out[6], out[7], out[8] = c0, c1, c2
+    for k in range(v.shape[0]):  # and the rotors' (model.armature)
+        kinetic += 0.5 * model.armature[k] * v[k] * v[k]
+    out[9] = kinetic
+    return 0 if all_finite(out) else NONFINITE_RESULT
+
+
+@njit(cache=True, parallel=True)
+def momentum_batch_kernel(packed, q, v, out, status):
+    for b in prange(q.shape[0]):
+        status[b] = momentum_kernel(packed, q[b], v[b], out[b], new_scratch(body_count(packed)))
+
+
+@njit(cache=True)
+def momentum_matrix_kernel(packed, q, A, com, buffer):
+    """A = A_G (6, nv) and com = c. Column j of A_O is the momentum, about the
+    world origin, of the bodies moved by coordinate j at unit speed: I^C_i S_i
+    in world axes; then k_G = k_O - c x l column by column. Returns the status
+    of momentum_kernel."""
+    model = unpack_model(packed)
+    if invalid(model, q, q[:0], q[:0]):
+        return INVALID_INPUT
+    parent, v_start, nv_joint = model.parent, model.v_start, model.nv_joint
+    n = parent.shape[0]
+    composite = composite_momenta(packed, q, buffer)
+    mass_c, first_moment_c, F = composite.mass_c, composite.first_moment_c, composite.F
+    total_mass = 0.0
+    com[0] = com[1] = com[2] = 0.0
+    for i in range(n):
+        if parent[i] < 0:
+            total_mass += mass_c[i]
+            for r in range(3):
+                com[r] += first_moment_c[i, r]
+    c0, c1, c2 = center_of_mass_from(total_mass, com)
+    com[0], com[1], com[2] = c0, c1, c2
+    for i in range(n):
+        for k in range(nv_joint[i]):
+            composite_momentum(composite, i, k)
+            j = v_start[i] + k
+            A[0, j], A[1, j], A[2, j] = moment_about(c0, c1, c2, F[k, 0], F[k, 1], F[k, 2], F[k, 3], F[k, 4], F[k, 5])
+            A[3, j], A[4, j], A[5, j] = F[k, 3], F[k, 4], F[k, 5]
+    return 0 if all_finite(A) and all_finite(com) else NONFINITE_RESULT
+
+
+def _momentum(model: Model, q, v) -> np.ndarray:
+    """[h_G (6); c (3); kinetic energy] of shaped q and v, one state or a batch."""
+    if q.ndim == 2:
+        out = np.empty((q.shape[0], 10))
+        status = np.empty(q.shape[0], dtype=np.int64)
+        momentum_batch_kernel(model.packed, q, v, out, status)
+        failed = status.any()
+    else:
+        out = np.empty(10)
+        status = momentum_kernel(model.packed, q, v, out, scratch(model))
+        failed = status != 0
+    if failed:
+        inputs.refuse(model, status, "the centroidal momentum", q, (v, "v"))
+    return out
+
+
+def center_of_mass(model: Model, q) -> np.ndarray:
+    """c (3,), world frame."""
+    q = inputs.shaped(model, q, model.nq, "q", batch=False)
+    return _momentum(model, q, np.zeros(model.nv))[6:9]
+
+
+def center_of_mass_velocity(model: Model, q, v) -> np.ndarray:
+    """dc/dt = l / m (3,), world axes (zero for a massless robot)."""
+    q = inputs.shaped(model, q, model.nq, "q", batch=False)
+    v = inputs.shaped(model, v, model.nv, "v", batch=False)
+    linear = _momentum(model, q, v)[3:6]
+    return linear / model.total_mass if model.total_mass > 0 else np.zeros(3)
+
+
+def centroidal_momentum(model: Model, q, v) -> np.ndarray:
+    """h_G = [k_G; l] (6,): angular momentum about the CoM and linear momentum,
+    world-aligned axes. q, v may carry a leading batch dimension."""
+    q = inputs.shaped(model, q, model.nq, "q")
+    v = inputs.shaped(model, v, model.nv, "v")
+    inputs.same_batch(q, v)
+    return _momentum(model, q, v)[..., :6]
+
+
+def centroidal_state(model: Model, q, v) -> tuple[np.ndarray, np.ndarray]:
+    """(h_G (6,), c (3,)): centroidal_momentum and center_of_mass from one pass."""
+    q = inputs.shaped(model, q, model.nq, "q", batch=False)
+    v = inputs.shaped(model, v, model.nv, "v", batch=False)
+    out = _momentum(model, q, v)
+    return out[:6], out[6:9]
+
+
+def kinetic_energy(model: Model, q, v):
+    """T = 1/2 sum_i v_i^T I_i v_i + 1/2 sum_k armature_k v_k^2 = 1/2 v^T M(q) v (J),
+    O(n) from the momentum pass. q, v may carry a leading batch dimension."""
+    q = inputs.shaped(model, q, model.nq, "q")
+    v = inputs.shaped(model, v, model.nv, "v")
+    inputs.same_batch(q, v)
+    return _momentum(model, q, v)[..., 9]
+
+
+def potential_energy(model: Model, q):
+    """V = -m g^T c(q) (J), zero with the CoM at the world origin; dV/dq is
+    the gravity torques. q may carry a leading batch dimension."""
+    q = inputs.shaped(model, q, model.nq, "q")
+    c = _momentum(model, q, np.zeros(q.shape[:-1] + (model.nv,)))[..., 6:9]
+    return inputs.finite(model, -model.total_mass * (c @ model.gravity), "the potential energy", (q, "q"))
+
+
+def centroidal_momentum_matrix(model: Model, q) -> np.ndarray:
+    """A_G (6, nv) with h_G = A_G v."""
+    q = inputs.shaped(model, q, model.nq, "q", batch=False)
+    A = np.empty((6, model.nv))
+    status = momentum_matrix_kernel(model.packed, q, A, np.empty(3), scratch(model))
+    if status:
+        inputs.refuse(model, status, "the centroidal momentum matrix", q)
+    return A

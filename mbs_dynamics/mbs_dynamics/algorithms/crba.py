@@ -1,0 +1,286 @@
+"""Joint-space mass matrix by the composite rigid body algorithm (F&O eqs.
+9-10, RBDL Alg. 2 with its loop corrected: walk j = λ(j) while λ(j) is a
+body), in world axes: with every composite inertia I^C_i and motion subspace
+^0X_i S_i expressed about the world origin, F = I^C_i S_i needs no transform
+on its way up the tree, and H_ji = S_j^T F is a dot product. O(n·depth);
+blocks of bodies on different branches stay zero.
+
+A compact spatial inertia (m, h = m c, I_O) about a point is additive, so the
+composite inertias are sums of ten numbers, not 6x6 congruences.
+"""
+from collections import namedtuple
+
+import numpy as np
+from numba import njit, prange
+
+from mbs_dynamics import inputs
+from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
+from mbs_dynamics.algorithms.kinematics import body_poses_kernel
+from mbs_dynamics.multibody.model import Model, body_count, unpack_model
+from mbs_dynamics.spatial.algebra import inertia_times, motion_to_parent, row
+from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
+
+
+@njit(cache=True)
+def world_body_inertias(packed, world_R, world_p, mass_w, first_moment_w, inertia_w):
+    """(mass_w[i], first_moment_w[i], inertia_w[i]): body i's spatial inertia about
+    the world origin in world axes. A body's inertia about its origin o, moved to
+    the world origin (rotated, then shifted by p = o):
+    h_W = h' + m p,  I_W = I' + m(|p|^2 1 - p p^T) - (h' p^T + p h'^T) + 2 (h'.p) 1,
+    with h' = R h and I' = R I_O R^T (the parallel-axis theorem about o, not the CoM)."""
+    model = unpack_model(packed)
+    parent, mass, first_moment, rotational_inertia = (model.parent, model.mass, model.first_moment,
+                                                      model.rotational_inertia)
+    for i in range(parent.shape[0]):
+        R, p, m = world_R[i], world_p[i], mass[i]
+        h0 = R[0, 0] * first_moment[i, 0] + R[0, 1] * first_moment[i, 1] + R[0, 2] * first_moment[i, 2]
+        h1 = R[1, 0] * first_moment[i, 0] + R[1, 1] * first_moment[i, 1] + R[1, 2] * first_moment[i, 2]
+        h2 = R[2, 0] * first_moment[i, 0] + R[2, 1] * first_moment[i, 1] + R[2, 2] * first_moment[i, 2]
+        p0, p1, p2 = p[0], p[1], p[2]
+        diagonal = m * (p0 * p0 + p1 * p1 + p2 * p2) + 2.0 * (h0 * p0 + h1 * p1 + h2 * p2)
+        h, I = (h0, h1, h2), rotational_inertia[i]  # noqa: E741
+        for r in range(3):
+            # row r of R I_O
+            a0 = R[r, 0] * I[0, 0] + R[r, 1] * I[1, 0] + R[r, 2] * I[2, 0]
+            a1 = R[r, 0] * I[0, 1] + R[r, 1] * I[1, 1] + R[r, 2] * I[2, 1]
+            a2 = R[r, 0] * I[0, 2] + R[r, 1] * I[1, 2] + R[r, 2] * I[2, 2]
+            for c in range(r, 3):
+                value = a0 * R[c, 0] + a1 * R[c, 1] + a2 * R[c, 2] - m * p[r] * p[c] - (h[r] * p[c] + p[r] * h[c])
+                if r == c:
+                    value += diagonal
+                inertia_w[i, r, c] = value
+                inertia_w[i, c, r] = value
+        mass_w[i] = m
+        first_moment_w[i, 0], first_moment_w[i, 1], first_moment_w[i, 2] = h0 + m * p0, h1 + m * p1, h2 + m * p2
+
+
+@njit(cache=True)
+def composite_sums(packed, mass_c, first_moment_c, inertia_c):
+    """World inertias of bodies (world_body_inertias) -> composites: each body's plus
+    those of every body it carries, summed leaves to root (about one point, additive)."""
+    model = unpack_model(packed)
+    parent = model.parent
+    for i in range(parent.shape[0] - 1, -1, -1):
+        lam = parent[i]
+        if lam >= 0:
+            mass_c[lam] += mass_c[i]
+            for r in range(3):
+                first_moment_c[lam, r] += first_moment_c[i, r]
+                for c in range(3):
+                    inertia_c[lam, r, c] += inertia_c[i, r, c]
+
+
+@njit(cache=True)
+def world_composite_inertias(packed, world_R, world_p, mass_c, first_moment_c, inertia_c):
+    """(mass_c[i], first_moment_c[i], inertia_c[i]): body i and every body it carries,
+    as one spatial inertia about the world origin in world axes."""
+    world_body_inertias(packed, world_R, world_p, mass_c, first_moment_c, inertia_c)
+    composite_sums(packed, mass_c, first_moment_c, inertia_c)
+
+
+@njit(cache=True)
+def world_motion_subspaces(packed, S, world_R, world_p, out):
+    """out[i, k] = ^0X_i S_i[:, k]: column k of body i's motion subspace in world
+    axes, about the world origin (spatial.motion_to_parent with the world placement)."""
+    model = unpack_model(packed)
+    for i in range(model.parent.shape[0]):
+        for k in range(model.nv_joint[i]):
+            out[i, k, 0], out[i, k, 1], out[i, k, 2], out[i, k, 3], out[i, k, 4], out[i, k, 5] = motion_to_parent(
+                world_R, world_p, i, (S[i, 0, k], S[i, 1, k], S[i, 2, k], S[i, 3, k], S[i, 4, k], S[i, 5, k]))
+
+
+# What the CRBA needs from q (composite_momenta): each body's composite inertia
+# (mass_c, first_moment_c, inertia_c) and motion subspace S_world about the world
+# origin in world axes, and 6x6 scratch F for the momenta of one body's columns.
+CompositeViews = namedtuple("CompositeViews", ("mass_c", "first_moment_c", "inertia_c", "S_world", "F"))
+
+
+@njit(cache=True)
+def composite_momenta(packed, q, buffer):
+    """The CompositeViews of `buffer` at q, after its KinematicViews (world placements)."""
+    model = unpack_model(packed)
+    n = model.parent.shape[0]
+    kinematics, o = kinematic_views(buffer, n)
+    mass_c, o = take(buffer, o, (n,))
+    first_moment_c, o = take(buffer, o, (n, 3))
+    inertia_c, o = take(buffer, o, (n, 3, 3))
+    S_world, o = take(buffer, o, (n, 6, 6))
+    F, o = take(buffer, o, (6, 6))
+    world_R, world_p = kinematics.world_R, kinematics.world_p
+    body_poses_kernel(packed, q, kinematics.R, kinematics.p, kinematics.S, world_R, world_p)
+    world_composite_inertias(packed, world_R, world_p, mass_c, first_moment_c, inertia_c)
+    world_motion_subspaces(packed, kinematics.S, world_R, world_p, S_world)
+    return CompositeViews(mass_c, first_moment_c, inertia_c, S_world, F)
+
+
+@njit(cache=True, inline="always")
+def composite_momentum(composite, i, k):
+    """F[k] = I^C_i (^0X_i S_i)[:, k]: the momentum of body i's subtree moved by
+    column k at unit speed, world axes, about the world origin."""
+    F = composite.F
+    F[k, 0], F[k, 1], F[k, 2], F[k, 3], F[k, 4], F[k, 5] = inertia_times(
+        composite.mass_c, composite.first_moment_c, composite.inertia_c, i, row(composite.S_world[i], k))
+
+
+@njit(cache=True)
+def crba_kernel(packed, q, M, buffer):
+    """M(q) by the CRBA (F&O eqs. 9-10), from the leaves: F = I^C_i S_i (world
+    axes, about the world origin), H_ii = S_i^T F, then H_ji = S_j^T F for each
+    j on the path to the root. Returns INVALID_INPUT without computing when q is
+    invalid (inputs.invalid), NONFINITE_RESULT when M overflows, else 0."""
+    model = unpack_model(packed)
+    if invalid(model, q, q[:0], q[:0]):
+        return INVALID_INPUT
+    parent, v_start, nv_joint = model.parent, model.v_start, model.nv_joint
+    composite = composite_momenta(packed, q, buffer)
+    S_world, F = composite.S_world, composite.F
+    for r in range(M.shape[0]):
+        for c in range(M.shape[1]):
+            M[r, c] = 0.0
+    for i in range(parent.shape[0] - 1, -1, -1):
+        ni, vi = nv_joint[i], v_start[i]
+        for k in range(ni):
+            composite_momentum(composite, i, k)
+        for k in range(ni):  # H_ii = S_i^T F, its lower triangle mirrored: M exactly symmetric
+            for m in range(k, ni):
+                s = S_world[i, m]
+                value = s[0] * F[k, 0] + s[1] * F[k, 1] + s[2] * F[k, 2] + s[3] * F[k, 3] + s[4] * F[k, 4] \
+                    + s[5] * F[k, 5]
+                M[vi + m, vi + k] += value
+                if m != k:
+                    M[vi + k, vi + m] += value
+        j = parent[i]
+        while j >= 0:  # H_ji = S_j^T F, H_ij = H_ji^T
+            nj, vj = nv_joint[j], v_start[j]
+            for k in range(ni):
+                f0, f1, f2, f3, f4, f5 = F[k, 0], F[k, 1], F[k, 2], F[k, 3], F[k, 4], F[k, 5]
+                for m in range(nj):
+                    s = S_world[j, m]
+                    value = s[0] * f0 + s[1] * f1 + s[2] * f2 + s[3] * f3 + s[4] * f4 + s[5] * f5
+                    M[vj + m, vi + k] += value
+                    M[vi + k, vj + m] += value
+            j = parent[j]
+    for k in range(M.shape[0]):
+        M[k, k] += model.armature[k]
+    return 0 if all_finite(M) else NONFINITE_RESULT
+
+
+@njit(cache=True, parallel=True)
+def crba_batch_kernel(packed, q, M, status):
+    for b in prange(q.shape[0]):
+        status[b] = crba_kernel(packed, q[b], M[b], new_scratch(body_count(packed)))
+
+
+def mass_matrix(model: Model, q) -> np.ndarray:
+    """M(q), (nv, nv), full and symmetric (CRBA); q may carry a leading batch dimension."""
+    q = inputs.shaped(model, q, model.nq, "q")
+    if q.ndim == 2:
+        M = np.empty((q.shape[0], model.nv, model.nv))
+        status = np.empty(q.shape[0], dtype=np.int64)
+        crba_batch_kernel(model.packed, q, M, status)
+        failed = status.any()
+    else:
+        M = np.empty((model.nv, model.nv))
+        status = crba_kernel(model.packed, q, M, scratch(model))
+        failed = status != 0
+    if failed:
+        inputs.refuse(model, status, "the mass matrix", q)
+    return M
+
+
+# --- M = L^T L with the tree's sparsity (Featherstone RBDA §6.5) ---------------
+# L is lower triangular with L[k, j] != 0 only for j on k's path to the root
+# (model.dof_parent): factoring and solving cost O(sum of depth²) instead of O(n³).
+
+
+@njit(cache=True)
+def ltl_factor(M, dof_parent):
+    """Overwrite the lower triangle of M (symmetric, positive definite) with L,
+    M = L^T L (RBDA Table 6.3, LTL). Returns the coordinate whose pivot is not
+    positive (M singular there), or -1."""
+    for k in range(M.shape[0] - 1, -1, -1):
+        if not M[k, k] > 0.0:
+            return k
+        M[k, k] = np.sqrt(M[k, k])
+        i = dof_parent[k]
+        while i >= 0:
+            M[k, i] /= M[k, k]
+            i = dof_parent[i]
+        i = dof_parent[k]
+        while i >= 0:
+            j = i
+            while j >= 0:
+                M[i, j] -= M[k, i] * M[k, j]
+                j = dof_parent[j]
+            i = dof_parent[i]
+    return -1
+
+
+@njit(cache=True, inline="always")
+def ltl_solve_transposed(L, dof_parent, x):
+    """x <- L^-T x (back substitution up the tree, RBDA Table 6.4)."""
+    for i in range(x.shape[0] - 1, -1, -1):
+        x[i] /= L[i, i]
+        j = dof_parent[i]
+        while j >= 0:
+            x[j] -= L[i, j] * x[i]
+            j = dof_parent[j]
+
+
+@njit(cache=True, inline="always")
+def ltl_solve_transposed_chain(L, dof_parent, x, deepest):
+    """x <- L^-T x for x zero outside the path from coordinate `deepest` to the
+    root: the result is zero outside it too (a row of a Jacobian of one body)."""
+    i = deepest
+    while i >= 0:
+        x[i] /= L[i, i]
+        j = dof_parent[i]
+        while j >= 0:
+            x[j] -= L[i, j] * x[i]
+            j = dof_parent[j]
+        i = dof_parent[i]
+
+
+@njit(cache=True, inline="always")
+def ltl_solve_lower(L, dof_parent, x):
+    """x <- L^-1 x (forward substitution down the tree)."""
+    for i in range(x.shape[0]):
+        j = dof_parent[i]
+        while j >= 0:
+            x[i] -= L[i, j] * x[j]
+            j = dof_parent[j]
+        x[i] /= L[i, i]
+
+
+@njit(cache=True)
+def ltl_solve(L, dof_parent, x):
+    """x <- M^-1 x = L^-1 L^-T x."""
+    ltl_solve_transposed(L, dof_parent, x)
+    ltl_solve_lower(L, dof_parent, x)
+
+
+@njit(cache=True)
+def ltl_solve_rows(L, dof_parent, X):
+    """X <- M^-1 X for a matrix X, M = L^T L: ltl_solve on every column at once,
+    as operations on whole rows (contiguous, vectorised)."""
+    n, m = X.shape
+    for i in range(n - 1, -1, -1):  # L^-T
+        pivot = 1.0 / L[i, i]
+        for c in range(m):
+            X[i, c] *= pivot
+        j = dof_parent[i]
+        while j >= 0:
+            factor = L[i, j]
+            for c in range(m):
+                X[j, c] -= factor * X[i, c]
+            j = dof_parent[j]
+    for i in range(n):  # L^-1
+        j = dof_parent[i]
+        while j >= 0:
+            factor = L[i, j]
+            for c in range(m):
+                X[i, c] -= factor * X[j, c]
+            j = dof_parent[j]
+        pivot = 1.0 / L[i, i]
+        for c in range(m):
+            X[i, c] *= pivot

@@ -1,0 +1,320 @@
+"""Forward kinematics: poses of every body and frame (Müller kinematics §2-3,
+RBDL §6): ^0T_i = ^0T_λ(i) ^λT_i."""
+from functools import lru_cache
+
+import numpy as np
+from numba import njit
+
+from mbs_dynamics import inputs
+from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
+from mbs_dynamics.multibody.joints import body_acceleration, body_jerk, body_velocity, forward_pass
+from mbs_dynamics.spatial.lie import pose, skew
+from mbs_dynamics.multibody.model import Model, unpack_model
+from mbs_dynamics.spatial.algebra import cross, motion_cross, motion_to_parent, rotate, rotate_back
+from mbs_dynamics.multibody.workspace import kinematic_views, scratch, take
+
+
+@njit(cache=True)
+def body_poses_kernel(packed, q, R, p, S, world_R, world_p):
+    """World <- body for every body (world_R, world_p), from the parent placements."""
+    model = unpack_model(packed)
+    forward_pass(packed, q, R, p, S)
+    parent = model.parent
+    for i in range(parent.shape[0]):
+        lam = parent[i]
+        if lam < 0:
+            world_R[i] = R[i]
+            world_p[i] = p[i]
+            continue
+        for r in range(3):
+            for c in range(3):
+                world_R[i, r, c] = (world_R[lam, r, 0] * R[i, 0, c] + world_R[lam, r, 1] * R[i, 1, c]
+                                    + world_R[lam, r, 2] * R[i, 2, c])
+            world_p[i, r] = world_p[lam, r] + (world_R[lam, r, 0] * p[i, 0] + world_R[lam, r, 1] * p[i, 1]
+                                               + world_R[lam, r, 2] * p[i, 2])
+
+
+@njit(cache=True)
+def world_placements(packed, q, world_R, world_p, buffer):
+    """world_R, world_p = world <- body of every body at q."""
+    model = unpack_model(packed)
+    kinematics, _ = kinematic_views(buffer, model.parent.shape[0])
+    body_poses_kernel(packed, q, kinematics.R, kinematics.p, kinematics.S, world_R, world_p)
+
+
+def body_poses(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
+    """World <- body rotation (nbodies, 3, 3) and translation (nbodies, 3) at q."""
+    q = inputs.configuration(model, q, batch=False)
+    world_R, world_p = np.empty((model.nbodies, 3, 3)), np.empty((model.nbodies, 3))
+    world_placements(model.packed, q, world_R, world_p, scratch(model))
+    return world_R, inputs.finite(model, world_p, "the body poses", (q, "q"))
+
+
+def frame_pose(model: Model, q, frame: str) -> np.ndarray:
+    """4x4 homogeneous transform world <- frame at q."""
+    placement = model.frame(frame)
+    q = inputs.configuration(model, q, batch=False)
+    if placement.body < 0:
+        return pose(placement.rotation, placement.translation)
+    world_R, world_p = body_poses(model, q)
+    R, p = world_R[placement.body], world_p[placement.body]
+    return pose(R @ placement.rotation, R @ placement.translation + p)
+
+
+REPRESENTATIONS = ("body", "spatial", "hybrid", "mixed")
+
+
+@njit(cache=True, inline="always")
+def add_point_jacobian(model, S, body_R, body_p, b, x, jacobian):
+    """jacobian (6, nv) += the hybrid Jacobian [w; dx/dt] of the world point x
+    moving with body b (body_R, body_p: the bodies' world placements; S their
+    motion subspaces in the body frames): each joint's screw on the path to the
+    root, in world axes, its linear part moved to x."""
+    x0, x1, x2 = x[0], x[1], x[2]
+    j = b
+    while j >= 0:
+        for m in range(model.nv_joint[j]):
+            column = motion_to_parent(body_R, body_p, j, (S[j, 0, m], S[j, 1, m], S[j, 2, m], S[j, 3, m],
+                                                          S[j, 4, m], S[j, 5, m]))
+            c = model.v_start[j] + m
+            jacobian[0, c] += column[0]
+            jacobian[1, c] += column[1]
+            jacobian[2, c] += column[2]
+            jacobian[3, c] += column[1] * x2 - column[2] * x1 + column[3]
+            jacobian[4, c] += column[2] * x0 - column[0] * x2 + column[4]
+            jacobian[5, c] += column[0] * x1 - column[1] * x0 + column[5]
+        j = model.parent[j]
+
+
+@njit(cache=True)
+def frames_motion_kernel(packed, q, v, bodies, local_R, local_p, jacobians, motion, world_R, world_p, buffer):
+    """For frames fixed in bodies (placement local_R, local_p in the body; body
+    -1: the world), in one pass: the hybrid Jacobians (k, 6, nv) [w; do/dt] of
+    their origins o, motion (k, 2, 6) = their hybrid twists [w; do/dt] and bias
+    accelerations [dw/dt; d²o/dt²] at a = 0 without gravity (what constraints
+    need, F&O eqs. 1-4), and their world poses. Returns INVALID_INPUT without
+    computing (inputs.invalid), NONFINITE_RESULT on overflow, else 0."""
+    model = unpack_model(packed)
+    if invalid(model, q, v, v):
+        return INVALID_INPUT
+    n = model.parent.shape[0]
+    kinematics, o = kinematic_views(buffer, n)
+    R, p, S, body_R, body_p = kinematics.R, kinematics.p, kinematics.S, kinematics.world_R, kinematics.world_p
+    vel, o = take(buffer, o, (n, 6))
+    acc, o = take(buffer, o, (n, 6))
+    no_gravity, o = take(buffer, o, (3,))
+    no_gravity[0] = no_gravity[1] = no_gravity[2] = 0.0
+    no_acceleration, o = take(buffer, o, (v.shape[0],))
+    no_acceleration[:] = 0.0
+    body_poses_kernel(packed, q, R, p, S, body_R, body_p)
+    for i in range(n):
+        v_i, vJ = body_velocity(model, i, R, p, S, v, vel)
+        body_acceleration(model, i, R, p, S, v, no_acceleration, acc, v_i, vJ, no_gravity)
+    jacobians[:] = 0.0
+    motion[:] = 0.0
+    for k in range(bodies.shape[0]):
+        b, x = bodies[k], local_p[k]
+        if b < 0:
+            world_R[k] = local_R[k]
+            world_p[k] = x
+            continue
+        Rb = body_R[b]
+        for r in range(3):
+            for c in range(3):
+                world_R[k, r, c] = Rb[r, 0] * local_R[k, 0, c] + Rb[r, 1] * local_R[k, 1, c] \
+                    + Rb[r, 2] * local_R[k, 2, c]
+            world_p[k, r] = body_p[b, r] + Rb[r, 0] * x[0] + Rb[r, 1] * x[1] + Rb[r, 2] * x[2]
+        add_point_jacobian(model, S, body_R, body_p, b, world_p[k], jacobians[k])
+        # in body axes: the origin's velocity v_b + w_b x x and acceleration
+        # dv_b/dt + dw_b/dt x x + w_b x (origin velocity); then to world axes
+        w, u, dw, du = vel[b, :3], vel[b, 3:], acc[b, :3], acc[b, 3:]
+        o0, o1, o2 = u[0] + w[1] * x[2] - w[2] * x[1], u[1] + w[2] * x[0] - w[0] * x[2], \
+            u[2] + w[0] * x[1] - w[1] * x[0]
+        e0 = du[0] + dw[1] * x[2] - dw[2] * x[1] + w[1] * o2 - w[2] * o1
+        e1 = du[1] + dw[2] * x[0] - dw[0] * x[2] + w[2] * o0 - w[0] * o2
+        e2 = du[2] + dw[0] * x[1] - dw[1] * x[0] + w[0] * o1 - w[1] * o0
+        for r in range(3):
+            motion[k, 0, r] = Rb[r, 0] * w[0] + Rb[r, 1] * w[1] + Rb[r, 2] * w[2]
+            motion[k, 0, 3 + r] = Rb[r, 0] * o0 + Rb[r, 1] * o1 + Rb[r, 2] * o2
+            motion[k, 1, r] = Rb[r, 0] * dw[0] + Rb[r, 1] * dw[1] + Rb[r, 2] * dw[2]
+            motion[k, 1, 3 + r] = Rb[r, 0] * e0 + Rb[r, 1] * e1 + Rb[r, 2] * e2
+    return 0 if all_finite(jacobians) and all_finite(motion) and all_finite(world_p) else NONFINITE_RESULT
+
+
+@lru_cache(maxsize=64)
+def frame_placements(model: Model, frames: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bodies, rotations, translations) of the named frames in their bodies."""
+    placements = [model.frame(name) for name in frames]
+    return (np.array([f.body for f in placements], dtype=np.int64),
+            np.array([f.rotation for f in placements], dtype=float).reshape(-1, 3, 3),
+            np.array([f.translation for f in placements], dtype=float).reshape(-1, 3))
+
+
+def frames_motion(model: Model, q, v, frames: tuple):
+    """Hybrid Jacobians (k, 6, nv), [twist; bias acceleration] (k, 2, 6) and
+    world rotations and origins of the named frames (frames_motion_kernel), for
+    shaped q and v; invalid values raise (inputs.explain)."""
+    bodies, local_R, local_p = frame_placements(model, frames)
+    k = len(frames)
+    J, motion = np.empty((k, 6, model.nv)), np.empty((k, 2, 6))
+    world_R, world_p = np.empty((k, 3, 3)), np.empty((k, 3))
+    status = frames_motion_kernel(model.packed, q, v, bodies, local_R, local_p, J, motion, world_R, world_p,
+                                  scratch(model))
+    if status:
+        inputs.refuse(model, status, "the frames' motion", q, (v, "v"))
+    return J, motion, world_R, world_p
+
+
+def frame_jacobian(model: Model, q, frame: str, representation: str = "body") -> np.ndarray:
+    """(6, nv) map from v to the frame's twist [w; v] (Müller kinematics §3):
+
+    body     [w_b; v_b]  frame axes, velocity of the frame origin
+    spatial  [w; v_s]    world axes, velocity of the body point at the world origin
+    hybrid   [w; dr/dt]  world axes, velocity of the frame origin
+    mixed    [w_b; dr/dt] angular in frame axes, linear = velocity of the frame origin in world axes
+    """
+    if representation not in REPRESENTATIONS:
+        raise ValueError(f"representation must be one of {', '.join(REPRESENTATIONS)}, got {representation!r}")
+    q = inputs.configuration(model, q, batch=False)
+    J, _, world_R, world_p = frames_motion(model, q, np.zeros(model.nv), (frame,))
+    J, R_frame, origin = J[0], world_R[0], world_p[0]
+    if representation == "hybrid":
+        return J
+    if representation == "spatial":
+        J[3:] += skew(origin) @ J[:3]  # the body point at the world origin: do/dt - w x o
+        return inputs.finite(model, J, f"the spatial Jacobian of frame '{frame}'", (q, "q"))
+    J[:3] = R_frame.T @ J[:3]
+    if representation == "body":
+        J[3:] = R_frame.T @ J[3:]
+    return J
+
+
+@njit(cache=True, inline="always")
+def _put(out, row, start, x):
+    out[row, start], out[row, start + 1], out[row, start + 2] = x[0], x[1], x[2]
+
+
+@njit(cache=True)
+def frame_motion_kernel(packed, q, v, a, jerk_in, body, local_R, local_p, representation, out, buffer):
+    """out (3, 6): the twist of a frame fixed in `body` (placement local_R[0], local_p)
+    and its first and second time derivatives, in REPRESENTATIONS[representation]
+    (Müller kinematics §3, dynamics §2), without gravity, for d³q/dt³ = jerk_in.
+    From the body's twist, acceleration and jerk in body axes (F&O eqs. 1-4,
+    joints.body_jerk), moved to the frame origin in frame axes, then:
+      spatial  Ad_C of each, the jerk Ad_C (J + V x A) (d/dt Ad_C = Ad_C ad(V), V x V = 0);
+      hybrid   [R w; R u], [R dw; R (du + w x u)], [R (dJ_w + w x dw); R d³r] with the
+               origin's jerk d³r = R (J_u + dw x u + w x du + w x (du + w x u));
+      mixed    the hybrid linear rows, angular rows in frame axes.
+    Returns INVALID_INPUT without computing (inputs.invalid), else 0."""
+    model = unpack_model(packed)
+    if invalid(model, q, v, a) or invalid(model, q, jerk_in, jerk_in):
+        return INVALID_INPUT
+    n = model.parent.shape[0]
+    kinematics, o = kinematic_views(buffer, n)
+    R, p, S, world_R, world_p = kinematics.R, kinematics.p, kinematics.S, kinematics.world_R, kinematics.world_p
+    vel, o = take(buffer, o, (n, 6))
+    acc, o = take(buffer, o, (n, 6))
+    jerk, o = take(buffer, o, (n, 6))
+    work, o = take(buffer, o, (6,))
+    frame_R, o = take(buffer, o, (1, 3, 3))
+    no_gravity, o = take(buffer, o, (3,))
+    no_gravity[0] = no_gravity[1] = no_gravity[2] = 0.0
+    body_poses_kernel(packed, q, R, p, S, world_R, world_p)
+    for i in range(body + 1):  # parents come before children
+        v_i, vJ = body_velocity(model, i, R, p, S, v, vel)
+        a_i = body_acceleration(model, i, R, p, S, v, a, acc, v_i, vJ, no_gravity)
+        body_jerk(model, i, R, p, S, v, a, jerk_in, jerk, v_i, a_i, vJ)
+    x0, x1, x2 = local_p[0], local_p[1], local_p[2]
+    for row, motion in enumerate((vel[body], acc[body], jerk[body])):  # to the frame, in frame axes
+        m0, m1, m2 = motion[0], motion[1], motion[2]
+        c = cross((m0, m1, m2), (x0, x1, x2))
+        _put(out, row, 0, rotate_back(local_R, 0, (m0, m1, m2)))
+        _put(out, row, 3, rotate_back(local_R, 0, (motion[3] + c[0], motion[4] + c[1], motion[5] + c[2])))
+    if representation == 0:
+        return 0
+    Rb = world_R[body]
+    for r in range(3):  # the frame's rotation and origin in the world
+        for col in range(3):
+            frame_R[0, r, col] = Rb[r, 0] * local_R[0, 0, col] + Rb[r, 1] * local_R[0, 1, col] \
+                + Rb[r, 2] * local_R[0, 2, col]
+        work[r] = world_p[body, r] + Rb[r, 0] * x0 + Rb[r, 1] * x1 + Rb[r, 2] * x2
+    w, u = (out[0, 0], out[0, 1], out[0, 2]), (out[0, 3], out[0, 4], out[0, 5])
+    dw, du = (out[1, 0], out[1, 1], out[1, 2]), (out[1, 3], out[1, 4], out[1, 5])
+    if representation == 1:
+        e = motion_cross(w + u, dw + du)
+        for r in range(6):
+            out[2, r] += e[r]
+        for row in range(3):
+            w_s = rotate(frame_R, 0, (out[row, 0], out[row, 1], out[row, 2]))
+            u_s = rotate(frame_R, 0, (out[row, 3], out[row, 4], out[row, 5]))
+            c = cross(work, w_s)
+            _put(out, row, 0, w_s)
+            out[row, 3], out[row, 4], out[row, 5] = u_s[0] + c[0], u_s[1] + c[1], u_s[2] + c[2]
+        return 0
+    wu = cross(w, u)
+    r2 = (du[0] + wu[0], du[1] + wu[1], du[2] + wu[2])
+    c1, c2, c3 = cross(dw, u), cross(w, du), cross(w, r2)
+    r3 = (out[2, 3] + c1[0] + c2[0] + c3[0], out[2, 4] + c1[1] + c2[1] + c3[1], out[2, 5] + c1[2] + c2[2] + c3[2])
+    _put(out, 0, 3, rotate(frame_R, 0, u))
+    _put(out, 1, 3, rotate(frame_R, 0, r2))
+    _put(out, 2, 3, rotate(frame_R, 0, r3))
+    if representation == 2:
+        wdw = cross(w, dw)
+        _put(out, 0, 0, rotate(frame_R, 0, w))
+        _put(out, 1, 0, rotate(frame_R, 0, dw))
+        _put(out, 2, 0, rotate(frame_R, 0, (out[2, 0] + wdw[0], out[2, 1] + wdw[1], out[2, 2] + wdw[2])))
+    return 0
+
+
+def _frame_motion(model: Model, q, v, a, jerk, frame: str, representation: str) -> np.ndarray:
+    """(3, 6): the frame's twist, acceleration and jerk in `representation`
+    (frame_motion_kernel): the derivatives of the twist in the same representation."""
+    if representation not in REPRESENTATIONS:
+        raise ValueError(f"representation must be one of {', '.join(REPRESENTATIONS)}, got {representation!r}")
+    placement = model.frame(frame)
+    q = inputs.shaped(model, q, model.nq, "q", batch=False)
+    v = inputs.shaped(model, v, model.nv, "v", batch=False)
+    a = inputs.shaped(model, a, model.nv, "a", batch=False)
+    jerk = inputs.shaped(model, jerk, model.nv, "j", batch=False)
+    out = np.zeros((3, 6))
+    if placement.body < 0:  # fixed to the world: at rest
+        inputs.configuration(model, q)
+        for value, name in ((v, "v"), (a, "a"), (jerk, "j")):
+            inputs.vector(model, value, model.nv, name)
+        return out
+    if frame_motion_kernel(model.packed, q, v, a, jerk, placement.body, placement.rotation.reshape(1, 3, 3),
+                           placement.translation,
+                           REPRESENTATIONS.index(representation), out, scratch(model)):
+        inputs.explain(model, q, (v, "v"), (a, "a"), (jerk, "j"))
+    return inputs.finite(model, out, f"the motion of frame '{frame}'", (q, "q"), (v, "v"), (a, "a"), (jerk, "j"))
+
+
+def frame_velocity(model: Model, q, v, frame: str, representation: str = "body") -> np.ndarray:
+    """The frame's twist (6,) = frame_jacobian(representation) @ v, in Müller's
+    representations (kinematics §3): body [w_b; v_b], spatial [w; v_s],
+    hybrid [w; dr/dt], mixed [w_b; dr/dt] (see frame_jacobian)."""
+    zero = np.zeros(model.nv)
+    return _frame_motion(model, q, v, zero, zero, frame, representation)[0]
+
+
+def frame_acceleration(model: Model, q, v, a, frame: str, representation: str = "body") -> np.ndarray:
+    """d/dt of frame_velocity in the same representation (6,) = J a + dJ/dt v,
+    without gravity. Hybrid and mixed give the classical acceleration of the frame
+    origin d²r/dt²; body and spatial the derivatives of the body and spatial twists."""
+    return _frame_motion(model, q, v, a, np.zeros(model.nv), frame, representation)[1]
+
+
+def frame_jerk(model: Model, q, v, a, j, frame: str, representation: str = "body") -> np.ndarray:
+    """d/dt of frame_acceleration in the same representation (6,), for
+    d³q/dt³ = j (Müller dynamics §2; eq. 13 corrected: DESIGN.md §7, misprint 10):
+    J j + 2 dJ/dt a + d²J/dt² v. Hybrid and mixed give the jerk of the frame origin
+    d³r/dt³; body and spatial the second derivatives of the body and spatial
+    twists (d²V^s/dt² = Ad_C (dA^b/dt + V^b x A^b))."""
+    return _frame_motion(model, q, v, a, j, frame, representation)[2]
+
+
+def frame_bias_acceleration(model: Model, q, v, frame: str, representation: str = "body") -> np.ndarray:
+    """dJ/dt v (6,): frame_acceleration at a = 0, without gravity (what contact
+    constraints need: J a + dJ/dt v = 0)."""
+    zero = np.zeros(model.nv)
+    return _frame_motion(model, q, v, zero, zero, frame, representation)[1]

@@ -1,0 +1,84 @@
+"""Time stepping with unilateral contact and Coulomb friction, for simulation:
+points of the robot (with a radius: the centres of spheres) against obstacles
+(a ground plane, static boxes), the joints' limits, damping and friction, and
+actuators; many steps per compiled call.
+
+A step of `dt` from (q, v) is taken by velocity-level time stepping
+(Moreau-Jean; the impulse form of the constrained dynamics of F&O §3.4 and
+RBDL §2.3) when anything acts by impulses or implicitly:
+
+    v_free = v + dt (M + dt D)⁻¹ (tau - h - D v)
+    v⁺     = v_free + (M + dt D)⁻¹ G^T λ          (λ: the constraint impulses)
+    q⁺     = q ⊕ dt v⁺
+
+D is diagonal: the joints' viscous damping and the actuators' gains. A PD
+actuator (stiffness K, damping B toward the targets q*, v*) applies
+K (q* - q - dt v⁺) + B (v* - v⁺): implicit in v⁺, so that stiff gains stay
+stable at dt = 1 ms, as MuJoCo's implicit actuators do. It adds B + dt K to D
+and K (q* - q) + B v* to tau. An actuator whose force would pass its effort
+limit is clamped there and the step taken again with that constant force.
+
+For each point and obstacle within reach, the rows G = [n; t1; t2] J_c of the
+velocity of the contact point c (the point, less its radius along the
+obstacle's outward normal n: a sphere's exact lowest point) along n and two
+tangents give u = G v⁺ = W λ + c, W = G (M + dt D)⁻¹ G^T (the Delassus
+operator) plus `compliance` times its diagonal, and c = G v_free + (bias on
+the normal row), and the Coulomb law in its exact cone (not a pyramid):
+
+    no pulling, no penetration   λ_n >= 0,  u_n + b >= 0,  λ_n (u_n + b) = 0
+    friction cone                |λ_t| <= μ λ_n
+    sticking or sliding          u_t = 0, or λ_t = -μ λ_n u_t / |u_t|
+
+b lets a point that is φ from the obstacle close the gap in one step (b =
+φ/dt), pushes a point inside it out at `stabilization` φ/dt per step, and makes
+a point that would reach it within the step, approaching faster than
+BOUNCE_SPEED, leave at `restitution` times its approach speed (Newton's law of
+restitution, applied at the start of the step). A body's pairs with one
+obstacle, when more than PATCH_POINTS, are reduced to the extreme points of
+their patch (reduce_patches). With compliance > 0 every row is soft (MuJoCo's
+soft constraints in spirit: W's diagonal times 1 + compliance): rows that
+contradict each other (a robot lying on many points of its limbs, against
+its joint limits) settle at a small penetration instead of leaving the
+solver unconverged, and a sticking point creeps at compliance W_tt λ_t.
+Where the solver does not converge at the step's compliance, it solves the
+same rows again at SOFTENING times it (at least SOFTENED_COMPLIANCE), up to
+SOFTENINGS times, and counts the step as softened (stages.py): a robot
+fallen onto its collision meshes makes rows that no rigid solution obeys.
+
+The joints add rows of their own, one per coordinate with Coulomb friction or
+at (or reaching within the step) a position limit, G = the coordinate's unit
+row, whose law is coulomb.joint_impulse. The impulses come from
+coulomb.solve_coulomb on (W, c); the step reports its accuracy (the largest
+violation of the law, m/s) and its sweeps.
+
+With integrator RK4 or RKMK4 (integrator.py), a step in which nothing acts by
+impulses or implicitly (no point within reach of an obstacle at the start of
+the step, no joint at or reaching a limit, no joint friction, no actuator
+gain) is taken by that integrator instead, the damping as a force: smooth
+motion keeps its energy (order 4), contacts and limits get their impulses
+(first order).
+
+M + dt D is factored once per pass as L^T L with the tree's sparsity
+(crba.ltl_factor), and W = Y Y^T with Y = L^-T G^T, each row of G zero off one
+path to the root.
+
+The package, one job a file: records.py (every record the compiled step
+reads or writes, one structured dtype each), obstacles.py (the obstacle
+kinds and their distances), pairs.py (which points meet which obstacles),
+rows.py (the constraint rows and the Delassus operator), actuation.py (the
+actuators and the joints' own terms), integrator.py (the compiled RK4 and
+RKMK4), work.py (the scratch layout), stages.py (the step's stages and the
+many-step kernel), api.py (contact_step and the results from Python).
+"""
+from mbs_dynamics.simulation.stepping.actuation import effort_actuation, joint_terms, position_limits
+from mbs_dynamics.simulation.stepping.api import (ContactStep, check_report, contact_step, new_results, resolve_points,
+                                      step_settings)
+from mbs_dynamics.simulation.stepping.integrator import INTEGRATOR_CODES, runge_kutta_step
+from mbs_dynamics.simulation.stepping.obstacles import BOX, DEFAULT_GROUND, PLANE, Box, Ground, obstacle_records, sphere_gaps
+from mbs_dynamics.simulation.stepping.records import ACTUATOR, OBSTACLE, SETTINGS, SPHERE, new_record
+from mbs_dynamics.simulation.stepping.stages import StepResults, simulate_kernel
+
+__all__ = ["ACTUATOR", "BOX", "DEFAULT_GROUND", "INTEGRATOR_CODES", "OBSTACLE", "PLANE", "SETTINGS", "SPHERE", "Box",
+           "ContactStep", "Ground", "StepResults", "check_report", "contact_step", "effort_actuation", "joint_terms",
+           "new_record", "new_results", "obstacle_records", "position_limits", "resolve_points", "runge_kutta_step",
+           "simulate_kernel", "sphere_gaps", "step_settings"]

@@ -1,0 +1,229 @@
+"""The step from Python: the result records of a call (new_results) and
+what they say (ContactStep), the contact points of PointContacts, and
+contact_step, one step against the ground."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from mbs_dynamics import inputs
+from mbs_dynamics.algorithms.aba import singular_mass_matrix
+from mbs_dynamics.contact.constraints import PointContact
+from mbs_dynamics.algorithms.kinematics import frame_placements
+from mbs_dynamics.multibody.model import Model
+from mbs_dynamics.simulation.stepping.actuation import effort_actuation, joint_terms
+from mbs_dynamics.simulation.stepping.integrator import EULER
+from mbs_dynamics.simulation.stepping.obstacles import DEFAULT_GROUND, Ground, obstacle_records
+from mbs_dynamics.simulation.stepping.records import BODY, CONTACT, COORDINATE, POINT, REPORT, SETTINGS, SPHERE, new_record
+from mbs_dynamics.simulation.stepping.stages import StepResults, simulate_kernel
+from mbs_dynamics.inputs import SINGULAR_MASS_MATRIX
+from mbs_dynamics.multibody.workspace import scratch
+
+
+@lru_cache(maxsize=64)
+def _zero_results(npoints: int, nobstacles: int, nv: int, nbodies: int) -> StepResults:
+    return StepResults(new_record(POINT, npoints, gap=np.inf), new_record(CONTACT, (npoints, nobstacles)),
+                       new_record(COORDINATE, nv), new_record(BODY, nbodies), new_record(REPORT, 1))
+
+
+def new_results(npoints: int, nobstacles: int, nv: int, nbodies: int) -> StepResults:
+    """The result records of a step with npoints contact points and
+    nobstacles obstacles, zero (no warm start), the gaps infinite: copies of
+    cached ones (a call of contact_step builds them)."""
+    return StepResults(*(records.copy() for records in _zero_results(npoints, nobstacles, nv, nbodies)))
+
+
+def step_settings(dt: float, stabilization: float, margin: float, tolerance: float, max_iterations: int,
+                  integrator: int, compliance: float = 0.0, steps: int = 1) -> np.ndarray:
+    """The SETTINGS record (1,) of a call, checked: a copy of a cached one
+    (a call of contact_step builds it)."""
+    return _settings(float(dt), float(stabilization), float(margin), float(tolerance), int(max_iterations),
+                     int(integrator), float(compliance), int(steps)).copy()
+
+
+@lru_cache(maxsize=64)
+def _settings(dt: float, stabilization: float, margin: float, tolerance: float, max_iterations: int,
+              integrator: int, compliance: float, steps: int) -> np.ndarray:
+    if not np.isfinite(dt) or dt <= 0:
+        raise ValueError(f"dt must be a positive finite number, got {dt}")
+    if not 0.0 <= stabilization <= 1.0:
+        raise ValueError(f"stabilization must be in [0, 1], got {stabilization}")
+    return new_record(SETTINGS, 1, dt=dt, stabilization=stabilization, margin=margin, tolerance=tolerance,
+                      max_iterations=max_iterations, integrator=integrator, compliance=compliance, steps=steps)
+
+
+@dataclass(frozen=True, eq=False)
+class ContactStep:
+    """(q, v) after a call of the step, unpackable as a pair, and the result
+    records (records.py) of its last step: `points` (k,), `contacts` (k, m:
+    every point with every obstacle), `coordinates` (nv,), `bodies`
+    (nbodies,) and the call's `report`; `tolerance`, the solver's."""
+
+    q: np.ndarray
+    v: np.ndarray
+    points: np.ndarray
+    contacts: np.ndarray
+    coordinates: np.ndarray
+    bodies: np.ndarray
+    report: np.void
+    tolerance: float
+
+    def __iter__(self):
+        return iter((self.q, self.v))
+
+    def __getitem__(self, index):
+        return (self.q, self.v)[index]
+
+    def __len__(self) -> int:
+        return 2
+
+    @property
+    def forces(self) -> np.ndarray:
+        """(k, 3) the mean force of the obstacles on each point over the step, world."""
+        return self.points["force"]
+
+    @property
+    def gaps(self) -> np.ndarray:
+        """(k,) each point's distance from the nearest obstacle at the step's start."""
+        return self.points["gap"]
+
+    @property
+    def active(self) -> np.ndarray:
+        """(k,) the points the solver considered."""
+        return self.points["touching"]
+
+    @property
+    def impulses(self) -> np.ndarray:
+        """(k, 3) the impulses of the first obstacle (the ground's) on each
+        point along its axes (n, t1, t2): contact_step's warm start. Every
+        obstacle's: contacts["impulse"]."""
+        return self.contacts["impulse"][:, 0] if self.contacts.shape[1] else np.zeros((self.contacts.shape[0], 3))
+
+    @property
+    def joint_impulses(self) -> np.ndarray:
+        """(nv,) the generalised impulse of the joint limits and joint friction."""
+        return self.coordinates["joint_impulse"]
+
+    @property
+    def applied(self) -> np.ndarray:
+        """(nv,) the actuators' efforts."""
+        return self.coordinates["applied"]
+
+    @property
+    def acceleration(self) -> np.ndarray:
+        """(nv,) (v⁺ - v) / dt."""
+        return self.coordinates["acceleration"]
+
+    @property
+    def body_wrenches(self) -> np.ndarray:
+        """(nbodies, 6) the contact forces on each body, [torque; force] in its
+        frame about its origin (what sensors.joint_wrenches takes)."""
+        return self.bodies["wrench"]
+
+    @property
+    def iterations(self) -> int:
+        """The solver's sweeps in the last step."""
+        return int(self.report["sweeps"])
+
+    @property
+    def residual(self) -> float:
+        """The largest violation of the Coulomb law over the call's steps (m/s)."""
+        return float(self.report["residual"])
+
+    @property
+    def converged(self) -> bool:
+        return self.residual <= self.tolerance
+
+    @property
+    def limits_active(self) -> int:
+        """The joint limits in the last step's solver."""
+        return int(self.report["limits"])
+
+    @property
+    def steps(self) -> int:
+        return int(self.report["steps"])
+
+    @property
+    def unconverged_steps(self) -> int:
+        return int(self.report["unconverged"])
+
+    @property
+    def smooth_steps(self) -> int:
+        """The steps taken by the smooth integrator."""
+        return int(self.report["smooth"])
+
+    @property
+    def softened_steps(self) -> int:
+        """The steps whose rows were solved softer than the compliance."""
+        return int(self.report["softened"])
+
+
+def check_report(model: Model, report: np.void, what: str, *named) -> None:
+    """Raise the error a call's REPORT says (named: the (value, name) inputs
+    to blame, q first), or nothing when it succeeded."""
+    status = int(report["status"])
+    if status == SINGULAR_MASS_MATRIX:
+        raise singular_mass_matrix(model, model.velocity_joint(int(report["pivot"])))
+    inputs.refuse(model, status, what, *named)
+
+
+@lru_cache(maxsize=32)
+def resolve_points(model: Model, points: tuple) -> np.ndarray:
+    """The SPHERE records (radius 0) of PointContacts. Read-only: cached."""
+    for point in points:
+        if not isinstance(point, PointContact):
+            raise ValueError(f"contact points must be PointContact(frame, point), got {point!r}")
+    spheres = new_record(SPHERE, len(points))
+    if points:
+        offsets = np.array([np.asarray(point.point, dtype=float) for point in points])
+        if offsets.shape != (len(points), 3) or not np.all(np.isfinite(offsets)):
+            raise ValueError(f"contact points must be 3 finite numbers each, got {[p.point for p in points]}")
+        bodies, rotations, translations = frame_placements(model, tuple(point.frame for point in points))
+        spheres["body"], spheres["centre"] = bodies, np.einsum("kij,kj->ki", rotations, offsets) + translations
+    spheres.setflags(write=False)
+    return spheres
+
+
+def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground = DEFAULT_GROUND, *, warm_start=None,
+                 joint_warm_start=None, tolerance: float = 1e-10, max_iterations: int = 200, stabilization: float = 0.2,
+                 margin: float = 1e-4, joint_limits: bool = False, joint_damping: bool = False,
+                 joint_friction: bool = False) -> ContactStep:
+    """One time step of `dt` with the `points` (PointContact: a point fixed in a
+    frame) in unilateral frictional contact with `ground` (stepping's
+    docstring): semi-implicit Euler with contact impulses, first order.
+    warm_start and joint_warm_start: the previous step's `impulses` and
+    `joint_impulses`. Points within `margin` (m) of the ground, or predicted
+    to reach it within the step, enter the solver; it stops at `tolerance`
+    (m/s) or after `max_iterations` sweeps (then converged is False and the
+    step is the last sweep's).
+
+    The joints, from the URDF: joint_limits holds the position limits as
+    unilateral constraints (entering the solver as the points do);
+    joint_damping applies the viscous damping, implicitly; joint_friction the
+    Coulomb friction, as impulses bounded by friction x dt that stop a joint
+    they can hold."""
+    settings = step_settings(dt, float(stabilization), float(margin), float(tolerance), int(max_iterations), EULER)
+    q = np.array(inputs.shaped(model, q, model.nq, "q", batch=False), dtype=float)
+    v = np.array(inputs.shaped(model, v, model.nv, "v", batch=False), dtype=float)
+    tau = inputs.shaped(model, tau, model.nv, "tau", batch=False)
+    spheres = resolve_points(model, tuple(points))
+    npoints = spheres.shape[0]
+    results = new_results(npoints, 1, model.nv, model.nbodies)
+    if warm_start is not None:
+        warm_start = np.asarray(warm_start, dtype=float)
+        if warm_start.shape != (npoints, 3):
+            raise ValueError(f"warm_start must have shape ({npoints}, 3), got {warm_start.shape}")
+        results.contacts["impulse"][:, 0] = warm_start
+    if joint_warm_start is not None:
+        results.coordinates["joint_impulse"] = inputs.shaped(model, joint_warm_start, model.nv, "joint_warm_start",
+                                                             batch=False)
+    q_in, v_in = q.copy(), v.copy()
+    simulate_kernel(model.packed, model.dof_parent,
+                    (spheres, obstacle_records([ground]), *joint_terms(model, joint_limits, joint_damping,
+                                                                        joint_friction)),
+                    effort_actuation(model, tau), settings, q, v, results, scratch(model))
+    report = results.report[0]
+    check_report(model, report, "the contact step", q_in, (v_in, "v"), (tau, "tau"))
+    return ContactStep(q, v, *results[:4], report, tolerance)

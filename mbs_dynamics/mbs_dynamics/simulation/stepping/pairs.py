@@ -1,0 +1,208 @@
+"""Which contact points meet which obstacles in a step: the points' world
+positions and velocities, whether any is within reach (the smooth
+integrator must not take the step), and the point-obstacle pairs that enter
+the solver, with their contact axes, contact points and the bias of their
+normal rows; a body's many coplanar pairs reduced to the extreme points of
+their patch."""
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from mbs_dynamics.multibody.joints import body_velocity
+from mbs_dynamics.algorithms.kinematics import body_poses_kernel
+from mbs_dynamics.multibody.model import body_count
+from mbs_dynamics.simulation.stepping.obstacles import obstacle_distance
+from mbs_dynamics.simulation.stepping.rows import closing_speed
+from mbs_dynamics.multibody.workspace import kinematic_views
+
+# Slower impacts (m/s) do not bounce: a resting contact stays at rest.
+BOUNCE_SPEED = 1e-2
+# A body's points touching one obstacle beyond this many are reduced to those extreme along PATCH_DIRECTIONS
+# directions of the obstacle's tangent plane, and the deepest: a patch of coplanar points (a sole's mesh
+# vertices) makes as many redundant rows, on which the solver stalls.
+PATCH_POINTS = 8
+PATCH_DIRECTIONS = 8
+
+# The point-obstacle pairs in the solver: point, obstacle, normal-row bias, contact
+# axes (rows n, t1, t2), the contact point (world) and the obstacle's friction
+Pairs = namedtuple("Pairs", "point obstacle bias axes location friction")
+
+
+@njit(cache=True, inline="always")
+def tangent_axes(axes):
+    """Rows 1 and 2 of axes: unit tangents t1, t2 with t1 x t2 = n (row 0), the
+    x and y axes for n = z (model.plane_basis)."""
+    n0, n1, n2 = axes[0, 0], axes[0, 1], axes[0, 2]
+    h0, h1 = (1.0, 0.0) if abs(n0) < 0.9 else (0.0, 1.0)
+    along = h0 * n0 + h1 * n1
+    f0, f1, f2 = h0 - along * n0, h1 - along * n1, -along * n2
+    norm = math.sqrt(f0 * f0 + f1 * f1 + f2 * f2)
+    f0, f1, f2 = f0 / norm, f1 / norm, f2 / norm
+    axes[1, 0], axes[1, 1], axes[1, 2] = f0, f1, f2
+    axes[2, 0], axes[2, 1], axes[2, 2] = n1 * f2 - n2 * f1, n2 * f0 - n0 * f2, n0 * f1 - n1 * f0
+
+
+@njit(cache=True, inline="always")
+def point_velocity(body_R, body_p, vel, b, x0, x1, x2):
+    """The world velocity of the world point x moving with body b, whose body
+    twist is vel[b]: R_b u + (R_b w) x (x - p_b)."""
+    w, u, Rb = vel[b, :3], vel[b, 3:], body_R[b]
+    r0, r1, r2 = x0 - body_p[b, 0], x1 - body_p[b, 1], x2 - body_p[b, 2]
+    w0 = Rb[0, 0] * w[0] + Rb[0, 1] * w[1] + Rb[0, 2] * w[2]
+    w1 = Rb[1, 0] * w[0] + Rb[1, 1] * w[1] + Rb[1, 2] * w[2]
+    w2 = Rb[2, 0] * w[0] + Rb[2, 1] * w[1] + Rb[2, 2] * w[2]
+    return (Rb[0, 0] * u[0] + Rb[0, 1] * u[1] + Rb[0, 2] * u[2] + w1 * r2 - w2 * r1,
+            Rb[1, 0] * u[0] + Rb[1, 1] * u[1] + Rb[1, 2] * u[2] + w2 * r0 - w0 * r2,
+            Rb[2, 0] * u[0] + Rb[2, 1] * u[1] + Rb[2, 2] * u[2] + w0 * r1 - w1 * r0)
+
+
+@njit(cache=True, inline="always")
+def point_positions(packed, q, spheres, buffer, positions, placed):
+    """positions (k, 3) = the world positions of the contact points' centres
+    (SPHERE records) at q, from the bodies' placements in buffer's kinematic views, computed there
+    first unless `placed` (crba_kernel leaves them at its q)."""
+    kinematics, o = kinematic_views(buffer, body_count(packed))
+    if not placed:
+        body_poses_kernel(packed, q, kinematics.R, kinematics.p, kinematics.S, kinematics.world_R,
+                          kinematics.world_p)
+    body_R, body_p = kinematics.world_R, kinematics.world_p
+    for k in range(spheres.shape[0]):
+        b, x = spheres[k].body, spheres[k].centre
+        if b < 0:
+            positions[k, 0], positions[k, 1], positions[k, 2] = x[0], x[1], x[2]
+            continue
+        for r in range(3):
+            positions[k, r] = body_p[b, r] + body_R[b, r, 0] * x[0] + body_R[b, r, 1] * x[1] + body_R[b, r, 2] * x[2]
+    return kinematics, o
+
+
+@njit(cache=True, inline="always")
+def body_twists(model, kinematics, v, vel):
+    """vel[i] = the body twist of every body at velocity v (joints.body_velocity)."""
+    for i in range(model.parent.shape[0]):
+        body_velocity(model, i, kinematics.R, kinematics.p, kinematics.S, v, vel)
+
+
+@njit(cache=True, inline="always")
+def within_reach(spheres, obstacles, positions, kinematics, vel, dt, margin, gaps):
+    """Whether some point is within `margin` of an obstacle or reaches it within
+    the step at its present velocity (body twists vel): the smooth integrator
+    then must not take the step. gaps (k,): each point's distance from the
+    nearest obstacle."""
+    reach = False
+    for k in range(spheres.shape[0]):
+        gaps[k] = np.inf
+        b = spheres[k].body
+        if b < 0:
+            continue
+        x0, x1, x2 = positions[k, 0], positions[k, 1], positions[k, 2]
+        for o in range(obstacles.shape[0]):
+            gap, n0, n1, n2 = obstacle_distance(obstacles[o], x0, x1, x2)
+            gap -= spheres[k].radius
+            gaps[k] = min(gaps[k], gap)
+            if gap > margin + dt * 100.0 or reach:  # beyond any speed a robot reaches
+                continue
+            u0, u1, u2 = point_velocity(kinematics.world_R, kinematics.world_p, vel, b, x0, x1, x2)
+            if gap + dt * min(0.0, n0 * u0 + n1 * u1 + n2 * u2) <= margin:
+                reach = True
+    return reach
+
+
+@njit(cache=True, inline="always")
+def contact_pairs(spheres, obstacles, positions, kinematics, vel, free_vel, step, gaps, work):
+    """The point-obstacle pairs within `margin` or reaching each other within
+    the step at the free velocity (body twists free_vel), with the bias b of
+    their normal rows (stepping's docstring: a gap closed, a penetration pushed
+    out, or an impact's bounce), their contact axes and contact points. gaps
+    (k,) each point's distance from the nearest obstacle at the step's start;
+    the pairs are laid out in work's pair arrays."""
+    npoints, nobstacles, dt = spheres.shape[0], obstacles.shape[0], step.dt
+    point, obstacle, bias, friction = work.pair_point, work.pair_obstacle, work.pair_bias, work.pair_friction
+    axes, location = work.axes, work.location
+    count = 0
+    for k in range(npoints):
+        gaps[k] = np.inf
+        b = spheres[k].body
+        if b < 0:
+            continue
+        radius = spheres[k].radius
+        for o in range(nobstacles):
+            gap, n0, n1, n2 = obstacle_distance(obstacles[o], positions[k, 0], positions[k, 1], positions[k, 2])
+            gap -= radius
+            gaps[k] = min(gaps[k], gap)
+            c0, c1, c2 = positions[k, 0] - radius * n0, positions[k, 1] - radius * n1, positions[k, 2] - radius * n2
+            u0, u1, u2 = point_velocity(kinematics.world_R, kinematics.world_p, free_vel, b, c0, c1, c2)
+            if gap + dt * min(0.0, n0 * u0 + n1 * u1 + n2 * u2) > step.margin:
+                continue
+            bias_k = closing_speed(gap, dt, step.stabilization)
+            restitution = obstacles[o].restitution
+            if restitution > 0.0:
+                s0, s1, s2 = point_velocity(kinematics.world_R, kinematics.world_p, vel, b, c0, c1, c2)
+                approach = n0 * s0 + n1 * s1 + n2 * s2
+                if approach < -BOUNCE_SPEED and gap + dt * (n0 * u0 + n1 * u1 + n2 * u2) <= 0.0:
+                    bias_k = min(bias_k, restitution * approach)  # it hits within the step: it bounces
+            axes[count, 0, 0], axes[count, 0, 1], axes[count, 0, 2] = n0, n1, n2
+            tangent_axes(axes[count])
+            location[count, 0], location[count, 1], location[count, 2] = c0, c1, c2
+            point[count], obstacle[count], bias[count], friction[count] = k, o, bias_k, obstacles[o].friction
+            count += 1
+    if count > PATCH_POINTS:
+        count = reduce_patches(point, obstacle, bias, axes, location, friction, count, spheres, gaps)
+    return Pairs(point[:count], obstacle[:count], bias[:count], axes[:count], location[:count], friction[:count])
+
+
+@njit(cache=True)
+def reduce_patches(point, obstacle, bias, axes, location, friction, count, spheres, gaps):
+    """Keep, of each body's pairs with one obstacle when they are more than
+    PATCH_POINTS, the deepest and those extreme along PATCH_DIRECTIONS
+    directions of the tangent plane (t1, t2 of the first); compact the pair
+    arrays. Returns the new count. Its flags are allocated here, only in the
+    steps that have more than PATCH_POINTS pairs."""
+    keep = np.ones(count, dtype=np.bool_)
+    for first in range(count):
+        body, wall = spheres[point[first]].body, obstacle[first]
+        size = 0
+        for i in range(first, count):
+            if spheres[point[i]].body == body and obstacle[i] == wall:
+                size += 1
+        if size <= PATCH_POINTS:
+            continue
+        already = False
+        for i in range(first):
+            if spheres[point[i]].body == body and obstacle[i] == wall:
+                already = True
+                break
+        if already:
+            continue
+        for i in range(first, count):
+            if spheres[point[i]].body == body and obstacle[i] == wall:
+                keep[i] = False
+        deepest = first
+        for i in range(first, count):
+            if spheres[point[i]].body == body and obstacle[i] == wall and gaps[point[i]] < gaps[point[deepest]]:
+                deepest = i
+        keep[deepest] = True
+        for d in range(PATCH_DIRECTIONS):
+            angle = 2.0 * np.pi * d / PATCH_DIRECTIONS
+            c, s = math.cos(angle), math.sin(angle)
+            best, extreme = -np.inf, first
+            for i in range(first, count):
+                if spheres[point[i]].body == body and obstacle[i] == wall:
+                    along = 0.0
+                    for r in range(3):
+                        along += (c * axes[first, 1, r] + s * axes[first, 2, r]) * location[i, r]
+                    if along > best:
+                        best, extreme = along, i
+            keep[extreme] = True
+    kept = 0
+    for i in range(count):
+        if keep[i]:
+            point[kept], obstacle[kept], bias[kept], friction[kept] = point[i], obstacle[i], bias[i], friction[i]
+            axes[kept] = axes[i]
+            location[kept] = location[i]
+            kept += 1
+    return kept

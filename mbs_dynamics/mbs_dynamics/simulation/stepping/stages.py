@@ -1,0 +1,277 @@
+"""The step, stage by stage, compiled: the free velocity, the contact and
+joint rows solved for their impulses (implicit_step), or the smooth
+integrator (integrator.smooth_step); what the step did written into the
+result records; and simulate_kernel, which takes many steps per call."""
+from __future__ import annotations
+
+from collections import namedtuple
+
+from numba import njit
+
+from mbs_dynamics.contact.coulomb import CoulombProblem, solve_coulomb
+from mbs_dynamics.multibody.configuration import integrate_kernel
+from mbs_dynamics.algorithms.crba import crba_kernel, ltl_factor, ltl_solve
+from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_MATRIX, all_finite, invalid
+from mbs_dynamics.multibody.model import unpack_model
+from mbs_dynamics.algorithms.rnea import rnea_kernel
+from mbs_dynamics.simulation.stepping.actuation import actuated_terms, has_gains, newly_clamped
+from mbs_dynamics.simulation.stepping.integrator import EULER, RKMK4, smooth_step
+from mbs_dynamics.simulation.stepping.pairs import body_twists, contact_pairs, point_positions, within_reach
+from mbs_dynamics.simulation.stepping.rows import (Rows, delassus, joint_row_coordinates, joint_rows, pair_rows, velocity_change,
+                                        velocity_walls)
+from mbs_dynamics.simulation.stepping.work import step_work
+from mbs_dynamics.multibody.workspace import untracked
+
+# Passes of a step at most: the first, then again with the actuators that passed their limits clamped.
+MAX_ACTUATOR_PASSES = 3
+# Rows the solver cannot satisfy at the step's compliance are solved again at SOFTENING times it (at least
+# SOFTENED_COMPLIANCE), up to SOFTENINGS times (stepping's docstring).
+SOFTENINGS, SOFTENING, SOFTENED_COMPLIANCE = 2, 10.0, 0.01
+
+# The world a step meets: the robot's contact points (SPHERE records (k,)), OBSTACLE records (m,), the
+# joints' JOINT_TERMS records (nv,) and LIMIT records
+World = namedtuple("World", "spheres obstacles terms limits")
+# The result records (records.py): POINT (k,), CONTACT (k, m), COORDINATE (nv,), BODY (nbodies,), REPORT (1,)
+StepResults = namedtuple("StepResults", "points contacts coordinates bodies report")
+# What one implicit step did: its status, the solver's sweeps and residual, the joint limits in the solver,
+# the vanishing pivot (-1: none) and whether the rows were solved softer than the compliance
+StepOutcome = namedtuple("StepOutcome", "status sweeps residual limits pivot softened")
+
+
+@njit(cache=True, inline="always")
+def free_velocity(M, h, v, tau, damping, dt, dof_parent):
+    """v_free = v + dt (M + dt D)⁻¹ (tau - h - D v) (stepping's docstring), M
+    overwritten by the factor L of M + dt D. Returns (v_free, the coordinate
+    whose pivot vanishes or -1)."""
+    v_free = tau - h
+    for r in range(v.shape[0]):
+        M[r, r] += dt * damping[r]
+        v_free[r] -= damping[r] * v[r]
+    pivot = ltl_factor(M, dof_parent)
+    if pivot >= 0:
+        return v_free, pivot
+    ltl_solve(M, dof_parent, v_free)
+    for r in range(v.shape[0]):
+        v_free[r] = v[r] + dt * v_free[r]
+    return v_free, pivot
+
+
+@njit(cache=True, inline="always")
+def clear_contacts(results):
+    """No impulse, force or contact wrench: the results of a step in which
+    nothing touched (the warm starts reset with them)."""
+    for k in range(results.contacts.shape[0]):
+        results.points[k].force[:] = 0.0
+        results.points[k].touching = False
+        for o in range(results.contacts.shape[1]):
+            contact = results.contacts[k, o]
+            contact.impulse[:] = 0.0
+            contact.velocity[:] = 0.0
+            contact.bias = 0.0
+            contact.in_solver = False
+    for r in range(results.coordinates.shape[0]):
+        results.coordinates[r].joint_impulse = 0.0
+    for b in range(results.bodies.shape[0]):
+        results.bodies[b].wrench[:] = 0.0
+
+
+@njit(cache=True, inline="always")
+def add_body_wrench(body_R, body_p, b, x, f0, f1, f2, wrench):
+    """wrench += the world force f at the world point x, as [torque; force] in
+    body b's frame about its origin."""
+    r0, r1, r2 = x[0] - body_p[b, 0], x[1] - body_p[b, 1], x[2] - body_p[b, 2]
+    t0, t1, t2 = r1 * f2 - r2 * f1, r2 * f0 - r0 * f2, r0 * f1 - r1 * f0
+    R = body_R[b]
+    for c in range(3):
+        wrench[c] += R[0, c] * t0 + R[1, c] * t1 + R[2, c] * t2
+        wrench[3 + c] += R[0, c] * f0 + R[1, c] * f1 + R[2, c] * f2
+
+
+@njit(cache=True, inline="always")
+def record_contacts(pairs, spheres, kinematics, impulses, u, W, compliance, coordinates, dt, results):
+    """The results of the last pass: each pair's impulses (the next warm
+    start), its contact point's velocity after the step (u less the bias and
+    the compliance's share of W λ) and bias, each point's force, each body's
+    contact wrench, the joint rows' impulses."""
+    clear_contacts(results)
+    count = pairs.point.shape[0]
+    for i in range(count):
+        k = pairs.point[i]
+        contact = results.contacts[k, pairs.obstacle[i]]
+        contact.bias, contact.in_solver = pairs.bias[i], True
+        results.points[k].touching = True
+        f0, f1, f2 = 0.0, 0.0, 0.0
+        for a in range(3):
+            row = 3 * i + a
+            impulse = impulses[row]
+            contact.impulse[a] = impulse
+            contact.velocity[a] = u[row] - (pairs.bias[i] if a == 0 else 0.0) \
+                - W[row, row] * compliance / (1.0 + compliance) * impulse
+            f0 += impulse * pairs.axes[i, a, 0] / dt
+            f1 += impulse * pairs.axes[i, a, 1] / dt
+            f2 += impulse * pairs.axes[i, a, 2] / dt
+        force = results.points[k].force
+        force[0] += f0
+        force[1] += f1
+        force[2] += f2
+        body = spheres[k].body
+        add_body_wrench(kinematics.world_R, kinematics.world_p, body, pairs.location[i], f0, f1, f2,
+                        results.bodies[body].wrench)
+    for j in range(coordinates.shape[0]):
+        results.coordinates[coordinates[j]].joint_impulse = impulses[3 * count + j]
+
+
+@njit(cache=True, inline="always")
+def implicit_step(packed, dof_parent, world, actuation, step, q, v, results, work, buffer):
+    """One velocity-level step (stepping's docstring) from q, v: work.v_next =
+    v⁺; the warm starts and results written. Returns a StepOutcome."""
+    model = unpack_model(packed)
+    spheres, obstacles, terms = world.spheres, world.obstacles, world.terms
+    nv = v.shape[0]
+    if rnea_kernel(packed, q, v, work.zero, work.no_force, work.h, buffer) \
+            or crba_kernel(packed, q, work.M_nominal, buffer):
+        # the inputs were checked: what else fails is overflow
+        return StepOutcome(NONFINITE_RESULT, 0, 0.0, 0, -1, False)
+    kinematics, _ = point_positions(packed, q, spheres, buffer, work.positions, True)
+    touchable = spheres.shape[0] > 0 and obstacles.shape[0] > 0
+    if touchable:
+        body_twists(model, kinematics, v, work.vel)
+    work.clamp[:] = 0.0
+    gaps = results.points["gap"]
+    sweeps, residual, limits, softened, compliance = 0, 0.0, 0, False, step.compliance
+    for _ in range(MAX_ACTUATOR_PASSES):
+        actuated_terms(actuation, terms, q, work, step.dt)
+        M = work.M
+        M[:] = work.M_nominal
+        v_free, pivot = free_velocity(M, work.h, v, work.effort, work.damping, step.dt, dof_parent)
+        if pivot >= 0:
+            return StepOutcome(SINGULAR_MASS_MATRIX, 0, 0.0, 0, pivot, False)
+        if touchable:
+            body_twists(model, kinematics, v_free, work.free_vel)
+        pairs = contact_pairs(spheres, obstacles, work.positions, kinematics, work.vel, work.free_vel, step, gaps,
+                              work)
+        walls = velocity_walls(q, v_free, world.limits, step, work.lowest, work.highest)
+        coordinates = joint_row_coordinates(terms, walls, work.coordinates)
+        m = 3 * pairs.point.shape[0] + coordinates.shape[0]
+        limits = walls.walls
+        rows = Rows(work.G[:m], work.deepest[:m], work.c[:m], work.impulses[:m])
+        u, W = work.u[:m], work.G  # W: the Delassus operator once there are rows
+        if m == 0:
+            work.v_next[:] = v_free
+            sweeps, residual = 0, 0.0
+        else:
+            rows.G[:] = 0.0
+            pair_rows(model, rows, pairs, spheres, kinematics, v_free, results.contacts, work.jacobian)
+            bound, lowest, highest = joint_rows(rows, 3 * pairs.point.shape[0], coordinates, v_free, walls, terms,
+                                                step.dt, results.coordinates)
+            problem = CoulombProblem(delassus(M, dof_parent, rows, step.compliance), rows.c, pairs.friction, bound,
+                                     lowest, highest)
+            W = problem.W
+            solver = solve_coulomb(problem, rows.impulses, u, step.tolerance, step.max_iterations)
+            sweeps, residual = solver.sweeps, solver.residual
+            compliance = step.compliance
+            for _ in range(SOFTENINGS):
+                if residual <= step.tolerance:
+                    break
+                softer = max(SOFTENING * compliance, SOFTENED_COMPLIANCE)
+                for r in range(m):
+                    W[r, r] *= (1.0 + softer) / (1.0 + compliance)
+                compliance, softened = softer, True
+                solver = solve_coulomb(problem, rows.impulses, u, step.tolerance, step.max_iterations)
+                sweeps, residual = sweeps + solver.sweeps, solver.residual
+            change = velocity_change(M, dof_parent, rows)
+            for col in range(nv):
+                work.v_next[col] = v_free[col] + change[col]
+        if not newly_clamped(actuation, q, work.v_next, work, step.dt, results.coordinates):
+            break
+    record_contacts(pairs, spheres, kinematics, rows.impulses, u, W, compliance, coordinates, step.dt,
+                    results)
+    status = 0 if all_finite(work.v_next) else NONFINITE_RESULT
+    return StepOutcome(status, sweeps, residual, limits, -1, softened)
+
+
+@njit(cache=True, inline="always")
+def report(results, status, pivot, steps, sweeps, residual, limits, unconverged, smooth, softened):
+    """The call's REPORT record."""
+    record = results.report[0]
+    record.status, record.pivot, record.steps, record.sweeps = status, pivot, steps, sweeps
+    record.residual, record.limits, record.unconverged, record.smooth = residual, limits, unconverged, smooth
+    record.softened = softened
+
+
+@njit(cache=True, nogil=True)  # the simulator node's other threads run meanwhile
+def simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, results, buffer):
+    """settings.steps steps (stepping's docstring) from (q, v), written in
+    place, under the actuation (ACTUATOR records, constant over the call), in
+    the world: (SPHERE, OBSTACLE, JOINT_TERMS and LIMIT records: World); settings: a SETTINGS record (1,);
+    results: the StepResults records, those of the last step, with the
+    previous step's impulses as the warm starts. Stops at a step it cannot
+    take (the state is the one before it); the REPORT says why."""
+    # every array as an untracked view (workspace.untracked): the arguments live until the kernel returns
+    packed, buffer, dof_parent = (untracked(packed[0]), untracked(packed[1])), untracked(buffer), untracked(dof_parent)
+    model = unpack_model(packed)
+    step = settings[0]
+    q, v, actuation = untracked(q), untracked(v), untracked(actuation)
+    spheres, obstacles, terms, limits = world
+    world = World(untracked(spheres), untracked(obstacles), untracked(terms), untracked(limits))
+    results = StepResults(untracked(results[0]), untracked(results[1]), untracked(results[2]), untracked(results[3]),
+                          untracked(results[4]))
+    nq, nv = q.shape[0], v.shape[0]
+    work, work_floats, work_ints = step_work(nq, nv, model.parent.shape[0], world.spheres.shape[0],
+                                             world.obstacles.shape[0], buffer)
+    q_next, efforts = work.q_next, actuation["effort"]
+    friction = False
+    for r in range(nv):
+        friction = friction or world.terms[r].friction > 0.0
+    smooth_possible = step.integrator != EULER and not has_gains(actuation) and not friction
+    gaps = results.points["gap"]
+    unconverged, smooth, sweeps, residual, limits, softened = 0, 0, 0, 0.0, 0, 0
+    for taken in range(step.steps):
+        if invalid(model, q, v, v) or not all_finite(efforts):
+            report(results, INVALID_INPUT, -1, taken, 0, 0.0, 0, unconverged, smooth, softened)
+            return
+        take_smooth = False
+        if smooth_possible:
+            kinematics, _ = point_positions(packed, q, world.spheres, buffer, work.positions, False)
+            body_twists(model, kinematics, v, work.vel)
+            walls = velocity_walls(q, v, world.limits, step, work.lowest, work.highest)
+            take_smooth = walls.walls == 0 and not within_reach(world.spheres, world.obstacles, work.positions,
+                                                                 kinematics, work.vel, step.dt, step.margin, gaps)
+        if take_smooth:
+            status = smooth_step(packed, q, v, actuation, world.terms, step.dt, step.integrator == RKMK4,
+                                 work.stages, q_next, work.v_next, buffer)
+            if status < 0:  # a singular articulated inertia: the mass matrix is singular
+                body = -1 - status
+                report(results, SINGULAR_MASS_MATRIX, model.v_start[body], taken, 0, 0.0, 0, unconverged, smooth,
+                       softened)
+                return
+            if status != 0:
+                report(results, NONFINITE_RESULT, -1, taken, 0, 0.0, 0, unconverged, smooth, softened)
+                return
+            clear_contacts(results)
+            for r in range(nv):
+                results.coordinates[r].applied = actuation[r].effort
+            sweeps, step_residual, limits = 0, 0.0, 0
+            smooth += 1
+        else:
+            outcome = implicit_step(packed, dof_parent, world, actuation, step, q, v, results, work, buffer)
+            if outcome.status != 0:
+                report(results, outcome.status, outcome.pivot, taken, 0, 0.0, 0, unconverged, smooth, softened)
+                return
+            sweeps, step_residual, limits = outcome.sweeps, outcome.residual, outcome.limits
+            if step_residual > step.tolerance:
+                unconverged += 1
+            if outcome.softened:
+                softened += 1
+            integrate_kernel(packed, q, work.v_next, step.dt, q_next)
+        if not (all_finite(q_next) and all_finite(work.v_next)):
+            report(results, NONFINITE_RESULT, -1, taken, 0, 0.0, 0, unconverged, smooth, softened)
+            return
+        residual = max(residual, step_residual)
+        for r in range(nv):
+            results.coordinates[r].acceleration = (work.v_next[r] - v[r]) / step.dt
+        q[:] = q_next
+        v[:] = work.v_next
+    # the work buffers used last here: numba frees an array after its last use, and `work` views them
+    steps = step.steps + 0 * (work_floats.shape[0] + work_ints.shape[0])
+    report(results, 0, -1, steps, sweeps, residual, limits, unconverged, smooth, softened)

@@ -7,8 +7,6 @@ The core (this package minus ``mbs_dynamics.ros``) never imports ROS.
     tau = mbs.inverse_dynamics(model, q, v, a)
 """
 from mbs_dynamics import simulation
-from mbs_dynamics.simulation import sensors
-from mbs_dynamics.spatial import lie
 from mbs_dynamics.algorithms.aba import InverseMassMatrix, SingularMassMatrix, forward_dynamics
 from mbs_dynamics.algorithms.centroidal import (
     center_of_mass,
@@ -19,20 +17,9 @@ from mbs_dynamics.algorithms.centroidal import (
     kinetic_energy,
     potential_energy,
 )
-from mbs_dynamics.multibody.configuration import difference, integrate
-from mbs_dynamics.contact.constraints import (
-    ConstraintSolution,
-    FrameContact,
-    LoopClosure,
-    PointContact,
-    contact_forward_dynamics,
-    contact_inverse_dynamics,
-    impact,
-)
 from mbs_dynamics.algorithms.crba import mass_matrix
 from mbs_dynamics.algorithms.derivatives import coriolis_matrix, inverse_dynamics_derivatives, inverse_dynamics_rate
 from mbs_dynamics.algorithms.forward_derivatives import forward_dynamics_derivatives, linearize
-from mbs_dynamics.simulation.integrators import INTEGRATORS, step
 from mbs_dynamics.algorithms.joint_friction import joint_friction_torques
 from mbs_dynamics.algorithms.kinematics import (
     body_poses,
@@ -43,6 +30,18 @@ from mbs_dynamics.algorithms.kinematics import (
     frame_pose,
     frame_velocity,
 )
+from mbs_dynamics.algorithms.regressor import inertial_parameters, joint_torque_regressor
+from mbs_dynamics.algorithms.rnea import gravity_torques, inverse_dynamics, nonlinear_effects
+from mbs_dynamics.contact.constraints import (
+    ConstraintSolution,
+    FrameContact,
+    LoopClosure,
+    PointContact,
+    contact_forward_dynamics,
+    contact_inverse_dynamics,
+    impact,
+)
+from mbs_dynamics.multibody.configuration import difference, integrate
 from mbs_dynamics.multibody.model import Frame, Model
 from mbs_dynamics.multibody.parsers.urdf import (
     JointDescription,
@@ -52,11 +51,12 @@ from mbs_dynamics.multibody.parsers.urdf import (
     parse_urdf_file,
     parse_urdf_string,
 )
-from mbs_dynamics.algorithms.regressor import inertial_parameters, joint_torque_regressor
-from mbs_dynamics.algorithms.rnea import gravity_torques, inverse_dynamics, nonlinear_effects
 from mbs_dynamics.robots import BUNDLED_ROBOTS, bundled_robot
+from mbs_dynamics.simulation import sensors
+from mbs_dynamics.simulation.integrators import INTEGRATORS, step
 from mbs_dynamics.simulation.simulation import Actuators, Simulation, World
 from mbs_dynamics.simulation.stepping import Box, ContactStep, Ground, contact_step
+from mbs_dynamics.spatial import lie
 
 __version__ = "0.1.0"
 

@@ -29,8 +29,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 import numpy as np
 
 import mbs_dynamics as mbs
-from mbs_dynamics.contact.constraints import METHODS as CONTACT_METHODS
 from mbs_dynamics.algorithms.kinematics import REPRESENTATIONS
+from mbs_dynamics.contact.constraints import METHODS as CONTACT_METHODS
 
 
 # --- the tasks: each calls a group of core functions that share kernels ---------

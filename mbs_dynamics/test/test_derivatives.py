@@ -10,8 +10,8 @@ import mbs_dynamics as mbs
 import numpy as np
 import pytest
 from mbs_dynamics.algorithms.kinematics import REPRESENTATIONS
-from mbs_dynamics.spatial.lie import ad
 from mbs_dynamics.multibody.model import FLOATING
+from mbs_dynamics.spatial.lie import ad
 
 from helpers import chain, close, massless_chain_end
 from oracles import Pair, random_state, robot_path

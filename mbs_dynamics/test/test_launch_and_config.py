@@ -22,9 +22,9 @@ import yaml
 from mbs_dynamics.robots import BUNDLED_ROBOTS
 from mbs_dynamics.ros.bringup import NODE_CLASSES as BRINGUP_NODES
 from mbs_dynamics.ros.bringup import share_directory
-from mbs_dynamics.ros.parameters import COMMON_PARAMETERS, EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY
 from mbs_dynamics.ros.launch_plan import NODES as DEFAULT_NODES
 from mbs_dynamics.ros.launch_plan import VIEW_EXECUTABLE, VIEW_NODE
+from mbs_dynamics.ros.parameters import COMMON_PARAMETERS, EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY
 
 PLAN_NODES = {**DEFAULT_NODES, VIEW_NODE: VIEW_EXECUTABLE}  # every node a plan can start
 from mbs_dynamics.ros.launch_plan import PlanError, node_names, normalized_namespace, plan

@@ -26,8 +26,8 @@ from browser import needs_chromium, open_page
 from ros_processes import executable, node_status, spin_until
 
 import mbs_dynamics as mbs
-from mbs_dynamics.view.viewer import Viewer
 from mbs_dynamics.view.server import MAX_CONNECTIONS, MAX_MESSAGE_BYTES
+from mbs_dynamics.view.viewer import Viewer
 
 PROTOCOL = "viser-v1.1.1"
 

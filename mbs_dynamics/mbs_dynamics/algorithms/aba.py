@@ -12,15 +12,15 @@ import numpy as np
 from numba import njit, prange
 
 from mbs_dynamics import inputs
-from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
 from mbs_dynamics.algorithms.crba import mass_matrix
+from mbs_dynamics.algorithms.rnea import external_wrenches_in_bodies, inverse_dynamics
+from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
 from mbs_dynamics.multibody.joints import REST, body_inertias, body_velocity, forward_pass, gravity_acceleration, joint_bias, \
     parent_row, subspace_times
 from mbs_dynamics.multibody.model import Model, body_count, unpack_model
-from mbs_dynamics.algorithms.rnea import external_wrenches_in_bodies, inverse_dynamics
+from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
 from mbs_dynamics.spatial.algebra import add, congruence_add, force_cross, force_to_parent, inertia_times, motion_cross, \
     motion_to_child, row, store, store_add
-from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
 
 # A joint whose articulated inertia D = S^T I^A S has a pivot below this
 # (relative to the robot's largest inertia) moves nothing with mass: M is singular.

@@ -17,8 +17,8 @@ from mbs_dynamics.algorithms.crba import composite_momenta, composite_momentum
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
 from mbs_dynamics.multibody.joints import body_velocity, forward_pass
 from mbs_dynamics.multibody.model import Model, body_count, unpack_model
-from mbs_dynamics.spatial.algebra import force_to_parent, inertia_times, rotate, row, store
 from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
+from mbs_dynamics.spatial.algebra import force_to_parent, inertia_times, rotate, row, store
 
 
 @njit(cache=True, inline="always")

@@ -14,11 +14,11 @@ import numpy as np
 from numba import njit, prange
 
 from mbs_dynamics import inputs
-from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
 from mbs_dynamics.algorithms.kinematics import body_poses_kernel
+from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
 from mbs_dynamics.multibody.model import Model, body_count, unpack_model
-from mbs_dynamics.spatial.algebra import inertia_times, motion_to_parent, row
 from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
+from mbs_dynamics.spatial.algebra import inertia_times, motion_to_parent, row
 
 
 @njit(cache=True)

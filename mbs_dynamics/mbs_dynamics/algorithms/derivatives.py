@@ -39,13 +39,13 @@ from numba import njit, prange
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.crba import composite_sums, world_body_inertias, world_motion_subspaces
+from mbs_dynamics.algorithms.kinematics import body_poses_kernel
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
 from mbs_dynamics.multibody.joints import body_acceleration, body_jerk, body_velocity, forward_pass
-from mbs_dynamics.algorithms.kinematics import body_poses_kernel
 from mbs_dynamics.multibody.model import PLANAR, Model, body_count, unpack_model
+from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
 from mbs_dynamics.spatial.algebra import add, force_cross, force_to_parent, inertia_times, motion_cross, motion_to_parent, \
     row, store, store_add
-from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
 
 # The derivative kernels lay out per-column vectors besides the per-body arrays.
 FLOATS_PER_BODY = 512

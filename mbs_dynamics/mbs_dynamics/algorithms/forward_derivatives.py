@@ -10,9 +10,9 @@ from mbs_dynamics.algorithms.aba import SingularMassMatrix, aba_kernel, forward_
 from mbs_dynamics.algorithms.crba import ltl_factor, ltl_solve_rows
 from mbs_dynamics.algorithms.derivatives import FLOATS_PER_BODY, _buffer, _states, id_derivatives_kernel
 from mbs_dynamics.inputs import NONFINITE_RESULT, SINGULAR_MASS_MATRIX, all_finite
-from mbs_dynamics.spatial.lie import ad
 from mbs_dynamics.multibody.model import FLOATING, Model, body_count
 from mbs_dynamics.multibody.workspace import new_scratch
+from mbs_dynamics.spatial.lie import ad
 
 
 @njit(cache=True)

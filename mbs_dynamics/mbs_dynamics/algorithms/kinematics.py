@@ -8,10 +8,10 @@ from numba import njit
 from mbs_dynamics import inputs
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
 from mbs_dynamics.multibody.joints import body_acceleration, body_jerk, body_velocity, forward_pass
-from mbs_dynamics.spatial.lie import pose, skew
 from mbs_dynamics.multibody.model import Model, unpack_model
-from mbs_dynamics.spatial.algebra import cross, motion_cross, motion_to_parent, rotate, rotate_back
 from mbs_dynamics.multibody.workspace import kinematic_views, scratch, take
+from mbs_dynamics.spatial.algebra import cross, motion_cross, motion_to_parent, rotate, rotate_back
+from mbs_dynamics.spatial.lie import pose, skew
 
 
 @njit(cache=True)

@@ -19,12 +19,12 @@ import numpy as np
 from numba import njit, prange
 
 from mbs_dynamics import inputs
+from mbs_dynamics.algorithms.rnea import body_motion_views
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
 from mbs_dynamics.multibody.joints import body_acceleration, body_velocity
 from mbs_dynamics.multibody.model import Model, body_count, unpack_model
-from mbs_dynamics.algorithms.rnea import body_motion_views
-from mbs_dynamics.spatial.algebra import add, force_cross, force_to_parent
 from mbs_dynamics.multibody.workspace import new_scratch, scratch
+from mbs_dynamics.spatial.algebra import add, force_cross, force_to_parent
 
 # The 10 inertial parameters of a body, in the order of its columns of Y.
 INERTIAL_PARAMETERS = ("m", "mc_x", "mc_y", "mc_z", "I_xx", "I_xy", "I_yy", "I_xz", "I_yz", "I_zz")

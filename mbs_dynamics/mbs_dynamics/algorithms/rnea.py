@@ -29,6 +29,7 @@ from numba import njit, prange
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.crba import world_body_inertias, world_motion_subspaces
+from mbs_dynamics.algorithms.kinematics import body_poses, body_poses_kernel
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
 from mbs_dynamics.multibody.joints import (
     REST,
@@ -39,8 +40,8 @@ from mbs_dynamics.multibody.joints import (
     joint_bias,
     parent_row,
 )
-from mbs_dynamics.algorithms.kinematics import body_poses, body_poses_kernel
 from mbs_dynamics.multibody.model import Model, body_count, unpack_model
+from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
 from mbs_dynamics.spatial.algebra import (
     add,
     add3,
@@ -54,7 +55,6 @@ from mbs_dynamics.spatial.algebra import (
     store,
     store_add,
 )
-from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
 
 # The forms, in the order of their numbers (_KERNELS, _BATCH_KERNELS).
 RNEA_REPRESENTATIONS = ("body", "spatial", "hybrid")

@@ -35,9 +35,9 @@ from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.aba import InverseMassMatrix, forward_dynamics
 from mbs_dynamics.algorithms.crba import ltl_factor, ltl_solve_lower, mass_matrix
 from mbs_dynamics.algorithms.kinematics import frames_motion
-from mbs_dynamics.spatial.lie import so3_log
-from mbs_dynamics.multibody.model import Model
 from mbs_dynamics.algorithms.rnea import inverse_dynamics, nonlinear_effects
+from mbs_dynamics.multibody.model import Model
+from mbs_dynamics.spatial.lie import so3_log
 
 # Singular values of G below this, relative to the largest, count as zero.
 RANK_TOLERANCE = 1e-9

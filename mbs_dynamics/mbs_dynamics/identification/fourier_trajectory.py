@@ -29,12 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
+from mbs_dynamics.algorithms.joint_friction import joint_friction_torques
+from mbs_dynamics.algorithms.rnea import inverse_dynamics
 from mbs_dynamics.files import read_file, write_file
 from mbs_dynamics.identification.csv_data import MAX_CSV_BYTES, write_csv
 from mbs_dynamics.identification.recording import Recording
-from mbs_dynamics.algorithms.joint_friction import joint_friction_torques
 from mbs_dynamics.multibody.model import Model
-from mbs_dynamics.algorithms.rnea import inverse_dynamics
 
 # Characters a value takes in a trajectory file at most (the shortest exact form of a float64, and a comma).
 CSV_VALUE_CHARACTERS = 25

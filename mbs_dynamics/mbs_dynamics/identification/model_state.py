@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbs_dynamics.multibody.configuration import floating_base_state
 from mbs_dynamics.identification.recording import DataError, Recording
+from mbs_dynamics.multibody.configuration import floating_base_state
 from mbs_dynamics.multibody.model import JOINT_NQ, ROOT_JOINT, Model
 
 

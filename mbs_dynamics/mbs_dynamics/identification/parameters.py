@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from mbs_dynamics.algorithms.joint_friction import SMOOTHING_VELOCITY
-from mbs_dynamics.multibody.model import FLOATING, PLANAR, Model
 from mbs_dynamics.algorithms.regressor import INERTIAL_PARAMETERS, PARAMETERS_PER_BODY, inertial_parameters, joint_torque_regressor
+from mbs_dynamics.multibody.model import FLOATING, PLANAR, Model
 
 JOINT_PARAMETERS = ("friction", "damping", "offset", "armature")
 # What identification fits by default: the offset has no place in a URDF, and

@@ -2,11 +2,11 @@
 SVG of measured against predicted torques."""
 from __future__ import annotations
 
-from mbs_dynamics.view import svg_plot
 from mbs_dynamics.files import write_file
 from mbs_dynamics.identification.estimation import physically_consistent
 from mbs_dynamics.identification.identify import Identification
 from mbs_dynamics.multibody.model import PRISMATIC
+from mbs_dynamics.view import svg_plot
 from mbs_dynamics.view.svg_plot import Panel
 
 

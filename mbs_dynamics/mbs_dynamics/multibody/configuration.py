@@ -8,8 +8,8 @@ import numpy as np
 from numba import njit
 
 from mbs_dynamics import inputs
-from mbs_dynamics.spatial.lie import quaternion_to_matrix, so3_left_jacobian, so3_log
 from mbs_dynamics.multibody.model import FLOATING, JOINT_NV, Model, unpack_model
+from mbs_dynamics.spatial.lie import quaternion_to_matrix, so3_left_jacobian, so3_log
 
 
 @njit(cache=True)

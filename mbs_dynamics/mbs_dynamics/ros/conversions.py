@@ -20,8 +20,8 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from visualization_msgs.msg import Marker, MarkerArray
 
 from mbs_dynamics import Model
-from mbs_dynamics.multibody.configuration import floating_base_state
 from mbs_dynamics.inputs import QUATERNION_TOLERANCE
+from mbs_dynamics.multibody.configuration import floating_base_state
 from mbs_dynamics.simulation.scene import MAX_WORLD_BOXES, robot_joints
 from mbs_dynamics.simulation.simulation import World
 from mbs_dynamics.simulation.stepping.obstacles import Box

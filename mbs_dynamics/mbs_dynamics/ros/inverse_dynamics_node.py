@@ -71,12 +71,12 @@ from mbs_dynamics.algorithms.differentiation import FilteredDerivative
 from mbs_dynamics.algorithms.joint_friction import SMOOTHING_VELOCITY
 from mbs_dynamics.ros.conversions import (InvalidInput, base_state, listed, measured_state, set_vector,
                                          stamp_seconds)
+from mbs_dynamics.algorithms.tracking import computed_torque_acceleration
 from mbs_dynamics.ros.input_loss import StampGaps
 from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values, timings
 from mbs_dynamics.ros.spinning import node_main
 from mbs_dynamics.warmup import preload
-from mbs_dynamics.algorithms.tracking import computed_torque_acceleration
 from mbs_dynamics_interfaces.msg import CentroidalMomentum
 
 # A 1 kHz stream: never block the publisher (best effort matches any); by

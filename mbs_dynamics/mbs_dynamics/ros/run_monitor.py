@@ -30,11 +30,11 @@ from sensor_msgs.msg import JointState
 
 import mbs_dynamics as mbs
 from mbs_dynamics import warmup
-from mbs_dynamics.view import svg_plot
 from mbs_dynamics.files import FileProblem, check_writable, write_file
 from mbs_dynamics.ros.conversions import InvalidInput, base_state, measured_state, named_values, stamp_seconds
 from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode
+from mbs_dynamics.view import svg_plot
 from mbs_dynamics.warmup import preload
 from mbs_dynamics_interfaces.msg import BaseState, CentroidalMomentum
 from mbs_dynamics_interfaces.srv import ForwardDynamics, SetState

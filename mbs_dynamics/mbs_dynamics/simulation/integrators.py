@@ -22,9 +22,9 @@ from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.aba import forward_dynamics, refuse_forward_dynamics
 from mbs_dynamics.multibody.configuration import integrate
 from mbs_dynamics.multibody.model import Model
+from mbs_dynamics.multibody.workspace import scratch
 from mbs_dynamics.simulation.stepping.actuation import effort_actuation, joint_terms
 from mbs_dynamics.simulation.stepping.integrator import runge_kutta_step
-from mbs_dynamics.multibody.workspace import scratch
 
 INTEGRATORS = ("semi_implicit_euler", "rk4", "rkmk4")
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mbs_dynamics.contact.constraints import PointContact
 from mbs_dynamics.algorithms.crba import mass_matrix
+from mbs_dynamics.contact.constraints import PointContact
 from mbs_dynamics.inputs import QUATERNION_TOLERANCE
 from mbs_dynamics.multibody.model import ROOT_JOINT, Model
 from mbs_dynamics.simulation.simulation import (

@@ -19,10 +19,10 @@ import numpy as np
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.kinematics import body_poses, frame_acceleration, frame_pose, frame_velocity
-from mbs_dynamics.spatial.lie import matrix_to_quaternion
-from mbs_dynamics.multibody.model import Model
 from mbs_dynamics.algorithms.rnea import joint_wrenches_kernel
+from mbs_dynamics.multibody.model import Model
 from mbs_dynamics.multibody.workspace import scratch
+from mbs_dynamics.spatial.lie import matrix_to_quaternion
 
 
 def imu_reading(model: Model, q, v, a, frame: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mbs_dynamics import inputs
-from mbs_dynamics.contact.constraints import PointContact
-from mbs_dynamics.simulation.integrators import INTEGRATORS
 from mbs_dynamics.algorithms.kinematics import body_poses
-from mbs_dynamics.multibody.model import ROOT_JOINT, Model
 from mbs_dynamics.algorithms.rnea import nonlinear_effects
+from mbs_dynamics.contact.constraints import PointContact
+from mbs_dynamics.multibody.model import ROOT_JOINT, Model
+from mbs_dynamics.multibody.workspace import scratch
+from mbs_dynamics.simulation.integrators import INTEGRATORS
 from mbs_dynamics.simulation.stepping import (
     ACTUATOR,
     SPHERE,
@@ -57,7 +58,6 @@ from mbs_dynamics.simulation.stepping import (
     sphere_gaps,
     step_settings,
 )
-from mbs_dynamics.multibody.workspace import scratch
 
 DEFAULT_INTEGRATOR = "rk4"
 # How near (m) an obstacle a contact point counts as touching it: its rows join the step; no deeper inside it,

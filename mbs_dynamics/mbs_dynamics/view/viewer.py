@@ -43,10 +43,10 @@ from pathlib import Path
 
 import numpy as np
 
-from mbs_dynamics.files import write_file
 from mbs_dynamics.algorithms.kinematics import body_poses
-from mbs_dynamics.spatial.lie import matrix_to_quaternion
+from mbs_dynamics.files import write_file
 from mbs_dynamics.multibody.model import Model
+from mbs_dynamics.spatial.lie import matrix_to_quaternion
 from mbs_dynamics.view.server import Admission, ConnectionLog, listening_socket, quiet_browser_warnings, start_viser
 from mbs_dynamics.view.visuals import DEFAULT_RGBA, Visual, link_visuals
 

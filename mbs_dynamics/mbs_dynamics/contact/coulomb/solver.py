@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from mbs_dynamics.algorithms.crba import ltl_factor, ltl_solve
 from mbs_dynamics.contact.coulomb.law import point_impulse
 from mbs_dynamics.contact.coulomb.newton import newton_polish
 from mbs_dynamics.contact.coulomb.problem import (
@@ -16,7 +17,6 @@ from mbs_dynamics.contact.coulomb.problem import (
     _row_velocities,
     coulomb_residual,
 )
-from mbs_dynamics.algorithms.crba import ltl_factor, ltl_solve
 
 # Gauss-Seidel sweeps between attempts to polish the sticking set
 POLISH_EVERY = 8

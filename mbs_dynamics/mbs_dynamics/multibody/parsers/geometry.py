@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mbs_dynamics.spatial.lie import rpy_to_matrix
 from mbs_dynamics.multibody.parsers.urdf import MAX_MAGNITUDE
+from mbs_dynamics.spatial.lie import rpy_to_matrix
 
 SHAPES = ("sphere", "box", "cylinder", "capsule", "mesh")
 

@@ -23,9 +23,9 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
 
-from mbs_dynamics.simulation import sensors
 from mbs_dynamics.multibody.model import ROOT_JOINT, Model
 from mbs_dynamics.ros.conversions import contact_wrenches, set_stamp, set_vector
+from mbs_dynamics.simulation import sensors
 from mbs_dynamics.simulation.simulation import World, body_links
 from mbs_dynamics_interfaces.msg import Contact, ContactWrench, ContactWrenches
 

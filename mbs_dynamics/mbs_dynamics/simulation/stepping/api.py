@@ -10,16 +10,16 @@ import numpy as np
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.aba import singular_mass_matrix
-from mbs_dynamics.contact.constraints import PointContact
 from mbs_dynamics.algorithms.kinematics import frame_placements
+from mbs_dynamics.contact.constraints import PointContact
+from mbs_dynamics.inputs import SINGULAR_MASS_MATRIX
 from mbs_dynamics.multibody.model import Model
+from mbs_dynamics.multibody.workspace import scratch
 from mbs_dynamics.simulation.stepping.actuation import effort_actuation, joint_terms
 from mbs_dynamics.simulation.stepping.integrator import EULER
 from mbs_dynamics.simulation.stepping.obstacles import DEFAULT_GROUND, Ground, obstacle_records
 from mbs_dynamics.simulation.stepping.records import BODY, CONTACT, COORDINATE, POINT, REPORT, SETTINGS, SPHERE, new_record
 from mbs_dynamics.simulation.stepping.stages import StepResults, simulate_kernel
-from mbs_dynamics.inputs import SINGULAR_MASS_MATRIX
-from mbs_dynamics.multibody.workspace import scratch
 
 
 @lru_cache(maxsize=64)

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from mbs_dynamics.spatial.lie import quaternion_to_matrix
 from mbs_dynamics.multibody.model import plane_basis
 from mbs_dynamics.simulation.stepping.records import OBSTACLE, new_record
+from mbs_dynamics.spatial.lie import quaternion_to_matrix
 
 # Obstacle kinds (OBSTACLE.kind).
 PLANE, BOX = 0, 1

@@ -12,12 +12,12 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from mbs_dynamics.multibody.joints import body_velocity
 from mbs_dynamics.algorithms.kinematics import body_poses_kernel
+from mbs_dynamics.multibody.joints import body_velocity
 from mbs_dynamics.multibody.model import body_count
+from mbs_dynamics.multibody.workspace import kinematic_views
 from mbs_dynamics.simulation.stepping.obstacles import obstacle_distance
 from mbs_dynamics.simulation.stepping.rows import closing_speed
-from mbs_dynamics.multibody.workspace import kinematic_views
 
 # Slower impacts (m/s) do not bounce: a resting contact stays at rest.
 BOUNCE_SPEED = 1e-2

@@ -9,8 +9,8 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from mbs_dynamics.simulation.stepping.integrator import RungeKuttaStages
 from mbs_dynamics.multibody.workspace import take, unbounded
+from mbs_dynamics.simulation.stepping.integrator import RungeKuttaStages
 
 # M and its copy, h, the actuators' effective effort and damping and their clamps, v after a pass, the
 # points' positions, the body twists at v and at v_free, the pairs' contact axes and contact points, a

@@ -26,7 +26,14 @@ import pytest
 import trimesh
 from mbs_dynamics.contact.geometry import collision_contacts
 from mbs_dynamics.files import FileProblem
-from mbs_dynamics.multibody.meshes import MAX_BYTES, MAX_TEXTURE_PIXELS, MAX_TRIANGLES, AssetResolver, load_mesh, measure
+from mbs_dynamics.multibody.meshes import (
+    MAX_BYTES,
+    MAX_TEXTURE_PIXELS,
+    MAX_TRIANGLES,
+    AssetResolver,
+    load_mesh,
+    measure,
+)
 from mbs_dynamics.view.visuals import COLLISION_RGBA, link_visuals
 
 from ros_processes import executable, wait_for_node

@@ -24,7 +24,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from mbs_dynamics.algorithms.joint_friction import SMOOTHING_VELOCITY
-from mbs_dynamics.algorithms.regressor import INERTIAL_PARAMETERS, PARAMETERS_PER_BODY, inertial_parameters, joint_torque_regressor
+from mbs_dynamics.algorithms.regressor import (
+    INERTIAL_PARAMETERS,
+    PARAMETERS_PER_BODY,
+    inertial_parameters,
+    joint_torque_regressor,
+)
 from mbs_dynamics.multibody.model import FLOATING, PLANAR, Model
 
 JOINT_PARAMETERS = ("friction", "damping", "offset", "armature")

@@ -74,7 +74,15 @@ from mbs_dynamics.simulation.stepping.actuation import effort_actuation, joint_t
 from mbs_dynamics.simulation.stepping.api import (ContactStep, check_report, contact_step, new_results, resolve_points,
                                       step_settings)
 from mbs_dynamics.simulation.stepping.integrator import INTEGRATOR_CODES, runge_kutta_step
-from mbs_dynamics.simulation.stepping.obstacles import BOX, DEFAULT_GROUND, PLANE, Box, Ground, obstacle_records, sphere_gaps
+from mbs_dynamics.simulation.stepping.obstacles import (
+    BOX,
+    DEFAULT_GROUND,
+    PLANE,
+    Box,
+    Ground,
+    obstacle_records,
+    sphere_gaps,
+)
 from mbs_dynamics.simulation.stepping.records import ACTUATOR, OBSTACLE, SETTINGS, SPHERE, new_record
 from mbs_dynamics.simulation.stepping.stages import StepResults, simulate_kernel
 

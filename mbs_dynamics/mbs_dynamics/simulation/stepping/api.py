@@ -18,7 +18,16 @@ from mbs_dynamics.multibody.workspace import scratch
 from mbs_dynamics.simulation.stepping.actuation import effort_actuation, joint_terms
 from mbs_dynamics.simulation.stepping.integrator import EULER
 from mbs_dynamics.simulation.stepping.obstacles import DEFAULT_GROUND, Ground, obstacle_records
-from mbs_dynamics.simulation.stepping.records import BODY, CONTACT, COORDINATE, POINT, REPORT, SETTINGS, SPHERE, new_record
+from mbs_dynamics.simulation.stepping.records import (
+    BODY,
+    CONTACT,
+    COORDINATE,
+    POINT,
+    REPORT,
+    SETTINGS,
+    SPHERE,
+    new_record,
+)
 from mbs_dynamics.simulation.stepping.stages import StepResults, simulate_kernel
 
 

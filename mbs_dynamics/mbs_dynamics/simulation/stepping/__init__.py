@@ -71,8 +71,14 @@ RKMK4), work.py (the scratch layout), stages.py (the step's stages and the
 many-step kernel), api.py (contact_step and the results from Python).
 """
 from mbs_dynamics.simulation.stepping.actuation import effort_actuation, joint_terms, position_limits
-from mbs_dynamics.simulation.stepping.api import (ContactStep, check_report, contact_step, new_results, resolve_points,
-                                      step_settings)
+from mbs_dynamics.simulation.stepping.api import (
+    ContactStep,
+    check_report,
+    contact_step,
+    new_results,
+    resolve_points,
+    step_settings,
+)
 from mbs_dynamics.simulation.stepping.integrator import INTEGRATOR_CODES, runge_kutta_step
 from mbs_dynamics.simulation.stepping.obstacles import (
     BOX,

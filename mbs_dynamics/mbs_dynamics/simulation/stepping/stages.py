@@ -14,12 +14,19 @@ from mbs_dynamics.contact.coulomb import CoulombProblem, solve_coulomb
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_MATRIX, all_finite, invalid
 from mbs_dynamics.multibody.configuration import integrate_kernel
 from mbs_dynamics.multibody.model import unpack_model
+from mbs_dynamics.multibody.workspace import untracked
 from mbs_dynamics.simulation.stepping.actuation import actuated_terms, has_gains, newly_clamped
 from mbs_dynamics.simulation.stepping.integrator import EULER, RKMK4, smooth_step
 from mbs_dynamics.simulation.stepping.pairs import body_twists, contact_pairs, point_positions, within_reach
-from mbs_dynamics.simulation.stepping.rows import (Rows, delassus, joint_row_coordinates, joint_rows, pair_rows, velocity_change,
-                                        velocity_walls)
-from mbs_dynamics.multibody.workspace import untracked
+from mbs_dynamics.simulation.stepping.rows import (
+    Rows,
+    delassus,
+    joint_row_coordinates,
+    joint_rows,
+    pair_rows,
+    velocity_change,
+    velocity_walls,
+)
 from mbs_dynamics.simulation.stepping.work import step_work
 
 # Passes of a step at most: the first, then again with the actuators that passed their limits clamped.

@@ -39,7 +39,7 @@ from mbs_dynamics.contact.constraints import METHODS as CONTACT_METHODS
 # depend on the robot); a node's, its own robot and root link (preload).
 
 
-def _state(model, frame):
+def _state(model):
     q, v = model.neutral_configuration(), np.zeros(model.nv)
     return q, v, np.tile(q, (2, 1)), np.zeros((2, model.nv))
 

@@ -229,7 +229,7 @@ def core_run(simulation, tau, steps=STEPS_PER_CALL) -> tuple[float, dict]:
     simulation.reset()
     simulation.step(tau, steps=steps)
     final = {name: float(simulation.q[model.q_index(name)]) for name in model.joint_names
-             if name != mbs.model.ROOT_JOINT}
+             if name != mbs.multibody.model.ROOT_JOINT}
     per_call = min(timeit.repeat(lambda: (simulation.reset(), simulation.step(tau, steps=steps)), number=1,
                                  repeat=5))
     return steps / per_call, final

@@ -56,10 +56,12 @@ def inverse_dynamics(model, frame):
 
 def forward_dynamics(model, frame):
     """The dynamics server (for the run monitor too), the simulator's rk4 and
-    rkmk4; M^-1 of the ABA for the server's contact_method schur."""
+    rkmk4; M^-1 of the ABA for the server's contact_method schur (which a
+    model with coupled mimic joints has not)."""
     q, v, _, _ = _state(model)
     mbs.forward_dynamics(model, q, v, v)
-    mbs.InverseMassMatrix(model, q) @ v
+    if not model.has_coupled_joints:
+        mbs.InverseMassMatrix(model, q) @ v
 
 
 def mass_matrix(model, frame):
@@ -91,7 +93,8 @@ def contact_forward(model, frame):
     q, v, _, _ = _state(model)
     for contacts in ([mbs.PointContact(frame)], [mbs.FrameContact(frame)]):
         for method in CONTACT_METHODS:
-            mbs.contact_forward_dynamics(model, q, v, v, contacts, method=method)
+            if not (method == "schur" and model.has_coupled_joints):
+                mbs.contact_forward_dynamics(model, q, v, v, contacts, method=method)
         mbs.impact(model, q, v, contacts)
 
 

@@ -40,7 +40,7 @@ def random_state(model, rng):
         if name not in model.joint_names:
             continue  # a coupled mimic joint
         qi = model.q_index(name)
-        if model.joint_type[body] == mbs.model.FLOATING:
+        if model.joint_type[body] == mbs.multibody.model.FLOATING:
             q[qi:qi + 3] = rng.uniform(-1, 1, 3)
             quaternion = rng.normal(size=4)
             q[qi + 3:qi + 7] = quaternion / np.linalg.norm(quaternion)

@@ -50,7 +50,7 @@ def test_methods_agree_and_constraints_hold(robot):
     rng = np.random.default_rng(40)
     q, v, tau = random_state(model, rng)
     solutions = {method: mbs.contact_forward_dynamics(model, q, v, tau, contacts, method=method)
-                 for method in mbs.contact.METHODS}
+                 for method in mbs.contact.constraints.METHODS}
     a, forces = solutions["kkt"]
     assert not solutions["kkt"].rank_deficient and solutions["kkt"].residual < 1e-9
     for other_a, other_forces in solutions.values():
@@ -76,9 +76,9 @@ def test_point_off_the_frame_origin_and_baumgarte():
     a, forces = mbs.contact_forward_dynamics(model, q, v, tau, contacts)
     close(point_acceleration(model, q, v, a, "FL_FOOT", point), np.zeros(3), 1e-9)
     alpha, beta = 5.0, 7.0
-    for method in mbs.contact.METHODS:
+    for method in mbs.contact.constraints.METHODS:
         a, _ = mbs.contact_forward_dynamics(model, q, v, tau, contacts, method=method, baumgarte=(alpha, beta))
-        rows = mbs.contact.constraint_rows(model, q, v, contacts)
+        rows = mbs.contact.constraints.constraint_rows(model, q, v, contacts)
         velocity = rows.G @ v
         close(point_acceleration(model, q, v, a, "FL_FOOT", point),
               -2 * alpha * velocity[:3] - beta**2 * np.array([0.0, 0.0, -0.002]), 1e-9)
@@ -94,7 +94,7 @@ def test_frame_contact_off_the_frame_origin_moves_only_the_wrench():
     q, v, tau = random_state(model, rng)
     offset = (0.05, -0.02, -0.1)
     moved = [mbs.FrameContact(contacts[0].frame, offset), contacts[1]]
-    for method in mbs.contact.METHODS:
+    for method in mbs.contact.constraints.METHODS:
         a, forces = mbs.contact_forward_dynamics(model, q, v, tau, contacts, method=method)
         a_moved, forces_moved = mbs.contact_forward_dynamics(model, q, v, tau, moved, method=method)
         close(a_moved, a, 1e-9)
@@ -138,7 +138,7 @@ def test_rank_deficient_contact_gets_the_minimum_norm_forces_and_a_flag():
     rng = np.random.default_rng(42)
     q, v, tau = rng.uniform(-1, 1, 3), rng.normal(size=3), rng.normal(size=3)
     contacts = [mbs.PointContact("tip")]
-    solutions = [mbs.contact_forward_dynamics(model, q, v, tau, contacts, method=m) for m in mbs.contact.METHODS]
+    solutions = [mbs.contact_forward_dynamics(model, q, v, tau, contacts, method=m) for m in mbs.contact.constraints.METHODS]
     for solution in solutions:
         a, (force,) = solution
         assert solution.rank_deficient and solution.rank == 2 and solution.rows == 3
@@ -170,7 +170,7 @@ def test_four_bar_linkage_matches_its_lagrangian():
         close(mbs.frame_pose(model, q, "tip")[:3, 3], [b_len, 0, 0], 1e-12)
         v = omega * np.array([1.0, -1.0, 1.0])
         theta_dd = (m + m2) * a_len * g * np.sin(theta) / (2 / 3 * m * a_len**2 + m2 * a_len**2)
-        for method in mbs.contact.METHODS:
+        for method in mbs.contact.constraints.METHODS:
             solution = mbs.contact_forward_dynamics(model, q, v, np.zeros(3), closure, method=method)
             assert solution.rank_deficient  # planar: the y row is zero
             close(solution[0], theta_dd * np.array([1.0, -1.0, 1.0]), 1e-9)
@@ -188,7 +188,7 @@ def test_impact(restitution):
     q, v_minus, _ = random_state(model, rng)
     contacts = [mbs.PointContact(foot) for foot in FEET[:3]] + [mbs.FrameContact("HR_FOOT")]
     v_plus, impulses = mbs.impact(model, q, v_minus, contacts, restitution)
-    rows = mbs.contact.constraint_rows(model, q, v_minus, contacts)
+    rows = mbs.contact.constraints.constraint_rows(model, q, v_minus, contacts)
     close(rows.G @ v_plus, -restitution * rows.G @ v_minus, 1e-9)
     M = mbs.mass_matrix(model, q)
     # M (v+ - v-) = sum J^T Λ, checked as the momentum change against impulses as wrenches
@@ -242,7 +242,7 @@ def test_contact_inverse_dynamics_balances_the_base(robot):
         close(mbs.inverse_dynamics(model, q, v, a, f_ext=as_wrenches(contacts, forces)), tau, 1e-9)
         # minimum norm: no force in the null space of the base balance could be removed
         stacked = np.concatenate(forces)
-        rows = mbs.contact.constraint_rows(model, q, v, contacts)
+        rows = mbs.contact.constraints.constraint_rows(model, q, v, contacts)
         Gw = np.vstack([to_force @ rows.G[block] for block, to_force in rows.blocks])
         null = np.linalg.svd(Gw[:, base].T)[2][6:]
         close(null @ stacked, np.zeros(null.shape[0]), 1e-9)

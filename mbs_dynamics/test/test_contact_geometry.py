@@ -39,7 +39,7 @@ SHAPES = """<robot name="shapes">
 
 
 def world_points(model, q, geometry):
-    world_R, world_p = mbs.kinematics.body_poses(model, q)
+    world_R, world_p = mbs.algorithms.kinematics.body_poses(model, q)
     return np.array([world_R[b] @ p + world_p[b] for b, p in zip(geometry.bodies, geometry.points, strict=True)])
 
 

@@ -164,7 +164,7 @@ def predicted_error(model, recording: data.Recording) -> float:
     recording = data.filtered(recording, filter_effort=False).window(0.5, recording.duration - 0.5)
     q, v, a, tau = data.model_state(model, recording)
     predicted = mbs.inverse_dynamics(model, q, v, a) + mbs.joint_friction_torques(model, v)
-    moving = np.abs(v) >= est.STICKING_VELOCITIES * mbs.joint_friction.SMOOTHING_VELOCITY
+    moving = np.abs(v) >= est.STICKING_VELOCITIES * mbs.algorithms.joint_friction.SMOOTHING_VELOCITY
     return float(np.sqrt(np.sum(moving * (predicted - tau) ** 2) / np.sum(moving * tau**2)))
 
 

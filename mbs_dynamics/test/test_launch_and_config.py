@@ -70,7 +70,7 @@ def test_launch_plan_executables_are_console_scripts_and_configs_installed():
     for name, executable in PLAN_NODES.items():
         assert executable in scripts, f"the launch plan names {executable}, which is not a console script"
         module = scripts[executable].split(":")[0]
-        assert module.endswith(f"{name}_node"), (name, executable)
+        assert BRINGUP_NODES[name].__module__ == module, (name, executable, module)  # the node the bringup runs
     assert CONFIG_FILE.is_file()
     for robot in BUNDLED_ROBOTS:
         assert (SHARE / "config" / f"{robot}.yaml").is_file(), f"config/{robot}.yaml is not installed"

@@ -166,7 +166,7 @@ def test_a_sphere_rests_at_its_radius_and_rolls_without_slipping():
     v[3] = 1.0  # sliding along x (body frame = world here), no spin: friction makes it roll
     simulation.set_state(simulation.q, v)
     simulation.step(steps=60)  # sliding stops after 1 - 0.6 m/s / (mu g) = 41 ms
-    world_R = mbs.kinematics.body_poses(model, simulation.q)[0][0]
+    world_R = mbs.algorithms.kinematics.body_poses(model, simulation.q)[0][0]
     angular, linear = world_R @ simulation.v[:3], world_R @ simulation.v[3:]
     assert linear[0] == pytest.approx(radius * angular[1], abs=1e-6)  # the contact point at rest: rolling
     inertia = 2 * 2 * HALF**2 / 3  # the body's inertia about its centre, its mass 2 kg
@@ -205,7 +205,7 @@ def test_a_box_dropped_on_its_edge_settles_flat():
         unconverged, worst = unconverged + result.unconverged_steps, max(worst, result.residual)
         softened += result.softened_steps
     assert unconverged == 0 and worst <= 1e-10 and softened <= 5
-    R = mbs.kinematics.body_poses(model, simulation.q)[0][0]
+    R = mbs.algorithms.kinematics.body_poses(model, simulation.q)[0][0]
     assert abs(abs(R[2, 2]) - 1) < 1e-6 or max(abs(R[2, :])) > 1 - 1e-6  # one box axis vertical
     assert simulation.q[2] == pytest.approx(HALF, abs=2e-4)
     assert simulation.last.active.sum() == 4
@@ -286,7 +286,7 @@ def test_the_ankle_sensors_of_a_standing_talos_carry_its_weight():
     last = simulation.last
     assert last.converged and np.abs(simulation.v).max() < 1e-3
     wrenches = mbs.sensors.joint_wrenches(model, simulation.q, simulation.v, last.acceleration, last.body_wrenches)
-    world_R = mbs.kinematics.body_poses(model, simulation.q)[0]
+    world_R = mbs.algorithms.kinematics.body_poses(model, simulation.q)[0]
     feet = [mbs.sensors.sensor_joint_body(model, f"leg_{side}_6_joint") for side in ("left", "right")]
     up = sum((world_R[b] @ wrenches[b, 3:])[2] for b in feet)
     feet_mass = sum(model.mass[b] for b in feet)

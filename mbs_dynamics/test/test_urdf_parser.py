@@ -79,7 +79,7 @@ def test_joint_fields_and_conventions():
     assert (j1.lower, j1.upper, j1.effort, j1.velocity) == (-1, 1, 10, 2)
     assert (j1.damping, j1.friction) == (0.5, 0.25)
     assert (j2.lower, j2.upper, j2.effort) == (-math.inf, math.inf, math.inf)
-    assert j3.mimic == mbs.parsers.urdf.Mimic("j1", 2.0, 0.5)
+    assert j3.mimic == mbs.multibody.parsers.urdf.Mimic("j1", 2.0, 0.5)
     assert robot.links["c"].inertial is None  # massless
     a = robot.links["a"].inertial
     np.testing.assert_allclose(a.com, [0.1, 0, 0])

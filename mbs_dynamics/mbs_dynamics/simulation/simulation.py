@@ -48,6 +48,7 @@ from mbs_dynamics.simulation.stepping import (
     Ground,
     StepResults,
     check_report,
+    copy_records,
     joint_terms,
     new_record,
     new_results,
@@ -440,13 +441,13 @@ class Simulation:
         q_before, v_before = self.q.copy(), self.v.copy()
         results = self._results
         simulate_kernel(model.packed, model.dof_parent, self._world, actuation, self._settings, self.q, self.v,
-                        results, self._buffer)
+                        tuple(results), self._buffer)
         report = results.report[0].copy()
         self.steps += int(report["steps"])
         check_report(model, report, "the simulation step", q_before, (v_before, "v"), (actuation["effort"], "tau"),
                      (actuation["position_target"], "position targets"),
                      (actuation["velocity_target"], "velocity targets"))
-        self.last = ContactStep(self.q.copy(), self.v.copy(), *(records.copy() for records in results[:4]), report,
+        self.last = ContactStep(self.q.copy(), self.v.copy(), *(copy_records(records) for records in results[:4]), report,
                                 self.tolerance)
         return self.last
 

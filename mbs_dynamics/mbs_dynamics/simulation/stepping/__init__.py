@@ -89,10 +89,10 @@ from mbs_dynamics.simulation.stepping.obstacles import (
     obstacle_records,
     sphere_gaps,
 )
-from mbs_dynamics.simulation.stepping.records import ACTUATOR, OBSTACLE, SETTINGS, SPHERE, new_record
+from mbs_dynamics.simulation.stepping.records import ACTUATOR, OBSTACLE, SETTINGS, SPHERE, copy_records, new_record
 from mbs_dynamics.simulation.stepping.stages import StepResults, simulate_kernel
 
 __all__ = ["ACTUATOR", "BOX", "DEFAULT_GROUND", "INTEGRATOR_CODES", "OBSTACLE", "PLANE", "SETTINGS", "SPHERE", "Box",
            "ContactStep", "Ground", "StepResults", "check_report", "contact_step", "effort_actuation", "joint_terms",
-           "new_record", "new_results", "obstacle_records", "position_limits", "resolve_points", "runge_kutta_step",
+           "copy_records", "new_record", "new_results", "obstacle_records", "position_limits", "resolve_points", "runge_kutta_step",
            "simulate_kernel", "sphere_gaps", "step_settings"]

@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from mbs_dynamics.multibody.model import Model
-from mbs_dynamics.simulation.stepping.records import ACTUATOR, JOINT_TERMS, LIMIT, new_record
+from mbs_dynamics.simulation.stepping.records import ACTUATOR, JOINT_TERMS, LIMIT, copy_records, new_record
 
 
 @lru_cache(maxsize=32)
@@ -22,7 +22,7 @@ def _no_gains(model: Model) -> np.ndarray:
 
 def effort_actuation(model: Model, tau: np.ndarray) -> np.ndarray:
     """The ACTUATOR records of efforts tau alone (no gains; the limits, unused, the model's)."""
-    actuation = _no_gains(model).copy()
+    actuation = copy_records(_no_gains(model))
     actuation["effort"] = tau
     return actuation
 

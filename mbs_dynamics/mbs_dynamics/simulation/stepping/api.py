@@ -26,30 +26,25 @@ from mbs_dynamics.simulation.stepping.records import (
     REPORT,
     SETTINGS,
     SPHERE,
+    copy_records,
     new_record,
 )
 from mbs_dynamics.simulation.stepping.stages import StepResults, simulate_kernel
 
 
-@lru_cache(maxsize=64)
-def _zero_results(npoints: int, nobstacles: int, nv: int, nbodies: int) -> StepResults:
-    return StepResults(new_record(POINT, npoints, gap=np.inf), new_record(CONTACT, (npoints, nobstacles)),
-                       new_record(COORDINATE, nv), new_record(BODY, nbodies), new_record(REPORT, 1))
-
-
 def new_results(npoints: int, nobstacles: int, nv: int, nbodies: int) -> StepResults:
     """The result records of a step with npoints contact points and
-    nobstacles obstacles, zero (no warm start), the gaps infinite: copies of
-    cached ones (a call of contact_step builds them)."""
-    return StepResults(*(records.copy() for records in _zero_results(npoints, nobstacles, nv, nbodies)))
+    nobstacles obstacles, zero (no warm start), the gaps infinite."""
+    return StepResults(new_record(POINT, npoints, gap=np.inf), new_record(CONTACT, (npoints, nobstacles)),
+                       new_record(COORDINATE, nv), new_record(BODY, nbodies), new_record(REPORT, 1))
 
 
 def step_settings(dt: float, stabilization: float, margin: float, tolerance: float, max_iterations: int,
                   integrator: int, compliance: float = 0.0, steps: int = 1) -> np.ndarray:
     """The SETTINGS record (1,) of a call, checked: a copy of a cached one
     (a call of contact_step builds it)."""
-    return _settings(float(dt), float(stabilization), float(margin), float(tolerance), int(max_iterations),
-                     int(integrator), float(compliance), int(steps)).copy()
+    return copy_records(_settings(float(dt), float(stabilization), float(margin), float(tolerance),
+                                  int(max_iterations), int(integrator), float(compliance), int(steps)))
 
 
 @lru_cache(maxsize=64)
@@ -232,7 +227,7 @@ def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground =
     simulate_kernel(model.packed, model.dof_parent,
                     (spheres, obstacle_records([ground]), *joint_terms(model, joint_limits, joint_damping,
                                                                         joint_friction)),
-                    effort_actuation(model, tau), settings, q, v, results, scratch(model))
+                    effort_actuation(model, tau), settings, q, v, tuple(results), scratch(model))
     report = results.report[0]
     check_report(model, report, "the contact step", q_in, (v_in, "v"), (tau, "tau"))
     return ContactStep(q, v, *results[:4], report, tolerance)

@@ -112,3 +112,9 @@ def new_record(dtype: np.dtype, shape=(), **values) -> np.ndarray:
     for name, value in values.items():
         records[name] = value
     return records
+
+
+def copy_records(records: np.ndarray) -> np.ndarray:
+    """A writable copy of an array of records, through its bytes: numpy copies
+    a structured array field by field (1-2 us for a few records; this, 0.6)."""
+    return np.frombuffer(bytearray(records.tobytes()), records.dtype).reshape(records.shape)

@@ -208,7 +208,9 @@ def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground =
     joint_damping applies the viscous damping, implicitly; joint_friction the
     Coulomb friction, as impulses bounded by friction x dt that stop a joint
     they can hold."""
-    settings = step_settings(dt, float(stabilization), float(margin), float(tolerance), int(max_iterations), EULER)
+    # the cached record itself: the kernel only reads it
+    settings = _settings(float(dt), float(stabilization), float(margin), float(tolerance), int(max_iterations), EULER,
+                         0.0, 1)
     q = np.array(inputs.shaped(model, q, model.nq, "q", batch=False), dtype=float)
     v = np.array(inputs.shaped(model, v, model.nv, "v", batch=False), dtype=float)
     tau = inputs.shaped(model, tau, model.nv, "tau", batch=False)

@@ -58,12 +58,13 @@ def _settings(dt: float, stabilization: float, margin: float, tolerance: float, 
                       max_iterations=max_iterations, integrator=integrator, compliance=compliance, steps=steps)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)
 class ContactStep:
     """(q, v) after a call of the step, unpackable as a pair, and the result
     records (records.py) of its last step: `points` (k,), `contacts` (k, m:
     every point with every obstacle), `coordinates` (nv,), `bodies`
-    (nbodies,) and the call's `report`; `tolerance`, the solver's."""
+    (nbodies,) and the call's `report`; `tolerance`, the solver's. Slots, not
+    frozen: a frozen dataclass's __init__ cost each call 0.7 us more."""
 
     q: np.ndarray
     v: np.ndarray

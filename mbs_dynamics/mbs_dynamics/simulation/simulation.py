@@ -442,12 +442,12 @@ class Simulation:
         results = self._results
         simulate_kernel(model.packed, model.dof_parent, self._world, actuation, self._settings, self.q, self.v,
                         tuple(results), self._buffer)
-        report = results.report[0].copy()
-        self.steps += int(report["steps"])
+        report = results.report.copy()
+        self.steps += int(report["steps"][0])
         check_report(model, report, "the simulation step", q_before, (v_before, "v"), (actuation["effort"], "tau"),
                      (actuation["position_target"], "position targets"),
                      (actuation["velocity_target"], "velocity targets"))
-        self.last = ContactStep(self.q.copy(), self.v.copy(), *(copy_records(records) for records in results[:4]), report,
+        self.last = ContactStep(self.q.copy(), self.v.copy(), *(copy_records(records) for records in results[:4]), report[0],
                                 self.tolerance)
         return self.last
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import numpy as np
 from numba import njit
 
 from mbs_dynamics.algorithms.crba import crba_kernel, ltl_factor, ltl_solve
@@ -233,6 +234,7 @@ def simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, result
         friction = friction or world.terms[r].friction > 0.0
     smooth_possible = step.integrator != EULER and not has_gains(actuation) and not friction
     gaps = results.points["gap"]
+    gaps[:] = np.inf  # no obstacle seen yet: each step sets them
     unconverged, smooth, sweeps, residual, limits, softened = 0, 0, 0, 0.0, 0, 0
     for taken in range(step.steps):
         if invalid(model, q, v, v) or not all_finite(efforts):

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import math
 from collections import namedtuple
-from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
 from mbs_dynamics.collision.epa import epa, new_polytope
 from mbs_dynamics.collision.gjk import OVERLAPPING, Placed, Simplex, gjk, new_simplex, witnesses
-from mbs_dynamics.collision.shapes import BOX, CAPSULE, HALFSPACE, SPHERE, Shape, shape_records
+from mbs_dynamics.collision.shapes import BOX, CAPSULE, HALFSPACE, SPHERE
 from mbs_dynamics.collision.support import world_support
 
 # The scratch of one query: GJK's simplex, EPA's polytope
@@ -169,47 +168,3 @@ def shape_distance(a, b, vertices, work):
     ra, rb = a.shape.radius, b.shape.radius
     return (-depth - ra - rb, n, (a_core[0] + ra * n[0], a_core[1] + ra * n[1], a_core[2] + ra * n[2]),
             (b_core[0] - rb * n[0], b_core[1] - rb * n[1], b_core[2] - rb * n[2]))
-
-
-@njit(cache=True)
-def _distance_kernel(records, vertices, R_a, p_a, R_b, p_b, simplex, polytope):
-    return shape_distance(Placed(records[0], R_a, p_a), Placed(records[1], R_b, p_b), vertices,
-                          QueryWork(simplex, polytope))
-
-
-@dataclass(frozen=True)
-class Proximity:
-    """Of two shapes: their signed distance (negative: penetration), the unit
-    normal from the first to the second, and a witness point on each
-    (world): the nearest points, or where they penetrate, each one's deepest
-    point inside the other."""
-
-    distance: float
-    normal: np.ndarray
-    point_a: np.ndarray
-    point_b: np.ndarray
-
-
-def _pose(pose, what: str) -> tuple[np.ndarray, np.ndarray]:
-    if pose is None:
-        return np.eye(3), np.zeros(3)
-    rotation, translation = (np.asarray(x, dtype=float) for x in pose)
-    if rotation.shape != (3, 3) or translation.shape != (3,) or not (
-            np.all(np.isfinite(rotation)) and np.all(np.isfinite(translation))):
-        raise ValueError(f"{what} must be (rotation (3, 3), translation (3,)), finite")
-    if np.abs(rotation @ rotation.T - np.eye(3)).max() > 1e-9 or np.linalg.det(rotation) < 0:
-        raise ValueError(f"{what}'s rotation is not a rotation matrix")
-    return np.ascontiguousarray(rotation), np.ascontiguousarray(translation)
-
-
-def distance(shape_a: Shape, pose_a, shape_b: Shape, pose_b) -> Proximity:
-    """The Proximity of two shapes placed at poses (rotation, translation):
-    world <- shape (None: the identity)."""
-    if shape_a.kind == "halfspace" and shape_b.kind == "halfspace":
-        raise ValueError("two halfspaces have no distance")
-    (R_a, p_a), (R_b, p_b) = _pose(pose_a, "pose_a"), _pose(pose_b, "pose_b")
-    records, vertices = shape_records((shape_a, shape_b), (-1, -1), (np.eye(3), np.eye(3)),
-                                      (np.zeros(3), np.zeros(3)))
-    work = new_query_work()
-    d, n, a, b = _distance_kernel(records, vertices, R_a, p_a, R_b, p_b, work.simplex, work.polytope)
-    return Proximity(float(d), np.array(n), np.array(a), np.array(b))

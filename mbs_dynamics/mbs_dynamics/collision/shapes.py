@@ -16,6 +16,7 @@ polytopes or flat, and the result is exact for them.
 """
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,20 +32,34 @@ SHAPE = np.dtype([
     ("translation", np.float64, (3,)),  # its origin in the body's frame
     ("size", np.float64, (3,)),        # sphere (r, 0, 0); capsule, cylinder (r, half length, 0); box half extents
     ("radius", np.float64),            # of the sphere that sweeps its core: a sphere's and a capsule's r, else 0
-    ("first_vertex", np.int64),        # convex: its hull's vertices, rows of the shapes' vertex array
+    ("first_vertex", np.int64),        # convex: its hull's vertices, rows of the ShapeSet's vertices
     ("vertex_count", np.int64),
+    ("first_face", np.int64),          # convex: its hull's faces, rows of the ShapeSet's faces
+    ("face_count", np.int64),
 ], align=True)
+
+FACE = np.dtype([
+    ("normal", np.float64, (3,)),  # outward, the shape's frame
+    ("first_corner", np.int64),    # its corners, counter-clockwise about the normal: rows of the ShapeSet's
+    ("corner_count", np.int64),    # corners, each the row of its vertex in the ShapeSet's vertices
+], align=True)
+
+# Shapes as the compiled collision reads them: SHAPE records (k,), the convex shapes' hull vertices (n, 3),
+# their faces (FACE records) and the faces' corners (vertex rows)
+ShapeSet = namedtuple("ShapeSet", "shapes vertices faces corners")
 
 
 @dataclass(frozen=True, eq=False)
 class Shape:
     """A convex shape in its own frame (module docstring): `kind` one of
     KINDS, `size` the record's (half lengths), `vertices` a convex shape's
-    hull vertices (n, 3)."""
+    hull vertices (n, 3) and `faces` its faces, each a tuple of vertex rows
+    counter-clockwise about its outward normal."""
 
     kind: str
     size: np.ndarray
     vertices: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    faces: tuple = ()
 
     @property
     def radius(self) -> float:
@@ -88,25 +103,54 @@ def convex(vertices) -> Shape:
         hull = ConvexHull(points)
     except QhullError:
         raise ValueError("a convex shape's points lie in a plane or a line: it has no volume") from None
-    return Shape("convex", np.zeros(3), np.ascontiguousarray(points[hull.vertices]))
+    rows = {vertex: row for row, vertex in enumerate(hull.vertices)}
+    hull_vertices = np.ascontiguousarray(points[hull.vertices])
+    return Shape("convex", np.zeros(3), hull_vertices, hull_faces(hull, rows, hull_vertices))
+
+
+def hull_faces(hull: ConvexHull, rows: dict, vertices: np.ndarray) -> tuple:
+    """The hull's faces as polygons: its coplanar triangles merged, each
+    face's vertex rows ordered counter-clockwise about its outward normal."""
+    scale = max(float(np.abs(vertices).max()), 1e-300)
+    faces, seen = [], []
+    for equation in hull.equations:
+        if any(np.abs(equation - other).max() <= 1e-9 * max(1.0, scale) for other in seen):
+            continue
+        seen.append(equation)
+        normal, offset = equation[:3], equation[3]
+        on_face = [row for row in range(len(vertices)) if abs(vertices[row] @ normal + offset) <= 1e-9 * scale]
+        centre = vertices[on_face].mean(axis=0)
+        u = vertices[on_face[0]] - centre
+        u /= np.linalg.norm(u)
+        w = np.cross(normal, u)
+        angles = [np.arctan2((vertices[row] - centre) @ w, (vertices[row] - centre) @ u) for row in on_face]
+        faces.append(tuple(on_face[i] for i in np.argsort(angles)))
+    return tuple(faces)
 
 
 def halfspace() -> Shape:
     return Shape("halfspace", np.zeros(3))
 
 
-def shape_records(shapes, bodies, rotations, translations) -> tuple[np.ndarray, np.ndarray]:
-    """(SHAPE records (k,), vertices (n, 3)) of the shapes placed in bodies
-    (k,) at (rotations (k, 3, 3), translations (k, 3): body <- shape)."""
+def shape_set(shapes, bodies, rotations, translations) -> ShapeSet:
+    """The ShapeSet of the shapes placed in bodies (k,) at (rotations (k, 3,
+    3), translations (k, 3): body <- shape)."""
     records = np.zeros(len(shapes), dtype=SHAPE)
-    vertices = [np.zeros((0, 3))]
-    first = 0
+    vertices, faces, corners = [np.zeros((0, 3))], [], []
+    first_vertex = 0
     for k, shape in enumerate(shapes):
         record = records[k]
         record["kind"], record["body"] = KINDS.index(shape.kind), bodies[k]
         record["rotation"], record["translation"] = rotations[k], translations[k]
         record["size"], record["radius"] = shape.size, shape.radius
-        record["first_vertex"], record["vertex_count"] = first, len(shape.vertices)
+        record["first_vertex"], record["vertex_count"] = first_vertex, len(shape.vertices)
+        record["first_face"], record["face_count"] = len(faces), len(shape.faces)
+        for face in shape.faces:
+            a, b, c = (shape.vertices[face[i]] for i in range(3))
+            normal = np.cross(b - a, c - a)
+            faces.append((normal / np.linalg.norm(normal), len(corners), len(face)))
+            corners.extend(first_vertex + row for row in face)
         vertices.append(shape.vertices)
-        first += len(shape.vertices)
-    return records, np.ascontiguousarray(np.concatenate(vertices))
+        first_vertex += len(shape.vertices)
+    return ShapeSet(records, np.ascontiguousarray(np.concatenate(vertices)), np.array(faces, dtype=FACE),
+                    np.array(corners, dtype=np.int64))

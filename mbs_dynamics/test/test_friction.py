@@ -275,7 +275,7 @@ def test_sparse_mass_matrix_factorisation(robot):
         ltl_factor,
         ltl_solve,
         ltl_solve_transposed,
-        ltl_solve_transposed_chain,
+        ltl_solve_transposed_paths,
     )
 
     from oracles import random_state
@@ -297,8 +297,14 @@ def test_sparse_mass_matrix_factorisation(robot):
         full, chain = np.zeros(model.nv), np.zeros(model.nv)
         full[i] = chain[i] = rng.normal()
         ltl_solve_transposed(L, model.dof_parent, full)
-        ltl_solve_transposed_chain(L, model.dof_parent, chain, i)
+        ltl_solve_transposed_paths(L, model.dof_parent, chain, i, -1)
         close(chain, full, 0.0)
+    for i, j in rng.choice(model.nv, (5, 2)):  # zero off two paths (two bodies' relative motion)
+        full, paths = np.zeros(model.nv), np.zeros(model.nv)
+        full[[i, j]] = paths[[i, j]] = rng.normal(size=2) if i != j else rng.normal()
+        ltl_solve_transposed(L, model.dof_parent, full)
+        ltl_solve_transposed_paths(L, model.dof_parent, paths, i, j)
+        close(paths, full, 1e-15)
     singular = M.copy()
     singular[-1, -1] = 0.0
     assert ltl_factor(singular, model.dof_parent) == model.nv - 1

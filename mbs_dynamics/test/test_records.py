@@ -101,14 +101,25 @@ def test_the_packed_model_round_trips(robot):
     assert packed_sizes(model.nbodies, len(model.quaternion_starts), model.nv) == (floats.size, ints.size)
 
 
-def test_the_work_layout_gives_every_field_its_own_slots():
+def leaves(prefix, record):
+    """(name, array) of every array in a tree of named tuples."""
+    for name, value in record._asdict().items():
+        if isinstance(value, np.ndarray):
+            yield prefix + name, value
+        else:
+            yield from leaves(prefix + name + ".", value)
+
+
+@pytest.mark.parametrize("shapes", [0, 5])
+def test_the_work_layout_gives_every_field_its_own_slots(shapes):
     """Each work array filled with its own number: every slot of both buffers
-    belongs to exactly one array, and the measured sizes are the buffers'."""
-    dimensions = (19, 18, 13, 40, 3)  # nq, nv, bodies, points, obstacles
+    belongs to exactly one array, and the measured sizes are the buffers'
+    (with shapes of bodies, and without: then the narrow phase's scratch is
+    empty)."""
+    dimensions = (19, 18, 13, 40, 3, shapes, 24)  # nq, nv, bodies, points, obstacles, shapes, collisions
     floats, ints = np.full(100_000, -1.0), np.full(10_000, -1, dtype=np.int64)
     work, float_end, int_end = lay_out_work(floats, ints, *dimensions)
-    arrays = [("stages." + name, array) for name, array in work.stages._asdict().items()] \
-        + [(name, array) for name, array in work._asdict().items() if name != "stages"]
+    arrays = list(leaves("", work))
     for number, (name, array) in enumerate(arrays):
         array[...] = number
     for number, (name, array) in enumerate(arrays):
@@ -117,4 +128,5 @@ def test_the_work_layout_gives_every_field_its_own_slots():
     assert np.all(ints[:int_end] >= 0) and np.all(ints[int_end:] == -1)
     assert sum(array.size for name, array in arrays if array.dtype == np.float64) == float_end
     assert sum(array.size for name, array in arrays if array.dtype == np.int64) == int_end
-    assert set(StepWork._fields) == {name for name, _ in arrays if not name.startswith("stages.")} | {"stages"}
+    assert {name.split(".")[0] for name, _ in arrays} == set(StepWork._fields)
+    assert (work.collision.query.polytope.faces.size > 0) == (shapes > 1)

@@ -228,17 +228,32 @@ def ltl_solve_transposed(L, dof_parent, x):
 
 
 @njit(cache=True, inline="always")
-def ltl_solve_transposed_chain(L, dof_parent, x, deepest):
-    """x <- L^-T x for x zero outside the path from coordinate `deepest` to the
-    root: the result is zero outside it too (a row of a Jacobian of one body)."""
-    i = deepest
-    while i >= 0:
+def ltl_solve_transposed_paths(L, dof_parent, x, deepest, other):
+    """x <- L^-T x for x zero outside the paths from coordinates `deepest`
+    and `other` (-1: none) to the root: the result is zero outside them too
+    (a row of the Jacobian of one body, or of the relative velocity of two).
+    The union of the paths is walked by decreasing coordinate, each one's
+    descendants first."""
+    a, b = deepest, other
+    if b < 0:  # one path: without the union's branches
+        while a >= 0:
+            x[a] /= L[a, a]
+            j = dof_parent[a]
+            while j >= 0:
+                x[j] -= L[a, j] * x[a]
+                j = dof_parent[j]
+            a = dof_parent[a]
+    while a >= 0 or b >= 0:
+        i = max(a, b)
         x[i] /= L[i, i]
         j = dof_parent[i]
         while j >= 0:
             x[j] -= L[i, j] * x[i]
             j = dof_parent[j]
-        i = dof_parent[i]
+        if a == i:
+            a = dof_parent[a]
+        if b == i:
+            b = dof_parent[b]
 
 
 @njit(cache=True, inline="always")

@@ -24,8 +24,8 @@ EPA_MAX_FACES = 2 * EPA_MAX_VERTICES
 EPA_TOLERANCE = 1e-11
 
 # The polytope: its points of C and their support points on A and B (V, 3); its faces' vertices (F, 3),
-# unit outward normals (F, 3), distances from the origin (F,) and whether each is still a face (F,); the
-# horizon's edges (F, 2). V = EPA_MAX_VERTICES, F = EPA_MAX_FACES.
+# unit outward normals (F, 3), distances from the origin (F,) and whether each is still a face (F,; 1 or 0);
+# the horizon's edges (3F, 2). V = EPA_MAX_VERTICES, F = EPA_MAX_FACES.
 Polytope = namedtuple("Polytope", "simplex faces normal distance alive edges")
 
 
@@ -33,7 +33,7 @@ def new_polytope(simplex_type) -> Polytope:
     return Polytope(simplex_type(np.zeros((EPA_MAX_VERTICES, 3)), np.zeros((EPA_MAX_VERTICES, 3)),
                                  np.zeros((EPA_MAX_VERTICES, 3)), np.zeros(EPA_MAX_VERTICES)),
                     np.zeros((EPA_MAX_FACES, 3), dtype=np.int64), np.zeros((EPA_MAX_FACES, 3)),
-                    np.zeros(EPA_MAX_FACES), np.zeros(EPA_MAX_FACES, dtype=np.bool_),
+                    np.zeros(EPA_MAX_FACES), np.zeros(EPA_MAX_FACES, dtype=np.int64),
                     np.zeros((3 * EPA_MAX_FACES, 2), dtype=np.int64))
 
 
@@ -59,7 +59,7 @@ def set_face(polytope, f, i, j, k):
     n = _cross(_sub(W, j, i), _sub(W, k, i))
     norm = math.sqrt(_dot(n, n))
     polytope.faces[f, 0], polytope.faces[f, 1], polytope.faces[f, 2] = i, j, k
-    polytope.alive[f] = True
+    polytope.alive[f] = 1
     if norm == 0.0:  # a sliver: never the nearest, never seen
         polytope.normal[f, :] = 0.0
         polytope.distance[f] = np.inf
@@ -169,7 +169,7 @@ def epa(a, b, vertices, simplex, count, polytope, scale):
             i = polytope.faces[f, 0]
             if polytope.normal[f, 0] * (W[new, 0] - W[i, 0]) + polytope.normal[f, 1] * (W[new, 1] - W[i, 1]) \
                     + polytope.normal[f, 2] * (W[new, 2] - W[i, 2]) > EPA_TOLERANCE * scale:
-                polytope.alive[f] = False
+                polytope.alive[f] = 0
                 for e in range(3):
                     p, q = polytope.faces[f, e], polytope.faces[f, (e + 1) % 3]
                     twin = -1

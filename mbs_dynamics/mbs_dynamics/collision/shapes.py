@@ -36,6 +36,8 @@ SHAPE = np.dtype([
     ("vertex_count", np.int64),
     ("first_face", np.int64),          # convex: its hull's faces, rows of the ShapeSet's faces
     ("face_count", np.int64),
+    ("friction", np.float64),          # Coulomb's coefficient: a pair's is the geometric mean of its shapes'
+    ("restitution", np.float64),       # Newton's coefficient: a pair's is the larger of its shapes'
 ], align=True)
 
 FACE = np.dtype([
@@ -132,10 +134,12 @@ def halfspace() -> Shape:
     return Shape("halfspace", np.zeros(3))
 
 
-def shape_set(shapes, bodies, rotations, translations) -> ShapeSet:
+def shape_set(shapes, bodies, rotations, translations, friction=1.0, restitution=0.0) -> ShapeSet:
     """The ShapeSet of the shapes placed in bodies (k,) at (rotations (k, 3,
-    3), translations (k, 3): body <- shape)."""
+    3), translations (k, 3): body <- shape), with their friction and
+    restitution coefficients (one each, or one per shape)."""
     records = np.zeros(len(shapes), dtype=SHAPE)
+    records["friction"], records["restitution"] = friction, restitution
     vertices, faces, corners = [np.zeros((0, 3))], [], []
     first_vertex = 0
     for k, shape in enumerate(shapes):
@@ -154,3 +158,12 @@ def shape_set(shapes, bodies, rotations, translations) -> ShapeSet:
         first_vertex += len(shape.vertices)
     return ShapeSet(records, np.ascontiguousarray(np.concatenate(vertices)), np.array(faces, dtype=FACE),
                     np.array(corners, dtype=np.int64))
+
+
+def _read_only(shapes: ShapeSet) -> ShapeSet:
+    for array in shapes:
+        array.setflags(write=False)
+    return shapes
+
+
+NO_SHAPES = _read_only(shape_set((), (), (), ()))

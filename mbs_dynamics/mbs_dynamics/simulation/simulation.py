@@ -34,12 +34,14 @@ import numpy as np
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.kinematics import body_poses
 from mbs_dynamics.algorithms.rnea import nonlinear_effects
+from mbs_dynamics.collision.shapes import NO_SHAPES
 from mbs_dynamics.contact.constraints import PointContact
 from mbs_dynamics.multibody.model import ROOT_JOINT, Model
 from mbs_dynamics.multibody.workspace import scratch
 from mbs_dynamics.simulation.integrators import INTEGRATORS
 from mbs_dynamics.simulation.stepping import (
     ACTUATOR,
+    NO_COLLIDE,
     SPHERE,
     INTEGRATOR_CODES,
     PLANE,
@@ -347,7 +349,7 @@ class Simulation:
         obstacles = world.obstacles
         self.world = world
         self._world = (spheres, obstacles, *joint_terms(model, world.joint_limits, world.joint_damping,
-                                                        world.joint_friction))
+                                                        world.joint_friction), NO_SHAPES, NO_COLLIDE)
         self._settings["compliance"] = world.compliance
         results = new_results(spheres.shape[0], obstacles.shape[0], model.nv, model.nbodies)
         if self._results is not None:
@@ -447,7 +449,7 @@ class Simulation:
         check_report(model, report, "the simulation step", q_before, (v_before, "v"), (actuation["effort"], "tau"),
                      (actuation["position_target"], "position targets"),
                      (actuation["velocity_target"], "velocity targets"))
-        self.last = ContactStep(self.q.copy(), self.v.copy(), *(copy_records(records) for records in results[:4]), report[0],
+        self.last = ContactStep(self.q.copy(), self.v.copy(), *(copy_records(records) for records in results[:5]), report[0],
                                 self.tolerance)
         return self.last
 

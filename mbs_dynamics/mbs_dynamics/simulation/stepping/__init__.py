@@ -72,6 +72,7 @@ many-step kernel), api.py (contact_step and the results from Python).
 """
 from mbs_dynamics.simulation.stepping.actuation import effort_actuation, joint_terms, position_limits
 from mbs_dynamics.simulation.stepping.api import (
+    NO_COLLIDE,
     ContactStep,
     check_report,
     contact_step,
@@ -92,7 +93,7 @@ from mbs_dynamics.simulation.stepping.obstacles import (
 from mbs_dynamics.simulation.stepping.records import ACTUATOR, OBSTACLE, SETTINGS, SPHERE, copy_records, new_record
 from mbs_dynamics.simulation.stepping.stages import StepResults, simulate_kernel
 
-__all__ = ["ACTUATOR", "BOX", "DEFAULT_GROUND", "INTEGRATOR_CODES", "OBSTACLE", "PLANE", "SETTINGS", "SPHERE", "Box",
+__all__ = ["ACTUATOR", "BOX", "DEFAULT_GROUND", "INTEGRATOR_CODES", "NO_COLLIDE", "OBSTACLE", "PLANE", "SETTINGS", "SPHERE", "Box",
            "ContactStep", "Ground", "StepResults", "check_report", "contact_step", "effort_actuation", "joint_terms",
            "copy_records", "new_record", "new_results", "obstacle_records", "position_limits", "resolve_points", "runge_kutta_step",
            "simulate_kernel", "sphere_gaps", "step_settings"]

@@ -11,6 +11,7 @@ import numpy as np
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.aba import singular_mass_matrix
 from mbs_dynamics.algorithms.kinematics import frame_placements
+from mbs_dynamics.collision.shapes import NO_SHAPES
 from mbs_dynamics.contact.constraints import PointContact
 from mbs_dynamics.inputs import SINGULAR_MASS_MATRIX
 from mbs_dynamics.multibody.model import Model
@@ -20,6 +21,7 @@ from mbs_dynamics.simulation.stepping.integrator import EULER
 from mbs_dynamics.simulation.stepping.obstacles import DEFAULT_GROUND, Ground, obstacle_records
 from mbs_dynamics.simulation.stepping.records import (
     BODY,
+    COLLISION,
     CONTACT,
     COORDINATE,
     POINT,
@@ -31,12 +33,16 @@ from mbs_dynamics.simulation.stepping.records import (
 )
 from mbs_dynamics.simulation.stepping.stages import StepResults, simulate_kernel
 
+NO_COLLIDE = np.zeros((1, 1), dtype=np.bool_)  # a world without shapes of bodies: no pair to look up
+NO_COLLIDE.setflags(write=False)
 
-def new_results(npoints: int, nobstacles: int, nv: int, nbodies: int) -> StepResults:
+
+def new_results(npoints: int, nobstacles: int, nv: int, nbodies: int, collisions: int = 0) -> StepResults:
     """The result records of a step with npoints contact points and
-    nobstacles obstacles, zero: no warm start (the kernel sets the gaps)."""
+    nobstacles obstacles, with room for `collisions` contacts between bodies,
+    zero: no warm start (the kernel sets the gaps)."""
     return StepResults(np.zeros(npoints, POINT), np.zeros((npoints, nobstacles), CONTACT), np.zeros(nv, COORDINATE),
-                       np.zeros(nbodies, BODY), np.zeros(1, REPORT))
+                       np.zeros(nbodies, BODY), np.zeros(collisions, COLLISION), np.zeros(1, REPORT))
 
 
 def step_settings(dt: float, stabilization: float, margin: float, tolerance: float, max_iterations: int,
@@ -63,8 +69,10 @@ class ContactStep:
     """(q, v) after a call of the step, unpackable as a pair, and the result
     records (records.py) of its last step: `points` (k,), `contacts` (k, m:
     every point with every obstacle), `coordinates` (nv,), `bodies`
-    (nbodies,) and the call's `report`; `tolerance`, the solver's. Slots, not
-    frozen: a frozen dataclass's __init__ cost each call 0.7 us more."""
+    (nbodies,), the contacts between bodies (`collisions`, of the room in
+    collision_records) and the call's `report`; `tolerance`, the solver's.
+    Slots, not frozen: a frozen dataclass's __init__ cost each call 0.7 us
+    more."""
 
     q: np.ndarray
     v: np.ndarray
@@ -72,6 +80,7 @@ class ContactStep:
     contacts: np.ndarray
     coordinates: np.ndarray
     bodies: np.ndarray
+    collision_records: np.ndarray
     report: np.void
     tolerance: float
 
@@ -83,6 +92,16 @@ class ContactStep:
 
     def __len__(self) -> int:
         return 2
+
+    @property
+    def collisions(self) -> np.ndarray:
+        """The COLLISION records of the contacts between bodies in the last step."""
+        return self.collision_records[:int(self.report["collisions"])]
+
+    @property
+    def dropped_collisions(self) -> int:
+        """The contacts between bodies over the call that found no room in the records (and were left out)."""
+        return int(self.report["dropped"])
 
     @property
     def forces(self) -> np.ndarray:
@@ -229,7 +248,7 @@ def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground =
     q_in, v_in = q.copy(), v.copy()
     simulate_kernel(model.packed, model.dof_parent,
                     (spheres, obstacle_records([ground]), *joint_terms(model, joint_limits, joint_damping,
-                                                                        joint_friction)),
+                                                                        joint_friction), NO_SHAPES, NO_COLLIDE),
                     effort_actuation(model, tau), settings, q, v, tuple(results), scratch(model))
     check_report(model, results.report, "the contact step", q_in, (v_in, "v"), (tau, "tau"))
-    return ContactStep(q, v, *results[:4], results.report[0], tolerance)
+    return ContactStep(q, v, *results[:5], results.report[0], tolerance)

@@ -27,9 +27,11 @@ BOUNCE_SPEED = 1e-2
 PATCH_POINTS = 8
 PATCH_DIRECTIONS = 8
 
-# The point-obstacle pairs in the solver: point, obstacle, normal-row bias, contact
-# axes (rows n, t1, t2), the contact point (world) and the obstacle's friction
-Pairs = namedtuple("Pairs", "point obstacle bias axes location friction")
+# The pairs in the solver, the point-obstacle pairs first, then the contacts between bodies: each one's
+# point and obstacle (-1 for a contact between bodies), its bodies a and b (a = -1: the world, an obstacle)
+# and shapes (-1: none), its gap, normal-row bias, contact axes (rows n from a to b, t1, t2), contact point
+# (world) and friction
+Pairs = namedtuple("Pairs", "point obstacle body_a body_b shape_a shape_b gap bias axes location friction")
 
 
 @njit(cache=True, inline="always")
@@ -119,7 +121,8 @@ def contact_pairs(spheres, obstacles, positions, kinematics, vel, free_vel, step
     their normal rows (stepping's docstring: a gap closed, a penetration pushed
     out, or an impact's bounce), their contact axes and contact points. gaps
     (k,) each point's distance from the nearest obstacle at the step's start;
-    the pairs are laid out in work's pair arrays."""
+    the pairs are laid out at the front of work's pair arrays: returns their
+    count (pairs_view gives the Pairs of the first count)."""
     npoints, nobstacles, dt = spheres.shape[0], obstacles.shape[0], step.dt
     point, obstacle, bias, friction = work.pair_point, work.pair_obstacle, work.pair_bias, work.pair_friction
     axes, location = work.axes, work.location
@@ -149,14 +152,26 @@ def contact_pairs(spheres, obstacles, positions, kinematics, vel, free_vel, step
             tangent_axes(axes[count])
             location[count, 0], location[count, 1], location[count, 2] = c0, c1, c2
             point[count], obstacle[count], bias[count], friction[count] = k, o, bias_k, obstacles[o].friction
+            work.pair_gap[count] = gap
             count += 1
     if count > PATCH_POINTS:
-        count = reduce_patches(point, obstacle, bias, axes, location, friction, count, spheres, gaps)
-    return Pairs(point[:count], obstacle[:count], bias[:count], axes[:count], location[:count], friction[:count])
+        count = reduce_patches(point, obstacle, work.pair_gap, bias, axes, location, friction, count, spheres, gaps)
+    for i in range(count):
+        work.pair_body_a[i], work.pair_body_b[i] = -1, spheres[point[i]].body
+        work.pair_shape_a[i], work.pair_shape_b[i] = -1, -1
+    return count
+
+
+@njit(cache=True, inline="always")
+def pairs_view(work, count):
+    """The Pairs of the first count of work's pair arrays."""
+    return Pairs(work.pair_point[:count], work.pair_obstacle[:count], work.pair_body_a[:count],
+                 work.pair_body_b[:count], work.pair_shape_a[:count], work.pair_shape_b[:count], work.pair_gap[:count],
+                 work.pair_bias[:count], work.axes[:count], work.location[:count], work.pair_friction[:count])
 
 
 @njit(cache=True)
-def reduce_patches(point, obstacle, bias, axes, location, friction, count, spheres, gaps):
+def reduce_patches(point, obstacle, gap, bias, axes, location, friction, count, spheres, gaps):
     """Keep, of each body's pairs with one obstacle when they are more than
     PATCH_POINTS, the deepest and those extreme along PATCH_DIRECTIONS
     directions of the tangent plane (t1, t2 of the first); compact the pair
@@ -202,6 +217,7 @@ def reduce_patches(point, obstacle, bias, axes, location, friction, count, spher
     for i in range(count):
         if keep[i]:
             point[kept], obstacle[kept], bias[kept], friction[kept] = point[i], obstacle[i], bias[i], friction[i]
+            gap[kept] = gap[i]
             axes[kept] = axes[i]
             location[kept] = location[i]
             kept += 1

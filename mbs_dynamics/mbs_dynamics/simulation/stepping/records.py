@@ -7,11 +7,13 @@ unbox, whatever its fields.
 Inputs: SETTINGS (one per call), SPHERE (one per contact point of the
 robot), OBSTACLE (one per obstacle), ACTUATOR and
 JOINT_TERMS (one per velocity coordinate), LIMIT (one per limited
-coordinate). Results, of the last step of a call (StepResults): POINT (one
-per contact point), CONTACT (one per point and obstacle: also the next
-step's warm start), COORDINATE (one per velocity coordinate: the joint
-impulse is the next step's warm start), BODY (one per body) and REPORT (one
-per call).
+coordinate); the bodies' shapes are collision.shapes' SHAPE records.
+Results, of the last step of a call (StepResults): POINT (one per contact
+point), CONTACT (one per point and obstacle: also the next step's warm
+start), COORDINATE (one per velocity coordinate: the joint impulse is the
+next step's warm start), BODY (one per body), COLLISION (one per contact
+point between two bodies, up to the room given: also the next step's warm
+starts) and REPORT (one per call).
 """
 import numpy as np
 
@@ -93,6 +95,19 @@ BODY = _record(
     ("wrench", _float, (6,)),    # the contact forces on the body, [torque; force] in its frame about its origin
 )
 
+COLLISION = _record(
+    ("shape_a", _int),            # the two shapes (rows of the world's ShapeSet) that touch, and their bodies
+    ("shape_b", _int),
+    ("body_a", _int),
+    ("body_b", _int),
+    ("location", _float, (3,)),   # the contact point, midway between the shapes (world)
+    ("gap", _float),              # along the normal at the step's start (negative: penetration)
+    ("axes", _float, (3, 3)),     # rows n (from a to b), t1, t2
+    ("impulse", _float, (3,)),    # of a on b along the axes: the next step's warm start
+    ("velocity", _float, (3,)),   # of b relative to a at the point after the step, along the axes
+    ("bias", _float),             # of the normal row, as CONTACT's
+)
+
 REPORT = _record(
     ("status", _int),        # 0, or inputs.INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_MATRIX
     ("pivot", _int),         # with SINGULAR_MASS_MATRIX, the velocity index of the vanishing pivot; else -1
@@ -103,6 +118,8 @@ REPORT = _record(
     ("unconverged", _int),   # steps whose solver ended above the tolerance
     ("smooth", _int),        # steps taken by the smooth integrator
     ("softened", _int),      # steps whose rows were solved softer than the compliance
+    ("collisions", _int),    # the COLLISION records of the last step that hold a contact
+    ("dropped", _int),       # contacts between bodies beyond the COLLISION records' room, over the call's steps
 )
 
 

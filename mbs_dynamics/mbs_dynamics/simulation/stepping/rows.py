@@ -10,14 +10,15 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from mbs_dynamics.algorithms.crba import ltl_solve_lower, ltl_solve_transposed_chain
+from mbs_dynamics.algorithms.crba import ltl_solve_lower, ltl_solve_transposed_paths
 from mbs_dynamics.algorithms.kinematics import add_point_jacobian
 
 # The joints' velocity walls (nv,): -inf and inf where none; walls: how many are finite
 VelocityWalls = namedtuple("VelocityWalls", "lowest highest walls")
-# The constraint rows: G (m, nv), each row zero off the path from coordinate `deepest`
-# to the root (-1: all zero), c = G v_free + bias, and the impulses (in: the warm start)
-Rows = namedtuple("Rows", "G deepest c impulses")
+# The constraint rows: G (m, nv), each row zero off the paths from coordinates `deepest` and `other` to the
+# root (-1: none; a contact between two bodies has two), c = G v_free + bias, and the impulses (in: the warm
+# start)
+Rows = namedtuple("Rows", "G deepest other c impulses")
 
 
 @njit(cache=True, inline="always")
@@ -63,34 +64,60 @@ def joint_row_coordinates(terms, walls, coordinates):
 
 
 @njit(cache=True, inline="always")
-def pair_rows(model, rows, pairs, spheres, kinematics, v_free, contacts, jacobian):
-    """Each pair's rows G = axes J_c (J_c: the Jacobian of its contact point,
-    on its sphere's body), c = G v_free + (b on the normal row), the warm
-    start its previous impulses (CONTACT records; the normal one >= 0).
-    jacobian (6, nv): scratch."""
+def _last_nonzero(G, row, nv):
+    last = -1
+    for col in range(nv):
+        if G[row, col] != 0.0:
+            last = col
+    return last
+
+
+@njit(cache=True, inline="always")
+def pair_rows(model, rows, pairs, kinematics, v_free, jacobian, other_jacobian):
+    """Each pair's rows G = axes (J_b - J_a) (J: the Jacobian of its contact
+    point on body b, and on body a, none for the world), c = G v_free + (b
+    on the normal row); the normal warm start clipped at 0 (the caller wrote
+    the warm starts). jacobian, other_jacobian (6, nv): scratch."""
     nv = v_free.shape[0]
-    G, deepest, c, impulses = rows
-    for i in range(pairs.point.shape[0]):
+    G, deepest, other, c, impulses = rows
+    for i in range(pairs.body_b.shape[0]):
         jacobian[:] = 0.0
-        add_point_jacobian(model, kinematics.S, kinematics.world_R, kinematics.world_p,
-                           spheres[pairs.point[i]].body,
+        add_point_jacobian(model, kinematics.S, kinematics.world_R, kinematics.world_p, pairs.body_b[i],
                            pairs.location[i], jacobian)
+        body_a = pairs.body_a[i]
+        if body_a >= 0:
+            other_jacobian[:] = 0.0
+            add_point_jacobian(model, kinematics.S, kinematics.world_R, kinematics.world_p, body_a,
+                               pairs.location[i], other_jacobian)
         axes = pairs.axes[i]
-        warm_start = contacts[pairs.point[i], pairs.obstacle[i]].impulse
         for a in range(3):
             row = 3 * i + a
-            deepest[row] = -1
             for col in range(nv):
                 G[row, col] = axes[a, 0] * jacobian[3, col] + axes[a, 1] * jacobian[4, col] \
                     + axes[a, 2] * jacobian[5, col]
-                if G[row, col] != 0.0:
-                    deepest[row] = col
+            deepest[row], other[row] = _last_nonzero(G, row, nv), -1
+            if body_a >= 0:
+                for col in range(nv):
+                    G[row, col] -= axes[a, 0] * other_jacobian[3, col] + axes[a, 1] * other_jacobian[4, col] \
+                        + axes[a, 2] * other_jacobian[5, col]
+                # the two bodies' paths: their deepest coordinates (each Jacobian is zero below its body)
+                deepest[row] = _last_nonzero_of(jacobian, axes, a, nv)
+                other[row] = _last_nonzero_of(other_jacobian, axes, a, nv)
             total = pairs.bias[i] if a == 0 else 0.0
             for col in range(nv):
                 total += G[row, col] * v_free[col]
             c[row] = total
-            impulses[row] = warm_start[a]
         impulses[3 * i] = max(impulses[3 * i], 0.0)
+
+
+@njit(cache=True, inline="always")
+def _last_nonzero_of(jacobian, axes, a, nv):
+    """The last coordinate where the axis a of the rows axes J is not zero."""
+    last = -1
+    for col in range(nv):
+        if axes[a, 0] * jacobian[3, col] + axes[a, 1] * jacobian[4, col] + axes[a, 2] * jacobian[5, col] != 0.0:
+            last = col
+    return last
 
 
 @njit(cache=True, inline="always")
@@ -100,12 +127,12 @@ def joint_rows(rows, first, coordinates, v_free, walls, terms, dt, previous):
     impulse's bound f dt (JOINT_TERMS records) and the walls. The warm start
     its previous impulse (COORDINATE records), within the friction bound on a
     side with no wall. Returns (bound, lowest, highest)."""
-    G, deepest, c, impulses = rows
+    G, deepest, other, c, impulses = rows
     count = coordinates.shape[0]
     bound, lowest, highest = np.empty(count), np.empty(count), np.empty(count)
     for j in range(count):
         row, iv = first + j, coordinates[j]
-        G[row, iv], deepest[row], c[row] = 1.0, iv, v_free[iv]
+        G[row, iv], deepest[row], other[row], c[row] = 1.0, iv, -1, v_free[iv]
         bound[j], lowest[j], highest[j] = terms[iv].friction * dt, walls.lowest[iv], walls.highest[iv]
         impulses[row] = min(max(previous[iv].joint_impulse, -bound[j] if highest[j] == np.inf else -np.inf),
                             bound[j] if lowest[j] == -np.inf else np.inf)
@@ -116,19 +143,27 @@ def joint_rows(rows, first, coordinates, v_free, walls, terms, dt, previous):
 def delassus(L, dof_parent, rows, compliance):
     """W = G M⁻¹ G^T = Y Y^T with Y = L^-T G^T (M = L^T L), its diagonal times
     1 + compliance: G's rows are overwritten by Y's, each zero off the same
-    path to the root."""
-    G, deepest = rows.G, rows.deepest
+    paths to the root."""
+    G, deepest, other = rows.G, rows.deepest, rows.other
     m = G.shape[0]
     for row in range(m):
-        ltl_solve_transposed_chain(L, dof_parent, G[row], deepest[row])
+        ltl_solve_transposed_paths(L, dof_parent, G[row], deepest[row], other[row])
     W = np.empty((m, m))
     for r in range(m):
         for s in range(r + 1):
             total = 0.0
-            col = deepest[r]
-            while col >= 0:
+            a, b = deepest[r], other[r]
+            if b < 0:  # one path: the common case, walked without the union's branches
+                while a >= 0:
+                    total += G[r, a] * G[s, a]
+                    a = dof_parent[a]
+            while a >= 0 or b >= 0:
+                col = max(a, b)
                 total += G[r, col] * G[s, col]
-                col = dof_parent[col]
+                if a == col:
+                    a = dof_parent[a]
+                if b == col:
+                    b = dof_parent[b]
             W[r, s] = total
             W[s, r] = total
         W[r, r] *= 1.0 + compliance
@@ -138,12 +173,20 @@ def delassus(L, dof_parent, rows, compliance):
 @njit(cache=True, inline="always")
 def velocity_change(L, dof_parent, rows):
     """M⁻¹ G^T λ = L⁻¹ Y^T λ, from the rows Y that delassus() left."""
-    Y, deepest, impulses = rows.G, rows.deepest, rows.impulses
+    Y, deepest, other, impulses = rows.G, rows.deepest, rows.other, rows.impulses
     change = np.zeros(Y.shape[1])
     for row in range(Y.shape[0]):
-        col = deepest[row]
-        while col >= 0:
+        a, b = deepest[row], other[row]
+        if b < 0:
+            while a >= 0:
+                change[a] += Y[row, a] * impulses[row]
+                a = dof_parent[a]
+        while a >= 0 or b >= 0:
+            col = max(a, b)
             change[col] += Y[row, col] * impulses[row]
-            col = dof_parent[col]
+            if a == col:
+                a = dof_parent[a]
+            if b == col:
+                b = dof_parent[b]
     ltl_solve_lower(L, dof_parent, change)
     return change

@@ -10,6 +10,7 @@ import numpy as np
 from numba import njit
 
 from mbs_dynamics.algorithms.crba import crba_kernel, ltl_factor, ltl_solve
+from mbs_dynamics.collision.shapes import ShapeSet
 from mbs_dynamics.algorithms.rnea import rnea_kernel
 from mbs_dynamics.contact.coulomb import CoulombProblem, solve_coulomb
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_MATRIX, all_finite, invalid
@@ -18,7 +19,8 @@ from mbs_dynamics.multibody.model import unpack_model
 from mbs_dynamics.multibody.workspace import untracked
 from mbs_dynamics.simulation.stepping.actuation import actuated_terms, has_gains, newly_clamped
 from mbs_dynamics.simulation.stepping.integrator import EULER, RKMK4, smooth_step
-from mbs_dynamics.simulation.stepping.pairs import body_twists, contact_pairs, point_positions, within_reach
+from mbs_dynamics.simulation.stepping.collisions import body_pairs, collision_warm_starts
+from mbs_dynamics.simulation.stepping.pairs import body_twists, contact_pairs, pairs_view, point_positions, within_reach
 from mbs_dynamics.simulation.stepping.rows import (
     Rows,
     delassus,
@@ -36,14 +38,17 @@ MAX_ACTUATOR_PASSES = 3
 # SOFTENED_COMPLIANCE), up to SOFTENINGS times (stepping's docstring).
 SOFTENINGS, SOFTENING, SOFTENED_COMPLIANCE = 2, 10.0, 0.01
 
-# The world a step meets: the robot's contact points (SPHERE records (k,)), OBSTACLE records (m,), the
-# joints' JOINT_TERMS records (nv,) and LIMIT records
-World = namedtuple("World", "spheres obstacles terms limits")
-# The result records (records.py): POINT (k,), CONTACT (k, m), COORDINATE (nv,), BODY (nbodies,), REPORT (1,)
-StepResults = namedtuple("StepResults", "points contacts coordinates bodies report")
+# The world a step meets: the bodies' contact points (SPHERE records (k,)), OBSTACLE records (m,), the
+# joints' JOINT_TERMS records (nv,) and LIMIT records, the bodies' shapes (collision.ShapeSet) and which
+# bodies' shapes may touch (collide (nbodies + 1, nbodies + 1), row and column 0 the world's)
+World = namedtuple("World", "spheres obstacles terms limits shapes collide")
+# The result records (records.py): POINT (k,), CONTACT (k, m), COORDINATE (nv,), BODY (nbodies,),
+# COLLISION (the room for contacts between bodies), REPORT (1,)
+StepResults = namedtuple("StepResults", "points contacts coordinates bodies collisions report")
 # What one implicit step did: its status, the solver's sweeps and residual, the joint limits in the solver,
-# the vanishing pivot (-1: none) and whether the rows were solved softer than the compliance
-StepOutcome = namedtuple("StepOutcome", "status sweeps residual limits pivot softened")
+# the vanishing pivot (-1: none), whether the rows were solved softer than the compliance, and the contacts
+# between bodies that found no room
+StepOutcome = namedtuple("StepOutcome", "status sweeps residual limits pivot softened dropped")
 
 
 @njit(cache=True, inline="always")
@@ -81,6 +86,7 @@ def clear_contacts(results):
         results.coordinates[r].joint_impulse = 0.0
     for b in range(results.bodies.shape[0]):
         results.bodies[b].wrench[:] = 0.0
+    results.report[0].collisions = 0
 
 
 @njit(cache=True, inline="always")
@@ -96,6 +102,35 @@ def add_body_wrench(body_R, body_p, b, x, f0, f1, f2, wrench):
 
 
 @njit(cache=True, inline="always")
+def record_collision(pairs, i, impulses, u, W, compliance, kinematics, dt, results):
+    """Pair i, a contact between bodies: its COLLISION record, and its force
+    on each body's wrench (b takes it, a its opposite)."""
+    record = results.collisions[results.report[0].collisions]
+    results.report[0].collisions += 1
+    record.shape_a, record.shape_b, record.body_a, record.body_b = pairs.shape_a[i], pairs.shape_b[i], \
+        pairs.body_a[i], pairs.body_b[i]
+    record.location[:] = pairs.location[i]
+    record.axes[:] = pairs.axes[i]
+    record.gap, record.bias = pairs.gap[i], pairs.bias[i]
+    f0, f1, f2 = 0.0, 0.0, 0.0
+    for a in range(3):
+        row = 3 * i + a
+        impulse = impulses[row]
+        record.impulse[a] = impulse
+        record.velocity[a] = u[row] - (pairs.bias[i] if a == 0 else 0.0) \
+            - W[row, row] * compliance / (1.0 + compliance) * impulse
+        f0 += impulse * pairs.axes[i, a, 0] / dt
+        f1 += impulse * pairs.axes[i, a, 1] / dt
+        f2 += impulse * pairs.axes[i, a, 2] / dt
+    body_a, body_b = pairs.body_a[i], pairs.body_b[i]
+    add_body_wrench(kinematics.world_R, kinematics.world_p, body_b, pairs.location[i], f0, f1, f2,
+                    results.bodies[body_b].wrench)
+    if body_a >= 0:
+        add_body_wrench(kinematics.world_R, kinematics.world_p, body_a, pairs.location[i], -f0, -f1, -f2,
+                        results.bodies[body_a].wrench)
+
+
+@njit(cache=True, inline="always")
 def record_contacts(pairs, spheres, kinematics, impulses, u, W, compliance, coordinates, dt, results):
     """The results of the last pass: each pair's impulses (the next warm
     start), its contact point's velocity after the step (u less the bias and
@@ -105,6 +140,9 @@ def record_contacts(pairs, spheres, kinematics, impulses, u, W, compliance, coor
     count = pairs.point.shape[0]
     for i in range(count):
         k = pairs.point[i]
+        if k < 0:
+            record_collision(pairs, i, impulses, u, W, compliance, kinematics, dt, results)
+            continue
         contact = results.contacts[k, pairs.obstacle[i]]
         contact.bias, contact.in_solver = pairs.bias[i], True
         results.points[k].touching = True
@@ -139,38 +177,48 @@ def implicit_step(packed, dof_parent, world, actuation, step, q, v, results, wor
     if rnea_kernel(packed, q, v, work.zero, work.no_force, work.h, buffer) \
             or crba_kernel(packed, q, work.M_nominal, buffer):
         # the inputs were checked: what else fails is overflow
-        return StepOutcome(NONFINITE_RESULT, 0, 0.0, 0, -1, False)
+        return StepOutcome(NONFINITE_RESULT, 0, 0.0, 0, -1, False, 0)
     kinematics, _ = point_positions(packed, q, spheres, buffer, work.positions, True)
-    touchable = spheres.shape[0] > 0 and obstacles.shape[0] > 0
+    touchable = (spheres.shape[0] > 0 and obstacles.shape[0] > 0) or world.shapes.shapes.shape[0] > 1
     if touchable:
         body_twists(model, kinematics, v, work.vel)
     work.clamp[:] = 0.0
     gaps = results.points["gap"]
-    sweeps, residual, limits, softened, compliance = 0, 0.0, 0, False, step.compliance
+    sweeps, residual, limits, softened, compliance, dropped = 0, 0.0, 0, False, step.compliance, 0
     for _ in range(MAX_ACTUATOR_PASSES):
         actuated_terms(actuation, terms, q, work, step.dt)
         M = work.M
         M[:] = work.M_nominal
         v_free, pivot = free_velocity(M, work.h, v, work.effort, work.damping, step.dt, dof_parent)
         if pivot >= 0:
-            return StepOutcome(SINGULAR_MASS_MATRIX, 0, 0.0, 0, pivot, False)
+            return StepOutcome(SINGULAR_MASS_MATRIX, 0, 0.0, 0, pivot, False, 0)
         if touchable:
             body_twists(model, kinematics, v_free, work.free_vel)
-        pairs = contact_pairs(spheres, obstacles, work.positions, kinematics, work.vel, work.free_vel, step, gaps,
-                              work)
+        point_pairs = contact_pairs(spheres, obstacles, work.positions, kinematics, work.vel, work.free_vel, step,
+                                    gaps, work)
+        count = point_pairs
+        if world.shapes.shapes.shape[0] > 1:  # (a call costs 0.5 us even when it has nothing to do)
+            count, dropped = body_pairs(world, kinematics, work.vel, work.free_vel, step, work, point_pairs, False)
+        pairs = pairs_view(work, count)
         walls = velocity_walls(q, v_free, world.limits, step, work.lowest, work.highest)
         coordinates = joint_row_coordinates(terms, walls, work.coordinates)
-        m = 3 * pairs.point.shape[0] + coordinates.shape[0]
+        m = 3 * count + coordinates.shape[0]
         limits = walls.walls
-        rows = Rows(work.G[:m], work.deepest[:m], work.c[:m], work.impulses[:m])
+        rows = Rows(work.G[:m], work.deepest[:m], work.other[:m], work.c[:m], work.impulses[:m])
         u, W = work.u[:m], work.G  # W: the Delassus operator once there are rows
         if m == 0:
             work.v_next[:] = v_free
             sweeps, residual = 0, 0.0
         else:
             rows.G[:] = 0.0
-            pair_rows(model, rows, pairs, spheres, kinematics, v_free, results.contacts, work.jacobian)
-            bound, lowest, highest = joint_rows(rows, 3 * pairs.point.shape[0], coordinates, v_free, walls, terms,
+            for i in range(point_pairs):
+                warm_start = results.contacts[pairs.point[i], pairs.obstacle[i]].impulse
+                for a in range(3):
+                    rows.impulses[3 * i + a] = warm_start[a]
+            collision_warm_starts(pairs, point_pairs, results.collisions, results.report[0].collisions,
+                                  rows.impulses)
+            pair_rows(model, rows, pairs, kinematics, v_free, work.jacobian, work.other_jacobian)
+            bound, lowest, highest = joint_rows(rows, 3 * count, coordinates, v_free, walls, terms,
                                                 step.dt, results.coordinates)
             problem = CoulombProblem(delassus(M, dof_parent, rows, step.compliance), rows.c, pairs.friction, bound,
                                      lowest, highest)
@@ -195,7 +243,7 @@ def implicit_step(packed, dof_parent, world, actuation, step, q, v, results, wor
     record_contacts(pairs, spheres, kinematics, rows.impulses, u, W, compliance, coordinates, step.dt,
                     results)
     status = 0 if all_finite(work.v_next) else NONFINITE_RESULT
-    return StepOutcome(status, sweeps, residual, limits, -1, softened)
+    return StepOutcome(status, sweeps, residual, limits, -1, softened, dropped)
 
 
 @njit(cache=True, inline="always")
@@ -211,7 +259,7 @@ def report(results, status, pivot, steps, sweeps, residual, limits, unconverged,
 def simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, results, buffer):
     """settings.steps steps (stepping's docstring) from (q, v), written in
     place, under the actuation (ACTUATOR records, constant over the call), in
-    the world: (SPHERE, OBSTACLE, JOINT_TERMS and LIMIT records: World); settings: a SETTINGS record (1,);
+    the world (World); settings: a SETTINGS record (1,);
     results: the StepResults records as a plain tuple (a named tuple costs
     the call 1 us more), those of the last step, with the previous step's
     impulses as the warm starts. Stops at a step it cannot
@@ -221,13 +269,16 @@ def simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, result
     model = unpack_model(packed)
     step = settings[0]
     q, v, actuation = untracked(q), untracked(v), untracked(actuation)
-    spheres, obstacles, terms, limits = world
-    world = World(untracked(spheres), untracked(obstacles), untracked(terms), untracked(limits))
+    spheres, obstacles, terms, limits, shapes, collide = world
+    world = World(untracked(spheres), untracked(obstacles), untracked(terms), untracked(limits),
+                  ShapeSet(untracked(shapes[0]), untracked(shapes[1]), untracked(shapes[2]), untracked(shapes[3])),
+                  untracked(collide))
     results = StepResults(untracked(results[0]), untracked(results[1]), untracked(results[2]), untracked(results[3]),
-                          untracked(results[4]))
+                          untracked(results[4]), untracked(results[5]))
     nq, nv = q.shape[0], v.shape[0]
     work, work_floats, work_ints = step_work(nq, nv, model.parent.shape[0], world.spheres.shape[0],
-                                             world.obstacles.shape[0], buffer)
+                                             world.obstacles.shape[0], world.shapes.shapes.shape[0],
+                                             results.collisions.shape[0], buffer)
     q_next, efforts = work.q_next, actuation["effort"]
     friction = False
     for r in range(nv):
@@ -235,6 +286,8 @@ def simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, result
     smooth_possible = step.integrator != EULER and not has_gains(actuation) and not friction
     gaps = results.points["gap"]
     gaps[:] = np.inf  # no obstacle seen yet: each step sets them
+    colliding = world.shapes.shapes.shape[0] > 1
+    results.report[0].dropped = 0
     unconverged, smooth, sweeps, residual, limits, softened = 0, 0, 0, 0.0, 0, 0
     for taken in range(step.steps):
         if invalid(model, q, v, v) or not all_finite(efforts):
@@ -246,7 +299,8 @@ def simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, result
             body_twists(model, kinematics, v, work.vel)
             walls = velocity_walls(q, v, world.limits, step, work.lowest, work.highest)
             take_smooth = walls.walls == 0 and not within_reach(world.spheres, world.obstacles, work.positions,
-                                                                 kinematics, work.vel, step.dt, step.margin, gaps)
+                                                                 kinematics, work.vel, step.dt, step.margin, gaps) \
+                and not (colliding and body_pairs(world, kinematics, work.vel, work.vel, step, work, 0, True)[0])
         if take_smooth:
             status = smooth_step(packed, q, v, actuation, world.terms, step.dt, step.integrator == RKMK4,
                                  work.stages, q_next, work.v_next, buffer)
@@ -273,6 +327,7 @@ def simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, result
                 unconverged += 1
             if outcome.softened:
                 softened += 1
+            results.report[0].dropped += outcome.dropped
             integrate_kernel(packed, q, work.v_next, step.dt, q_next)
         if not (all_finite(q_next) and all_finite(work.v_next)):
             report(results, NONFINITE_RESULT, -1, taken, 0, 0.0, 0, unconverged, smooth, softened)

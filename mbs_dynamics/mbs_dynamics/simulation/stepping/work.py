@@ -9,26 +9,41 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from mbs_dynamics.collision.epa import EPA_MAX_FACES, EPA_MAX_VERTICES, Polytope
+from mbs_dynamics.collision.gjk import Simplex
+from mbs_dynamics.collision.manifold import MANIFOLD_CANDIDATES, MAX_FEATURE_POINTS, ManifoldWork
+from mbs_dynamics.collision.narrowphase import QueryWork
 from mbs_dynamics.multibody.workspace import take, unbounded
 from mbs_dynamics.simulation.stepping.integrator import RungeKuttaStages
 
 # M and its copy, h, the actuators' effective effort and damping and their clamps, v after a pass, the
 # points' positions, the body twists at v and at v_free, the pairs' contact axes and contact points, a
-# Jacobian, the smooth integrator's stages, the rows (G, deepest, c, impulses, u = W impulses + c), the
-# pairs' point, obstacle, bias and friction, the velocity walls, the coordinates of the joint rows, zeros, no
-# external forces, q after the step.
+# Jacobian and a second one, the smooth integrator's stages, the rows (G, deepest, other, c, impulses,
+# u = W impulses + c), the pairs' point, obstacle, bodies, shapes, gap, bias and friction, the velocity
+# walls, the coordinates of the joint rows, zeros, no external forces, q after the step, and the collision
+# between bodies' (CollisionWork).
 StepWork = namedtuple("StepWork", "M M_nominal h effort damping clamp v_next positions vel free_vel axes location "
-                                  "jacobian stages G deepest c impulses u pair_point pair_obstacle pair_bias "
-                                  "pair_friction lowest highest coordinates zero no_force q_next")
+                                  "jacobian other_jacobian stages G deepest other c impulses u pair_point "
+                                  "pair_obstacle pair_body_a pair_body_b pair_shape_a pair_shape_b pair_gap "
+                                  "pair_bias pair_friction lowest highest coordinates zero no_force q_next "
+                                  "collision")
+# Each shape's world placement (k, 3, 3), (k, 3), bounding box (k, 6: lowest then highest corner) and speed
+# bound (k,), the shapes in the order of their boxes' lowest x (k,), the narrow phase's and the manifold's
+# scratch, and a manifold's points and gaps before they are reduced.
+CollisionWork = namedtuple("CollisionWork", "R p box speed order query manifold locations gaps")
 
 
 @njit(cache=True, inline="always")
-def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles):
+def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles, nshapes, max_collisions):
     """(StepWork, float end, int end): the work arrays for nq, nv, nbodies,
-    npoints and nobstacles as untracked views (workspace.take) of floats and
-    ints."""
-    pairs = npoints * nobstacles
+    npoints, nobstacles, nshapes shapes of bodies and up to max_collisions
+    contact points between bodies, as untracked views (workspace.take) of
+    floats and ints."""
+    pairs = npoints * nobstacles + max_collisions
     rows = 3 * pairs + nv
+    # the narrow phase's scratch only where bodies have shapes to collide
+    n_vertices, n_faces, n_features, n_candidates = (EPA_MAX_VERTICES, EPA_MAX_FACES, MAX_FEATURE_POINTS,
+                                                     MANIFOLD_CANDIDATES) if nshapes > 1 else (0, 0, 0, 0)
     M, o = take(floats, 0, (nv, nv))
     M_nominal, o = take(floats, o, (nv, nv))
     h, o = take(floats, o, (nv,))
@@ -42,6 +57,7 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles):
     axes, o = take(floats, o, (pairs, 3, 3))
     location, o = take(floats, o, (pairs, 3))
     jacobian, o = take(floats, o, (6, nv))
+    other_jacobian, o = take(floats, o, (6, nv))
     rate_x, o = take(floats, o, (4, nv))
     rate_v, o = take(floats, o, (4, nv))
     q_stage, o = take(floats, o, (nq,))
@@ -50,33 +66,71 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles):
     c, o = take(floats, o, (rows,))
     impulses, o = take(floats, o, (rows,))
     u, o = take(floats, o, (rows,))
+    pair_gap, o = take(floats, o, (pairs,))
     pair_bias, o = take(floats, o, (pairs,))
     pair_friction, o = take(floats, o, (pairs,))
     lowest, o = take(floats, o, (nv,))
     highest, o = take(floats, o, (nv,))
     zero, o = take(floats, o, (nv,))
     no_force, o = take(floats, o, (0, 6))
-    q_next, float_end = take(floats, o, (nq,))
+    q_next, o = take(floats, o, (nq,))
+    shape_R, o = take(floats, o, (nshapes, 3, 3))
+    shape_p, o = take(floats, o, (nshapes, 3))
+    box, o = take(floats, o, (nshapes, 6))
+    speed, o = take(floats, o, (nshapes,))
+    simplex_W, o = take(floats, o, (4, 3))
+    simplex_A, o = take(floats, o, (4, 3))
+    simplex_B, o = take(floats, o, (4, 3))
+    simplex_weights, o = take(floats, o, (4,))
+    polytope_W, o = take(floats, o, (n_vertices, 3))
+    polytope_A, o = take(floats, o, (n_vertices, 3))
+    polytope_B, o = take(floats, o, (n_vertices, 3))
+    polytope_weights, o = take(floats, o, (n_vertices,))
+    face_normal, o = take(floats, o, (n_faces, 3))
+    face_distance, o = take(floats, o, (n_faces,))
+    feature_a, o = take(floats, o, (n_features, 3))
+    feature_b, o = take(floats, o, (n_features, 3))
+    clip_in, o = take(floats, o, (4 * n_features, 3))
+    clip_out, o = take(floats, o, (4 * n_features, 3))
+    candidates, o = take(floats, o, (n_candidates, 3))
+    candidate_gaps, float_end = take(floats, o, (n_candidates,))
     deepest, o = take(ints, 0, (rows,))
+    other, o = take(ints, o, (rows,))
     pair_point, o = take(ints, o, (pairs,))
     pair_obstacle, o = take(ints, o, (pairs,))
-    coordinates, int_end = take(ints, o, (nv,))
+    pair_body_a, o = take(ints, o, (pairs,))
+    pair_body_b, o = take(ints, o, (pairs,))
+    pair_shape_a, o = take(ints, o, (pairs,))
+    pair_shape_b, o = take(ints, o, (pairs,))
+    coordinates, o = take(ints, o, (nv,))
+    order, o = take(ints, o, (nshapes,))
+    faces, o = take(ints, o, (n_faces, 3))
+    alive, o = take(ints, o, (n_faces,))
+    edges, int_end = take(ints, o, (3 * n_faces, 2))
     stages = RungeKuttaStages(rate_x, rate_v, q_stage, v_stage)
+    query = QueryWork(Simplex(simplex_W, simplex_A, simplex_B, simplex_weights),
+                      Polytope(Simplex(polytope_W, polytope_A, polytope_B, polytope_weights), faces, face_normal,
+                               face_distance, alive, edges))
+    collision = CollisionWork(shape_R, shape_p, box, speed, order, query,
+                              ManifoldWork(feature_a, feature_b, clip_in, clip_out), candidates, candidate_gaps)
     return StepWork(M, M_nominal, h, effort, damping, clamp, v_next, positions, vel, free_vel, axes, location, jacobian,
-                    stages, G, deepest, c, impulses, u, pair_point, pair_obstacle, pair_bias, pair_friction, lowest,
-                    highest, coordinates, zero, no_force, q_next), float_end, int_end
+                    other_jacobian, stages, G, deepest, other, c, impulses, u, pair_point, pair_obstacle, pair_body_a,
+                    pair_body_b, pair_shape_a, pair_shape_b, pair_gap, pair_bias, pair_friction, lowest, highest,
+                    coordinates, zero, no_force, q_next, collision), float_end, int_end
 
 
 @njit(cache=True, inline="always")
-def step_work(nq, nv, nbodies, npoints, nobstacles, any_floats):
+def step_work(nq, nv, nbodies, npoints, nobstacles, nshapes, max_collisions, any_floats):
     """(StepWork, floats, ints): the work arrays in new buffers, which the
     caller keeps alive while it uses them (a tracked array costs two atomic
     reference counts at every call it is passed to). any_floats: a float
     array to measure the layout on (never touched)."""
     _, float_size, int_size = lay_out_work(unbounded(any_floats), unbounded(np.empty(1, dtype=np.int64)), nq, nv,
-                                           nbodies, npoints, nobstacles)
+                                           nbodies, npoints, nobstacles, nshapes, max_collisions)
     floats, ints = np.empty(float_size), np.empty(int_size, dtype=np.int64)
-    work, _, _ = lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles)
+    work, _, _ = lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles, nshapes, max_collisions)
     work.clamp[:] = 0.0
     work.zero[:] = 0.0
+    for s in range(nshapes):
+        work.collision.order[s] = s
     return work, floats, ints

@@ -54,6 +54,7 @@ from mbs_dynamics.multibody.parsers.urdf import (
 from mbs_dynamics.robots import BUNDLED_ROBOTS, bundled_robot
 from mbs_dynamics.simulation import sensors
 from mbs_dynamics.simulation.integrators import INTEGRATORS, step
+from mbs_dynamics.simulation.objects import WorldObject
 from mbs_dynamics.simulation.simulation import Actuators, Simulation, World
 from mbs_dynamics.simulation.stepping import Box, ContactStep, Ground, contact_step
 from mbs_dynamics.spatial import lie
@@ -81,6 +82,7 @@ __all__ = [
     "SingularMassMatrix",
     "URDFError",
     "World",
+    "WorldObject",
     "body_poses",
     "bundled_robot",
     "center_of_mass",

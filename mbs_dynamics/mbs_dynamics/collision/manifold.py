@@ -5,7 +5,7 @@ the incident feature clipped by the side planes of the reference face
 (Sutherland-Hodgman) gives a patch of points, each with its own gap (a box
 on a box stands on its four corners); otherwise the one point midway
 between the witnesses of the narrow phase. At most MANIFOLD_POINTS points:
-the deepest and the extremes of the patch."""
+the four that span the patch (reduce_manifold)."""
 from __future__ import annotations
 
 import math
@@ -20,9 +20,8 @@ from mbs_dynamics.collision.shapes import BOX, CAPSULE, CONVEX, CYLINDER, HALFSP
 FACE_ALIGNMENT = 0.999
 CAP_POINTS = 12  # a cylinder's cap as a regular polygon
 MAX_FEATURE_POINTS = 16
-MANIFOLD_POINTS = 8
+MANIFOLD_POINTS = 4
 MANIFOLD_CANDIDATES = 4 * MAX_FEATURE_POINTS  # the size of the arrays contact_manifold writes: before reducing
-PATCH_DIRECTIONS = 8
 
 # Scratch: the two features' points (MAX_FEATURE_POINTS, 3) each, the clipping's two buffers (4 x that)
 ManifoldWork = namedtuple("ManifoldWork", "feature_a feature_b clip_in clip_out")
@@ -169,41 +168,62 @@ def clip(polygon, count, reference, reference_count, normal, out):
     return n_in
 
 
+@njit(cache=True, inline="always")
+def _area(locations, i, j, k, normal):
+    """n . ((x_j - x_i) x (x_k - x_i)): twice the signed area of the triangle i, j, k about the normal."""
+    e0, e1, e2 = locations[j, 0] - locations[i, 0], locations[j, 1] - locations[i, 1], locations[j, 2] - locations[i, 2]
+    f0, f1, f2 = locations[k, 0] - locations[i, 0], locations[k, 1] - locations[i, 1], locations[k, 2] - locations[i, 2]
+    return normal[0] * (e1 * f2 - e2 * f1) + normal[1] * (e2 * f0 - e0 * f2) + normal[2] * (e0 * f1 - e1 * f0)
+
+
 @njit(cache=True)
 def reduce_manifold(locations, gaps, count, normal):
-    """Keep the deepest point and the extremes along PATCH_DIRECTIONS
-    directions of the patch's plane (normal), at most MANIFOLD_POINTS;
-    returns the count, the points compacted to the front."""
+    """At most MANIFOLD_POINTS (4) points of a patch that span it: the
+    deepest, the one farthest from it, the one making the largest triangle
+    with them, and the one farthest beyond the first two on the other side
+    (the largest quadrilateral); compacted to the front, returns the count.
+    More points of one flat contact only add rows that say the same, on
+    which the solver stalls."""
     if count <= MANIFOLD_POINTS:
         return count
-    keep = np.zeros(count, dtype=np.bool_)
-    deepest = 0
+    first = 0
     for i in range(count):
-        if gaps[i] < gaps[deepest]:
-            deepest = i
-    keep[deepest] = True
-    h0, h1 = (1.0, 0.0) if abs(normal[0]) < 0.9 else (0.0, 1.0)  # two directions of the plane, as pairs.tangent_axes
-    along = h0 * normal[0] + h1 * normal[1]
-    u = (h0 - along * normal[0], h1 - along * normal[1], -along * normal[2])
-    norm = math.sqrt(u[0] ** 2 + u[1] ** 2 + u[2] ** 2)
-    u = (u[0] / norm, u[1] / norm, u[2] / norm)
-    w = (normal[1] * u[2] - normal[2] * u[1], normal[2] * u[0] - normal[0] * u[2], normal[0] * u[1] - normal[1] * u[0])
-    for k in range(PATCH_DIRECTIONS):
-        angle = 2.0 * math.pi * k / PATCH_DIRECTIONS
-        c, s = math.cos(angle), math.sin(angle)
-        best, extreme = -np.inf, 0
-        for i in range(count):
-            x = locations[i, 0] * (c * u[0] + s * w[0]) + locations[i, 1] * (c * u[1] + s * w[1]) \
-                + locations[i, 2] * (c * u[2] + s * w[2])
-            if x > best:
-                best, extreme = x, i
-        keep[extreme] = True
+        if gaps[i] < gaps[first]:
+            first = i
+    second, best = first, -1.0
+    for i in range(count):
+        d = (locations[i, 0] - locations[first, 0]) ** 2 + (locations[i, 1] - locations[first, 1]) ** 2 \
+            + (locations[i, 2] - locations[first, 2]) ** 2
+        if d > best:
+            second, best = i, d
+    third, best = first, 0.0
+    for i in range(count):
+        area = abs(_area(locations, first, second, i, normal))
+        if area > best:
+            third, best = i, area
+    side = 1.0 if _area(locations, first, second, third, normal) >= 0.0 else -1.0
+    fourth, best = -1, 0.0
+    for i in range(count):
+        beyond = -side * _area(locations, first, second, i, normal)
+        if beyond > best:
+            fourth, best = i, beyond
+    if fourth < 0:
+        fourth = third  # all on one side of the first two: three span it
+    rows = ((locations[first, 0], locations[first, 1], locations[first, 2], gaps[first]),
+            (locations[second, 0], locations[second, 1], locations[second, 2], gaps[second]),
+            (locations[third, 0], locations[third, 1], locations[third, 2], gaps[third]),
+            (locations[fourth, 0], locations[fourth, 1], locations[fourth, 2], gaps[fourth]))
+    chosen = (first, second, third, fourth)
     kept = 0
-    for i in range(count):
-        if keep[i] and kept < MANIFOLD_POINTS:
-            locations[kept] = locations[i]
-            gaps[kept] = gaps[i]
-            kept += 1
+    for c in range(4):  # read above, written here: the chosen rows may be the target slots
+        duplicate = False
+        for d in range(c):
+            duplicate = duplicate or chosen[d] == chosen[c]
+        if duplicate:
+            continue
+        row = rows[c]
+        locations[kept, 0], locations[kept, 1], locations[kept, 2], gaps[kept] = row[0], row[1], row[2], row[3]
+        kept += 1
     return kept
 
 

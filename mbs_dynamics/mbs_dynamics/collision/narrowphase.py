@@ -15,9 +15,14 @@ import numpy as np
 from numba import njit
 
 from mbs_dynamics.collision.epa import epa, new_polytope
-from mbs_dynamics.collision.gjk import OVERLAPPING, Placed, Simplex, gjk, new_simplex, witnesses
-from mbs_dynamics.collision.shapes import BOX, CAPSULE, HALFSPACE, SPHERE
+from mbs_dynamics.collision.gjk import OVERLAPPING, Simplex, gjk, new_simplex, witnesses
+from mbs_dynamics.collision.shapes import BOX, CAPSULE, CONVEX, CYLINDER, HALFSPACE, SPHERE
 from mbs_dynamics.collision.support import world_support
+
+# Of a face normal that separates two shapes as far as the narrow phase's normal does, within this (m)
+FACE_AXIS_TOLERANCE = 1e-9
+# The narrow phase looks for a face normal (face_axis) where the shapes are nearer than this (m)
+FACE_AXIS_REACH = 1e-3
 
 # The scratch of one query: GJK's simplex, EPA's polytope
 QueryWork = namedtuple("QueryWork", "simplex polytope")
@@ -133,10 +138,82 @@ def sphere_box_distance(sphere, box, sphere_first):
     return from_cores(on_box, (c[0], c[1], c[2]), 0.0, sphere.shape.size[0], (0.0, 0.0, 1.0))
 
 
+@njit(cache=True, inline="always")
+def _separation(a, b, vertices, n0, n1, n2):
+    """(-(h_A(n) + h_B(-n)): how far apart the shapes are along n (negative:
+    how deep), A's point farthest along n, B's farthest along -n)."""
+    s_a = world_support(a.shape, vertices, a.R, a.p, n0, n1, n2)
+    s_b = world_support(b.shape, vertices, b.R, b.p, -n0, -n1, -n2)
+    ra, rb = a.shape.radius, b.shape.radius
+    return (n0 * (s_b[0] - s_a[0]) + n1 * (s_b[1] - s_a[1]) + n2 * (s_b[2] - s_a[2]) - ra - rb,
+            (s_a[0] + ra * n0, s_a[1] + ra * n1, s_a[2] + ra * n2),
+            (s_b[0] - rb * n0, s_b[1] - rb * n1, s_b[2] - rb * n2))
+
+
+@njit(cache=True, inline="always")
+def has_faces(kind):
+    return kind == BOX or kind == CONVEX or kind == CYLINDER
+
+
 @njit(cache=True)
-def shape_distance(a, b, vertices, work):
+def face_axis(a, b, faces, vertices, distance, normal, point_a, point_b):
+    """The narrow phase (distance, normal, witnesses), its normal replaced by
+    a face normal of either shape (a box's, a convex hull's, a cylinder's
+    axis) along which the shapes are as far apart within
+    FACE_AXIS_TOLERANCE: where the cores touch or overlap, GJK's and EPA's
+    normal is one of many equally deep ones (a box resting on a box: any of
+    the edge's), and a face's is the one a resting contact keeps. The
+    witness is the other shape's point farthest toward the face (the face's
+    own is any of its points)."""
+    best, best_n, best_side = -np.inf, (0.0, 0.0, 0.0), 0
+    for side in range(2):
+        placed = a if side == 0 else b
+        shape, R = placed.shape, placed.R
+        sign = 1.0 if side == 0 else -1.0  # A's outward normals point from A to B, B's the other way
+        count = 3 if shape.kind == BOX else (1 if shape.kind == CYLINDER else
+                                             (shape.face_count if shape.kind == CONVEX else 0))
+        for f in range(count):
+            for flip in (1.0, -1.0):
+                if shape.kind == CONVEX:
+                    if flip < 0.0:
+                        continue
+                    m = faces[shape.first_face + f].normal
+                    axis = (R[0, 0] * m[0] + R[0, 1] * m[1] + R[0, 2] * m[2],
+                            R[1, 0] * m[0] + R[1, 1] * m[1] + R[1, 2] * m[2],
+                            R[2, 0] * m[0] + R[2, 1] * m[1] + R[2, 2] * m[2])
+                else:
+                    column = f if shape.kind == BOX else 2
+                    axis = (flip * R[0, column], flip * R[1, column], flip * R[2, column])
+                n = (sign * axis[0], sign * axis[1], sign * axis[2])
+                separation, _, _ = _separation(a, b, vertices, n[0], n[1], n[2])
+                if separation > best:
+                    best, best_n, best_side = separation, n, side
+    if best < distance - FACE_AXIS_TOLERANCE:
+        return distance, normal, point_a, point_b
+    n = best_n
+    separation, farthest_a, farthest_b = _separation(a, b, vertices, n[0], n[1], n[2])
+    if best_side == 0:  # A's face: B's point toward it, A's below it along n
+        return separation, n, (farthest_b[0] - separation * n[0], farthest_b[1] - separation * n[1],
+                               farthest_b[2] - separation * n[2]), farthest_b
+    return separation, n, farthest_a, (farthest_a[0] + separation * n[0], farthest_a[1] + separation * n[1],
+                                       farthest_a[2] + separation * n[2])
+
+
+@njit(cache=True)
+def shape_distance(a, b, shapes, work):
     """(distance, normal, a point, b point) of the Placed shapes a and b
-    (module docstring); the normal from a to b."""
+    (module docstring; shapes: their ShapeSet); the normal from a to b.
+    Where shapes with faces nearly touch, a face normal as good as the
+    narrow phase's replaces it (face_axis)."""
+    distance, normal, point_a, point_b = core_distance(a, b, shapes.vertices, work)
+    if distance < FACE_AXIS_REACH and has_faces(a.shape.kind) and has_faces(b.shape.kind):
+        return face_axis(a, b, shapes.faces, shapes.vertices, distance, normal, point_a, point_b)
+    return distance, normal, point_a, point_b
+
+
+@njit(cache=True)
+def core_distance(a, b, vertices, work):
+    """shape_distance without face_axis: closed forms, GJK on the cores, EPA."""
     kind_a, kind_b = a.shape.kind, b.shape.kind
     if kind_a == HALFSPACE:
         return halfspace_distance(a, b, vertices, True)

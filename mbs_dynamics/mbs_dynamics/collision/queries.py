@@ -60,14 +60,13 @@ def _placed_pair(shape_a: Shape, pose_a, shape_b: Shape, pose_b):
 
 @njit(cache=True)
 def _distance_kernel(shapes, R_a, p_a, R_b, p_b, work):
-    return shape_distance(Placed(shapes.shapes[0], R_a, p_a), Placed(shapes.shapes[1], R_b, p_b), shapes.vertices,
-                          work)
+    return shape_distance(Placed(shapes.shapes[0], R_a, p_a), Placed(shapes.shapes[1], R_b, p_b), shapes, work)
 
 
 @njit(cache=True)
 def _contacts_kernel(shapes, R_a, p_a, R_b, p_b, margin, work, manifold_work, locations, gaps):
     a, b = Placed(shapes.shapes[0], R_a, p_a), Placed(shapes.shapes[1], R_b, p_b)
-    distance, normal, point_a, point_b = shape_distance(a, b, shapes.vertices, work)
+    distance, normal, point_a, point_b = shape_distance(a, b, shapes, work)
     if distance > margin:
         return 0, normal
     return contact_manifold(a, b, shapes, distance, normal, point_a, point_b, margin, manifold_work, locations, gaps)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mbs_dynamics.collision import shapes as convex_shapes
 from mbs_dynamics.multibody.meshes import load_mesh
 from mbs_dynamics.multibody.model import Model
 from mbs_dynamics.multibody.parsers.geometry import GeometryElement, geometry_elements, parse_robot, shape
@@ -37,6 +38,7 @@ from mbs_dynamics.multibody.resources import ResourceNotFound, resolve
 
 RIM_POINTS = 12
 MAX_MESH_VERTICES = 48
+MAX_HULL_VERTICES = 64  # of a mesh's convex hull as a shape of collision.shapes (collision_shapes)
 
 
 @dataclass(frozen=True)
@@ -151,3 +153,63 @@ def collision_contacts(model: Model, urdf_xml: str, search_paths=(),
         return ContactGeometry(np.zeros(0, dtype=np.int64), np.zeros((0, 3)), np.zeros(0), (), tuple(warnings))
     return ContactGeometry(np.concatenate(bodies), np.concatenate(points), np.concatenate(radii), tuple(names),
                            tuple(warnings))
+
+
+@dataclass(frozen=True)
+class BodyShapes:
+    """The convex shapes (collision.Shape) of a model's bodies: bodies (k,)
+    (-1: fixed to the world), each shape's placement in its body's frame
+    (rotations (k, 3, 3), translations (k, 3): body <- shape), names (k,)
+    "link/element"; warnings: what was skipped."""
+
+    bodies: np.ndarray
+    shapes: tuple
+    rotations: np.ndarray
+    translations: np.ndarray
+    names: tuple
+    warnings: tuple
+
+
+def element_shape(element: GeometryElement, search_paths=(), hulls: dict | None = None) -> convex_shapes.Shape:
+    """The convex shape of an element (a mesh: its hull, at most
+    MAX_HULL_VERTICES of its vertices); ValueError or ResourceNotFound when
+    unusable."""
+    found = shape(element)
+    if found.kind == "sphere":
+        return convex_shapes.sphere(found.size[0])
+    if found.kind == "box":
+        return convex_shapes.box(found.size)
+    if found.kind in ("cylinder", "capsule"):
+        return getattr(convex_shapes, found.kind)(found.size[0], found.size[1])
+    vertices = _mesh_vertices(found.filename, found.scale, element.what, search_paths, MAX_HULL_VERTICES,
+                              {} if hulls is None else hulls)
+    return convex_shapes.convex(vertices)
+
+
+def collision_shapes(model: Model, urdf_xml: str, search_paths=()) -> BodyShapes:
+    """The BodyShapes of the URDF's <collision> elements for `model` (built
+    from the same URDF), links fixed to the world included; what cannot be
+    used is skipped with a warning, as collision_contacts does."""
+    robot = parse_robot(urdf_xml)
+    bodies, shapes, rotations, translations, names, warnings = [], [], [], [], [], []
+    hulls: dict = {}
+    for link in robot.findall("link"):
+        name = link.get("name", "")
+        if name not in model.frames:
+            continue
+        frame = model.frame(name)
+        for element in geometry_elements(link, "collision"):
+            try:
+                if isinstance(element, ValueError):
+                    raise element
+                found = element_shape(element, search_paths, hulls)
+            except (ValueError, ResourceNotFound) as error:
+                warnings.append(f"{error}; skipped")
+                continue
+            bodies.append(frame.body)
+            shapes.append(found)
+            rotations.append(frame.rotation @ element.rotation)
+            translations.append(frame.rotation @ element.translation + frame.translation)
+            names.append(f"{name}/{element.name}")
+    return BodyShapes(np.array(bodies, dtype=np.int64), tuple(shapes), np.array(rotations).reshape(-1, 3, 3),
+                      np.array(translations).reshape(-1, 3), tuple(names), tuple(warnings))

@@ -82,7 +82,8 @@ class Model:
         self.gravity = gravity
         self.gravity.setflags(write=False)
         self.scratch = threading.local()  # per-thread scratch memory of the algorithms (workspace.py)
-        _Builder(self, description, dict(description.armature, **_checked_armature(armature))).build()
+        self.joint_armature = dict(description.armature, **_checked_armature(armature))  # joint -> value
+        _Builder(self, description, self.joint_armature).build()
         for array in vars(self).values():
             if isinstance(array, np.ndarray):
                 array.setflags(write=False)

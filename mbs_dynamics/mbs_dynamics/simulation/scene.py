@@ -17,6 +17,7 @@ from mbs_dynamics.algorithms.crba import mass_matrix
 from mbs_dynamics.contact.constraints import PointContact
 from mbs_dynamics.inputs import QUATERNION_TOLERANCE
 from mbs_dynamics.multibody.model import ROOT_JOINT, Model
+from mbs_dynamics.simulation.placement import lifted_clear
 from mbs_dynamics.simulation.simulation import (
     DEFAULT_INTEGRATOR,
     MARGIN,
@@ -24,7 +25,6 @@ from mbs_dynamics.simulation.simulation import (
     Simulation,
     World,
     initial_configuration,
-    lifted_clear,
 )
 from mbs_dynamics.simulation.stepping.obstacles import Box, Ground
 

@@ -18,12 +18,14 @@ with only a damping velocity-controlled, toward the targets of set_targets;
 the others take the efforts of step(tau). Each actuator's effort is clamped
 to the joint's URDF effort limit.
 
+Free objects (World.objects, objects.py) are stepped with the robot, as one
+system model: the robot's q and v are the system's first nq and nv, each
+object's state is read and set by name (object_state, set_object_state), and
+set_world adds and removes objects while the rest goes on.
+
 A state whose contact points lie inside an obstacle is pushed out at
-`stabilization` of the depth per step: 0.2 m/s for 1 mm at dt = 1 ms, 24 m/s
-for 0.12 m (a robot started below a raised ground flew tens of metres).
-penetration() finds the deepest point of a state, lifted_clear() raises a
-floating base along the ground's normal until no point lies deeper than the
-margin, which is what a state given "relative to the world" means.
+`stabilization` of the depth per step (placement.py: a state consistent
+with the world).
 """
 from __future__ import annotations
 
@@ -32,19 +34,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mbs_dynamics import inputs
-from mbs_dynamics.algorithms.kinematics import body_poses
 from mbs_dynamics.algorithms.rnea import nonlinear_effects
-from mbs_dynamics.collision.shapes import NO_SHAPES
 from mbs_dynamics.contact.constraints import PointContact
-from mbs_dynamics.multibody.model import ROOT_JOINT, Model
+from mbs_dynamics.multibody.model import Model
 from mbs_dynamics.multibody.workspace import scratch
 from mbs_dynamics.simulation.integrators import INTEGRATORS
+from mbs_dynamics.simulation.objects import System, WorldObject, build_system, disabled_body_pairs
 from mbs_dynamics.simulation.stepping import (
     ACTUATOR,
-    NO_COLLIDE,
     SPHERE,
     INTEGRATOR_CODES,
-    PLANE,
     Box,
     ContactStep,
     Ground,
@@ -58,7 +57,6 @@ from mbs_dynamics.simulation.stepping import (
     position_limits,
     resolve_points,
     simulate_kernel,
-    sphere_gaps,
     step_settings,
 )
 
@@ -79,7 +77,15 @@ class World:
     with arrays bodies (k,), points (k, 3) in the bodies' frames and radii (k,),
     e.g. contact_geometry.collision_contacts of the URDF's collision elements);
     which of the joints' URDF properties act; and `compliance`, the softness of
-    the contact rows (stepping: 0 is rigid)."""
+    the contact rows (stepping: 0 is rigid).
+
+    Free `objects` (WorldObject, distinct names) meet the ground and the boxes
+    at their collision geometry's points, and each other and the robot's
+    `collision_shapes` (contact.geometry.collision_shapes of the URDF) by
+    convex collision; with `self_collision` the robot's links meet each other
+    too, but for `disabled_collisions` ((link, link) pairs: a MoveIt SRDF's)
+    and a body and its parent. Up to `max_collisions` contact points between
+    bodies per step (the rest are left out and counted)."""
 
     ground: Ground | None = field(default_factory=Ground)
     contact_points: tuple = ()
@@ -89,6 +95,11 @@ class World:
     boxes: tuple = ()
     contact_geometry: object = None
     compliance: float = 0.0
+    objects: tuple = ()
+    collision_shapes: object = None
+    self_collision: bool = False
+    disabled_collisions: tuple = ()
+    max_collisions: int = 512
 
     def __post_init__(self):
         points = tuple(self.contact_points)
@@ -105,8 +116,24 @@ class World:
             raise ValueError(f"compliance must be in [0, 1], got {self.compliance!r}")
         if (points or self.contact_geometry is not None) and self.ground is None and not boxes:
             raise ValueError("contact points need a ground (or boxes) to touch")
+        objects = tuple(self.objects)
+        for thing in objects:
+            if not isinstance(thing, WorldObject):
+                raise ValueError(f"objects must be WorldObject, got {thing!r}")
+        names = [thing.name for thing in objects]
+        if len(set(names)) != len(names):
+            raise ValueError(f"objects must have distinct names, got {sorted(names)}")
+        if self.self_collision and self.collision_shapes is None:
+            raise ValueError("self_collision needs the robot's collision_shapes")
+        disabled = tuple(tuple(pair) for pair in self.disabled_collisions)
+        if not all(len(pair) == 2 and all(isinstance(link, str) for link in pair) for pair in disabled):
+            raise ValueError("disabled_collisions must be (link, link) pairs of names")
+        if not (isinstance(self.max_collisions, (int, np.integer)) and 0 <= self.max_collisions <= 100_000):
+            raise ValueError(f"max_collisions must be an integer in [0, 100000], got {self.max_collisions!r}")
         object.__setattr__(self, "contact_points", points)
         object.__setattr__(self, "boxes", boxes)
+        object.__setattr__(self, "objects", objects)
+        object.__setattr__(self, "disabled_collisions", disabled)
 
     @property
     def obstacles(self) -> np.ndarray:
@@ -184,131 +211,6 @@ def contact_spheres(model: Model, world: World) -> np.ndarray:
     return np.concatenate([spheres, new_record(SPHERE, k, body=more_bodies, centre=more_points, radius=more_radii)])
 
 
-def body_links(model: Model) -> list[str]:
-    """Each body's link: the child of its joint (the URDF root for a floating base)."""
-    joints = model.description.joints
-    return [joints[name].child if name in joints else model.description.root for name in model.body_joint_names]
-
-
-@dataclass(frozen=True)
-class Penetration:
-    """The deepest contact point of a state inside an obstacle: `depth` (m)
-    inside it, on `link`, in `obstacle` ('the ground' or 'box <k>', k its index
-    in World.boxes)."""
-
-    depth: float
-    link: str
-    obstacle: str
-
-    def __str__(self) -> str:
-        return f"link '{self.link}' lies {self.depth:.3g} m inside {self.obstacle}"
-
-
-def _obstacle_gaps(positions: np.ndarray, radii: np.ndarray, obstacles: np.ndarray) -> np.ndarray:
-    """(k, m): the signed distance (m, negative inside) of each sphere (centre
-    positions (k, 3), radii (k,)) from each obstacle (OBSTACLE records), as
-    the step measures it."""
-    gaps = np.empty((positions.shape[0], obstacles.shape[0]))
-    sphere_gaps(np.ascontiguousarray(positions), np.ascontiguousarray(radii), obstacles, gaps)
-    return gaps
-
-
-def _exit_lifts(positions: np.ndarray, radii: np.ndarray, obstacles: np.ndarray, up: np.ndarray) -> np.ndarray:
-    """(k,): how far each sphere must move along the unit vector `up` to leave
-    its obstacle (one row each): a plane's penetration over the cosine of
-    `up` with its normal; a box grown by the radius, the distance to where a
-    ray along `up` leaves it (at an edge a little more than the sphere needs)."""
-    axes = obstacles["axes"]
-    local = np.einsum("kij,kj->ki", axes, positions - obstacles["centre"])
-    direction = np.einsum("kij,j->ki", axes, up)
-    half = obstacles["half_extents"] + radii[:, None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        exits = np.where(np.abs(direction) > 1e-12, (np.sign(direction) * half - local) / direction, np.inf)
-        plane_lift = (radii - local[:, 2]) / direction[:, 2]
-    return np.where(obstacles["kind"] == PLANE, plane_lift, exits.min(axis=1))
-
-
-def _penetrating(model: Model, world: World, q: np.ndarray, spheres: np.ndarray, tolerance: float):
-    """(world positions of the spheres' centres (k, 3), the deepest Penetration
-    or None, (spheres, obstacles) of the pairs deeper than `tolerance`) at q;
-    obstacles whose bounding boxes miss the spheres' are left out, the pairs
-    taken PAIRS_PER_PASS at a time."""
-    bodies, radii = spheres["body"], spheres["radius"]
-    world_R, world_p = body_poses(model, q)
-    positions = world_p[bodies] + np.einsum("kij,kj->ki", world_R[bodies], spheres["centre"])
-    obstacles = world.obstacles
-    low, high = (positions - radii[:, None]).min(axis=0), (positions + radii[:, None]).max(axis=0)
-    centres = obstacles["centre"]
-    reach = np.einsum("mij,mi->mj", np.abs(obstacles["axes"]), obstacles["half_extents"])
-    near = np.flatnonzero((obstacles["kind"] == PLANE) | np.all((centres - reach <= high) & (centres + reach >= low),
-                                                                axis=1))
-    least, deepest, pairs = -tolerance, None, ([np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)])
-    block = max(1, PAIRS_PER_PASS // len(positions))
-    for start in range(0, len(near), block):
-        chosen = near[start:start + block]
-        gaps = _obstacle_gaps(positions, radii, obstacles[chosen])
-        inside, obstacle = np.nonzero(gaps < -tolerance)
-        pairs[0].append(inside)
-        pairs[1].append(chosen[obstacle])
-        k, j = np.unravel_index(np.argmin(gaps), gaps.shape)
-        if gaps[k, j] < least:
-            least, deepest = float(gaps[k, j]), (int(k), int(chosen[j]))
-    pairs = (np.concatenate(pairs[0]), np.concatenate(pairs[1]))
-    if deepest is None:
-        return positions, None, pairs
-    box = deepest[1] - (world.ground is not None)
-    found = Penetration(-least, body_links(model)[bodies[deepest[0]]], "the ground" if box < 0 else f"box {box}")
-    return positions, found, pairs
-
-
-def _moving_spheres(model: Model, world: World) -> np.ndarray | None:
-    """The SPHERE records of the world's contact points that move with the
-    robot, or None when there are none or nothing to touch."""
-    spheres = contact_spheres(model, world)
-    moving = spheres[spheres["body"] >= 0]
-    if not len(moving) or not len(world.obstacles):
-        return None
-    return moving
-
-
-def penetration(model: Model, world: World, q, tolerance: float = MARGIN) -> Penetration | None:
-    """The deepest of the robot's contact points (World.contact_points and
-    contact_geometry, those fixed in the world left out) inside an obstacle of
-    `world` at q, or None when none lies deeper than `tolerance` (m)."""
-    q = inputs.configuration(model, q, batch=False)
-    spheres = _moving_spheres(model, world)
-    return None if spheres is None else _penetrating(model, world, q, spheres, tolerance)[1]
-
-
-def lifted_clear(model: Model, world: World, q, tolerance: float = MARGIN) -> tuple[np.ndarray, float,
-                                                                                      Penetration | None]:
-    """(q, lift, the deepest penetration at the given q or None): a floating
-    base translated by `lift` (m) along the ground's normal (world z without
-    a ground) until no contact point lies deeper than `tolerance` inside an
-    obstacle, the deepest then on its surface (lifted out of a box, a point may
-    meet one above it: lifted again, at most once per obstacle). ValueError
-    when the robot penetrates and has a fixed base, or still does after that."""
-    q = np.array(inputs.configuration(model, q, batch=False))
-    spheres = _moving_spheres(model, world)
-    if spheres is None:
-        return q, 0.0, None
-    radii = spheres["radius"]
-    up = world.ground.contact_axes[0] if world.ground is not None else np.array([0.0, 0.0, 1.0])
-    obstacles, first, lift = world.obstacles, None, 0.0
-    for _ in range(len(obstacles) + 1):
-        positions, deepest, (points, inside) = _penetrating(model, world, q, spheres, tolerance)
-        if deepest is None:
-            return q, lift, first
-        first = first or deepest
-        if not model.floating_base:
-            raise ValueError(f"{deepest}, and a fixed base cannot be lifted clear of it")
-        step = float(np.max(_exit_lifts(positions[points], radii[points], obstacles[inside], up)))
-        base = model.q_index(ROOT_JOINT)
-        q[base:base + 3] += step * up
-        lift += step
-    raise ValueError(f"{first}, and lifted by {lift:.3g} m the robot still penetrates the obstacles")
-
-
 class Simulation:
     """The state (time, q, v) of `model` in `world`, advanced by step(tau,
     steps) at dt (module docstring); `steps` counts the steps since reset.
@@ -328,11 +230,10 @@ class Simulation:
                                        INTEGRATOR_CODES[integrator])
         self.model, self.dt, self.integrator = model, float(dt), integrator
         self.tolerance = tolerance
-        self._buffer = scratch(model)
-        self._actuation = new_record(ACTUATOR, model.nv, limit=model.effort_limit, target_q=-1)
+        self._system: System | None = None
         self._results: StepResults | None = None
-        self.set_actuators(actuators)
         self.set_world(world)
+        self.set_actuators(actuators)
         self.set_initial_state(initial_configuration(model) if q is None else q,
                                np.zeros(model.nv) if v is None else v)
         self.reset()
@@ -341,26 +242,82 @@ class Simulation:
 
     def set_world(self, world: World) -> None:
         """What the robot meets from now on; the state goes on (the joints'
-        warm starts with it)."""
+        warm starts with it), and the objects that stay keep theirs: a new
+        object starts at its pose and twist."""
         if not isinstance(world, World):
             raise ValueError(f"world must be a World, got {world!r}")
-        model = self.model
-        spheres = contact_spheres(model, world)
-        obstacles = world.obstacles
-        self.world = world
-        self._world = (spheres, obstacles, *joint_terms(model, world.joint_limits, world.joint_damping,
-                                                        world.joint_friction), NO_SHAPES, NO_COLLIDE)
+        model, before = self.model, self._system
+        robot_points = contact_spheres(model, world)
+        system = build_system(model, world.objects, (robot_points["body"], robot_points["centre"],
+                                                     robot_points["radius"]),
+                              world.collision_shapes, world.self_collision,
+                              disabled_body_pairs(model, world.disabled_collisions))
+        whole = system.model
+        spheres = new_record(SPHERE, len(system.point_bodies), body=system.point_bodies, centre=system.point_centres,
+                             radius=system.point_radii)
+        self._world = (spheres, world.obstacles, *joint_terms(whole, world.joint_limits, world.joint_damping,
+                                                              world.joint_friction), system.shapes, system.collide)
         self._settings["compliance"] = world.compliance
-        results = new_results(spheres.shape[0], obstacles.shape[0], model.nv, model.nbodies)
-        if self._results is not None:
-            results.coordinates[...] = self._results.coordinates
-        self._results = results
+        results = new_results(len(spheres), len(world.obstacles), whole.nv, whole.nbodies,
+                              world.max_collisions if len(system.shapes.shapes) > 1 else 0)
+        actuation = new_record(ACTUATOR, whole.nv, limit=whole.effort_limit, target_q=-1)
+        q, v = whole.neutral_configuration(), np.zeros(whole.nv)
+        for part, thing in zip(system.parts, world.objects, strict=True):
+            q[part.q_slice], v[part.v_slice] = thing.q, thing.v
+        if before is not None:
+            q[:model.nq], v[:model.nv] = self.q, self.v
+            actuation[:model.nv] = self._actuation[:model.nv]
+            results.coordinates[:model.nv] = self._results.coordinates[:model.nv]
+            for part in system.parts:
+                kept = next((old for old in before.parts if old.name == part.name and old.nq == part.nq), None)
+                if kept is not None:
+                    q[part.q_slice], v[part.v_slice] = self._q[kept.q_slice], self._v[kept.v_slice]
+        self._system, self._results, self._actuation = system, results, actuation
+        self._q, self._v = q, v
+        self.q, self.v = q[:model.nq], v[:model.nv]  # the robot's: views of the system's state
+        self._buffer = scratch(whole)
+        self._robot_points = len(robot_points)
+        self.world = world
         self.last = None  # its forces are of the old contact points
 
     @property
     def contact_count(self) -> int:
-        """The number of contact points (contact_points, then contact_geometry's)."""
-        return self._world[0].shape[0]
+        """The number of the robot's contact points (contact_points, then
+        contact_geometry's): the first of the step's points, the objects'
+        after them."""
+        return self._robot_points
+
+    @property
+    def system(self) -> Model:
+        """The model the step takes: the robot's, or with objects the robot and
+        the objects (multibody.assembly)."""
+        return self._system.model
+
+    @property
+    def objects(self) -> tuple[str, ...]:
+        return tuple(part.name for part in self._system.parts)
+
+    def _part(self, name: str):
+        part = next((part for part in self._system.parts if part.name == name), None)
+        if part is None:
+            raise ValueError(f"the world has no object '{name}' (objects: {', '.join(self.objects) or 'none'})")
+        return part
+
+    def object_state(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(q, v) of an object: its root's pose [x, y, z, qx, qy, qz, qw] and body
+        twist [ω; v] first (DESIGN's floating joint), then its own joints."""
+        part = self._part(name)
+        return self._q[part.q_slice].copy(), self._v[part.v_slice].copy()
+
+    def set_object_state(self, name: str, q, v) -> None:
+        """Put an object at (q, v) now (object_state's layout; the quaternion
+        normalised); its warm starts go on."""
+        part = self._part(name)
+        thing = next(thing for thing in self.world.objects if thing.name == name)
+        q = np.array(inputs.configuration(thing.model, q, batch=False))
+        q[3:7] /= np.linalg.norm(q[3:7])
+        v = inputs.vector(thing.model, v, thing.model.nv, "v", batch=False)
+        self._q[part.q_slice], self._v[part.v_slice] = q, v
 
     def set_actuators(self, actuators: Actuators) -> None:
         """The PD actuators from now on (Actuators); their targets stay."""
@@ -380,8 +337,8 @@ class Simulation:
             stiffness[iv], damping[iv] = k, d
             target_q[iv] = model.q_index(name)
         self.actuators = actuators
-        self._actuation["stiffness"], self._actuation["damping"] = stiffness, damping
-        self._actuation["target_q"] = target_q
+        robot = self._actuation[:model.nv]
+        robot["stiffness"], robot["damping"], robot["target_q"] = stiffness, damping, target_q
 
     def set_targets(self, positions=None, velocities=None) -> None:
         """The actuators' targets (nv,), by velocity index: positions of the
@@ -390,7 +347,8 @@ class Simulation:
         for value, target, name in ((positions, "position_target", "position targets"),
                                     (velocities, "velocity_target", "velocity targets")):
             if value is not None:
-                self._actuation[target] = inputs.vector(self.model, value, self.model.nv, name, batch=False)
+                self._actuation[target][:self.model.nv] = inputs.vector(self.model, value, self.model.nv, name,
+                                                                       batch=False)
 
     # --- the state -----------------------------------------------------------------
 
@@ -399,8 +357,13 @@ class Simulation:
         self.initial_q, self.initial_v = self._checked(q, v)
 
     def reset(self, q=None, v=None) -> None:
-        """Back to time 0 at (q, v), by default the initial state."""
+        """Back to time 0 at (q, v), by default the initial state; the objects
+        at their poses and twists."""
         self.set_state(self.initial_q if q is None else q, self.initial_v if v is None else v)
+        for part, thing in zip(self._system.parts, self.world.objects, strict=True):
+            self._q[part.q_slice], self._v[part.v_slice] = thing.q, thing.v
+        self._results.collisions["impulse"] = 0.0
+        self._results.report["collisions"] = 0
         self.steps = 0
 
     def _checked(self, q, v) -> tuple[np.ndarray, np.ndarray]:
@@ -416,7 +379,7 @@ class Simulation:
     def set_state(self, q, v) -> None:
         """Put the robot at (q, v) now (quaternions normalised); time goes on,
         the warm starts are dropped."""
-        self.q, self.v = self._checked(q, v)
+        self.q[:], self.v[:] = self._checked(q, v)
         self._results.contacts["impulse"] = 0.0
         self._results.coordinates["joint_impulse"] = 0.0
         self.last: ContactStep | None = None
@@ -425,7 +388,8 @@ class Simulation:
     def contact_forces(self) -> np.ndarray:
         """(k, 3) the mean force of the obstacles on each contact point over the
         last step, world axes."""
-        return self.last.forces.copy() if self.last is not None else np.zeros((self.contact_count, 3))
+        return self.last.forces[:self.contact_count].copy() if self.last is not None \
+            else np.zeros((self.contact_count, 3))
 
     # --- stepping ------------------------------------------------------------------
 
@@ -434,23 +398,24 @@ class Simulation:
         the actuators toward their targets; returns the ContactStep of the call
         (module and class docstrings). On a step that cannot be taken it raises,
         the state left at the step before."""
-        model, actuation = self.model, self._actuation
-        actuation["effort"] = 0.0 if tau is None else inputs.vector(model, tau, model.nv, "tau", batch=False)
+        model, actuation, system = self.model, self._actuation, self._system.model
+        actuation["effort"][:model.nv] = 0.0 if tau is None else inputs.vector(model, tau, model.nv, "tau",
+                                                                               batch=False)
         steps = int(steps)
         if steps < 1:
             raise ValueError(f"steps must be >= 1, got {steps}")
         self._settings["steps"] = steps
-        q_before, v_before = self.q.copy(), self.v.copy()
+        q_before, v_before = self._q.copy(), self._v.copy()
         results = self._results
-        simulate_kernel(model.packed, model.dof_parent, self._world, actuation, self._settings, self.q, self.v,
+        simulate_kernel(system.packed, system.dof_parent, self._world, actuation, self._settings, self._q, self._v,
                         tuple(results), self._buffer)
         report = results.report.copy()
         self.steps += int(report["steps"][0])
-        check_report(model, report, "the simulation step", q_before, (v_before, "v"), (actuation["effort"], "tau"),
+        check_report(system, report, "the simulation step", q_before, (v_before, "v"), (actuation["effort"], "tau"),
                      (actuation["position_target"], "position targets"),
                      (actuation["velocity_target"], "velocity targets"))
-        self.last = ContactStep(self.q.copy(), self.v.copy(), *(copy_records(records) for records in results[:5]), report[0],
-                                self.tolerance)
+        self.last = ContactStep(self.q.copy(), self.v.copy(), *(copy_records(records) for records in results[:5]),
+                                report[0], self.tolerance)
         return self.last
 
     @property

@@ -26,7 +26,8 @@ from sensor_msgs.msg import Imu, JointState
 from mbs_dynamics.multibody.model import ROOT_JOINT, Model
 from mbs_dynamics.ros.conversions import contact_wrenches, set_stamp, set_vector
 from mbs_dynamics.simulation import sensors
-from mbs_dynamics.simulation.simulation import World, body_links
+from mbs_dynamics.simulation.placement import body_links
+from mbs_dynamics.simulation.simulation import World
 from mbs_dynamics_interfaces.msg import Contact, ContactWrench, ContactWrenches
 
 try:  # a full ROS 2 install has it; the pip route has no wheel of it

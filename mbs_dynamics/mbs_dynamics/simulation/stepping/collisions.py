@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from numba import njit
 
 from mbs_dynamics.collision.gjk import Placed
@@ -142,7 +141,7 @@ def body_pairs(world, kinematics, vel, free_vel, step, work, first, only_reach):
                 continue
             a, b = Placed(shape_a, collision.R[sa], collision.p[sa]), Placed(shape_b, collision.R[sb], collision.p[sb])
             reach = margin + dt * (speeds[sa] + speeds[sb])
-            distance, normal, point_a, point_b = shape_distance(a, b, vertices, collision.query)
+            distance, normal, point_a, point_b = shape_distance(a, b, shape_set, collision.query)
             if distance > reach:
                 continue
             points, n = contact_manifold(a, b, shape_set, distance, normal, point_a, point_b, reach,

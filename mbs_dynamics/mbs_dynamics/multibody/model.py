@@ -298,9 +298,11 @@ class _Builder:
                 if np.all(subtree_inert[model.v_start == model.v_index(name)])]
 
     def _dof_parents(self) -> np.ndarray:
+        """Each coordinate's parent on the path to the root; a tree with
+        coupled mimic joints as a plain chain over its coordinates (the
+        coupling puts nonzeros off the paths), each other tree of a forest
+        (multibody.assembly) with its own sparsity."""
         model = self.model
-        if model.has_coupled_joints:
-            return np.arange(model.nv, dtype=np.int64) - 1
         dof_parent = np.full(model.nv, -1, dtype=np.int64)
         last = np.full(model.nbodies, -1, dtype=np.int64)  # a body's last coordinate
         for body in range(model.nbodies):
@@ -309,6 +311,21 @@ class _Builder:
             for k in range(model.nv_joint[body]):
                 dof_parent[start + k] = above if k == 0 else start + k - 1
             last[body] = start + model.nv_joint[body] - 1
+        if not model.has_coupled_joints:
+            return dof_parent
+        coupled = [b for b, name in enumerate(model.body_joint_names) if name in model._coupled]
+        for root in np.flatnonzero(model.parent < 0):
+            end = root + 1
+            while end < model.nbodies and model.parent[end] >= root:  # pre-order: the root's subtree
+                end += 1
+            first = model.v_start[root]
+            stop = max(model.v_start[b] + model.nv_joint[b] for b in range(root, end))
+            inside = [b for b in coupled if root <= b < end]
+            if any(not first <= model.v_start[b] < stop for b in inside):  # a master in another tree
+                return np.arange(model.nv, dtype=np.int64) - 1
+            if inside:
+                dof_parent[first:stop] = np.arange(first - 1, stop - 1)
+                dof_parent[first] = -1
         return dof_parent
 
     def _pack(self):

@@ -113,7 +113,7 @@ def body_pairs(world, kinematics, vel, free_vel, step, work, first, only_reach):
     any point is within reach at vel (the smooth integrator must not take
     the step) as (1 or first, 0), nothing written."""
     shape_set, collide = world.shapes, world.collide
-    shapes, vertices = shape_set.shapes, shape_set.vertices
+    shapes = shape_set.shapes
     collision = work.collision
     nshapes = shapes.shape[0]
     count, dropped, room = first, 0, work.pair_body_b.shape[0]

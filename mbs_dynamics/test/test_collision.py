@@ -225,3 +225,39 @@ def test_touching_and_coincident_shapes():
 def test_bad_shapes_and_poses_are_refused(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def _yaw(angle):
+    return Rotation.from_euler("z", angle).as_matrix()
+
+
+@pytest.mark.parametrize("name,shape_a,shape_b,pose_b,count", [
+    ("a box on a box", collision.box([1, 1, 1]), collision.box([1, 1, 1]), (np.eye(3), [0.2, 0.1, 0.999]), 4),
+    ("a small box turned on a box", collision.box([1, 1, 1]), collision.box([0.5, 0.5, 0.5]),
+     (_yaw(0.3), [0.1, 0.1, 0.749]), 4),
+    ("a box on the ground", collision.halfspace(), collision.box([1, 1, 1]), (_yaw(0.7), [0, 0, 0.499]), 4),
+    ("a cylinder standing on a box", collision.box([1, 1, 1]), collision.cylinder(0.2, 0.5),
+     (np.eye(3), [0, 0, 0.749]), 4),
+    ("a capsule lying on a box", collision.box([1, 1, 1]), collision.capsule(0.2, 0.5),
+     (Rotation.from_euler("x", np.pi / 2).as_matrix(), [0, 0, 0.699]), 2),
+    ("a box on its edge on a box", collision.box([1, 1, 1]), collision.box([1, 1, 1]),
+     (Rotation.from_euler("x", np.pi / 4).as_matrix(), [0.1, 0, 0.5 + np.sqrt(0.5) - 1e-4]), 2),
+    ("a sphere on a box", collision.box([1, 1, 1]), collision.sphere(0.2), (np.eye(3), [0, 0, 0.699]), 1),
+    ("a convex hull's face on a box", collision.box([1, 1, 1]),
+     collision.convex([[x, y, z] for x in (-0.3, 0.3) for y in (-0.2, 0.2) for z in (-0.1, 0.1)]),
+     (np.eye(3), [0, 0, 0.599]), 4),
+])
+def test_flat_contacts_carry_patches(name, shape_a, shape_b, pose_b, count):
+    """Where flat features touch, the patch's corners (at most 4, spanning
+    it), each with its gap along the face normal; curved or pointed contacts
+    one point."""
+    contacts = collision.contact_points(shape_a, None, shape_b, pose_b, margin=1e-3)
+    assert len(contacts.points) == count, (name, contacts)
+    np.testing.assert_allclose(contacts.normal, [0, 0, 1], atol=1e-12)
+    depth = collision.distance(shape_a, None, shape_b, pose_b).distance
+    np.testing.assert_allclose(contacts.gaps, depth, atol=1e-12)
+    if count == 4:  # the patch's corners: the contact polygon's extremes, not points inside it
+        centre = contacts.points.mean(axis=0)
+        assert np.all(np.linalg.norm(contacts.points - centre, axis=1) > 0.1), name
+    far = collision.contact_points(shape_a, None, shape_b, (pose_b[0], np.add(pose_b[1], [0, 0, 0.01])), margin=1e-3)
+    assert len(far.points) == 0

@@ -105,7 +105,8 @@ def facing_feature(placed, shape_set, d, points):
             v = vertices[corners[face.first_corner + c]]
             _put(points, c, _world(R, p, v[0], v[1], v[2]))
         m = face.normal
-        return count, (R[0, 0] * m[0] + R[0, 1] * m[1] + R[0, 2] * m[2], R[1, 0] * m[0] + R[1, 1] * m[1] + R[1, 2] * m[2],
+        return count, (R[0, 0] * m[0] + R[0, 1] * m[1] + R[0, 2] * m[2],
+                       R[1, 0] * m[0] + R[1, 1] * m[1] + R[1, 2] * m[2],
                        R[2, 0] * m[0] + R[2, 1] * m[1] + R[2, 2] * m[2])
     # a sphere: its point toward d
     _put(points, 0, (p[0] + size[0] * d[0], p[1] + size[0] * d[1], p[2] + size[0] * d[2]))

@@ -1,7 +1,8 @@
 """Time stepping with unilateral contact and Coulomb friction, for simulation:
-points of the robot (with a radius: the centres of spheres) against obstacles
-(a ground plane, static boxes), the joints' limits, damping and friction, and
-actuators; many steps per compiled call.
+points of the bodies (with a radius: the centres of spheres) against obstacles
+(a ground plane, static boxes), the bodies' convex shapes against each other
+(free objects, a robot and itself), the joints' limits, damping and friction,
+and actuators; many steps per compiled call.
 
 A step of `dt` from (q, v) is taken by velocity-level time stepping
 (Moreau-Jean; the impulse form of the constrained dynamics of F&O §3.4 and
@@ -58,14 +59,25 @@ gain) is taken by that integrator instead, the damping as a force: smooth
 motion keeps its energy (order 4), contacts and limits get their impulses
 (first order).
 
+Bodies meet bodies where their shapes' contact manifolds (collision/) come
+within reach, found by a broad phase on bounding boxes (collisions.py): each
+point is a pair of two bodies a and b with the normal from a to b, its rows
+G = [n; t1; t2] (J_b - J_a) of the velocity of b relative to a, and the same
+law and bias as a point's; its warm start, the last step's impulse of the
+same two shapes near the same place.
+
 M + dt D is factored once per pass as L^T L with the tree's sparsity
 (crba.ltl_factor), and W = Y Y^T with Y = L^-T G^T, each row of G zero off one
-path to the root.
+path to the root, or two for a contact between bodies. The rows fall into
+islands (islands.py: rows that move the same trees of a forest), each solved
+as a problem of its own.
 
 The package, one job a file: records.py (every record the compiled step
 reads or writes, one structured dtype each), obstacles.py (the obstacle
 kinds and their distances), pairs.py (which points meet which obstacles),
-rows.py (the constraint rows and the Delassus operator), actuation.py (the
+collisions.py (which bodies meet which bodies), rows.py (the constraint
+rows and the Delassus operator), islands.py (the rows' islands, solved one
+by one), actuation.py (the
 actuators and the joints' own terms), integrator.py (the compiled RK4 and
 RKMK4), work.py (the scratch layout), stages.py (the step's stages and the
 many-step kernel), api.py (contact_step and the results from Python).
@@ -93,7 +105,7 @@ from mbs_dynamics.simulation.stepping.obstacles import (
 from mbs_dynamics.simulation.stepping.records import ACTUATOR, OBSTACLE, SETTINGS, SPHERE, copy_records, new_record
 from mbs_dynamics.simulation.stepping.stages import StepResults, simulate_kernel
 
-__all__ = ["ACTUATOR", "BOX", "DEFAULT_GROUND", "INTEGRATOR_CODES", "NO_COLLIDE", "OBSTACLE", "PLANE", "SETTINGS", "SPHERE", "Box",
-           "ContactStep", "Ground", "StepResults", "check_report", "contact_step", "effort_actuation", "joint_terms",
-           "copy_records", "new_record", "new_results", "obstacle_records", "position_limits", "resolve_points", "runge_kutta_step",
-           "simulate_kernel", "sphere_gaps", "step_settings"]
+__all__ = ["ACTUATOR", "BOX", "DEFAULT_GROUND", "INTEGRATOR_CODES", "NO_COLLIDE", "OBSTACLE", "PLANE", "SETTINGS",
+           "SPHERE", "Box", "ContactStep", "Ground", "StepResults", "check_report", "contact_step", "copy_records",
+           "effort_actuation", "joint_terms", "new_record", "new_results", "obstacle_records", "position_limits",
+           "resolve_points", "runge_kutta_step", "simulate_kernel", "sphere_gaps", "step_settings"]

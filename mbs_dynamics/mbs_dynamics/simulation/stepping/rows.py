@@ -1,8 +1,9 @@
-"""The step's constraint rows and its Delassus operator: for each
-point-obstacle pair the velocity of the contact point along its axes
+"""The step's constraint rows and its Delassus operator: for each pair the
+velocity of its contact point (of body b relative to body a) along its axes
 (n, t1, t2), for each coordinate with Coulomb friction or at a position
 limit its velocity; W = G (M + dt D)⁻¹ G^T from the factor L^T L of
-M + dt D, with the tree's sparsity (stepping's docstring)."""
+M + dt D, with the tree's sparsity (stepping's docstring), entry by entry
+(islands.py builds it island by island)."""
 from __future__ import annotations
 
 from collections import namedtuple
@@ -64,60 +65,75 @@ def joint_row_coordinates(terms, walls, coordinates):
 
 
 @njit(cache=True, inline="always")
-def _last_nonzero(G, row, nv):
-    last = -1
-    for col in range(nv):
-        if G[row, col] != 0.0:
-            last = col
-    return last
+def body_path(model, b, jacobian):
+    """The deepest coordinate of body b's path to the root (-1: none, the
+    world), its columns of jacobian (6, nv) cleared."""
+    deepest = -1
+    while b >= 0:
+        for m in range(model.nv_joint[b]):
+            col = model.v_start[b] + m
+            deepest = max(deepest, col)
+            for r in range(6):
+                jacobian[r, col] = 0.0
+        b = model.parent[b]
+    return deepest
 
 
 @njit(cache=True, inline="always")
-def pair_rows(model, rows, pairs, kinematics, v_free, jacobian, other_jacobian):
+def path_columns(dof_parent, deepest, other, columns):
+    """The coordinates of the union of the paths from deepest and other (-1:
+    none) to the root, decreasing, written into columns: returns their count."""
+    count, a, b = 0, deepest, other
+    while a >= 0 or b >= 0:
+        col = max(a, b)
+        columns[count] = col
+        count += 1
+        if a == col:
+            a = dof_parent[a]
+        if b == col:
+            b = dof_parent[b]
+    return count
+
+
+@njit(cache=True, inline="always")
+def pair_rows(model, dof_parent, rows, pairs, kinematics, v_free, jacobian, other_jacobian, columns):
     """Each pair's rows G = axes (J_b - J_a) (J: the Jacobian of its contact
     point on body b, and on body a, none for the world), c = G v_free + (b
     on the normal row); the normal warm start clipped at 0 (the caller wrote
-    the warm starts). jacobian, other_jacobian (6, nv): scratch."""
-    nv = v_free.shape[0]
+    the warm starts, and zeroed G). Only the columns of the two bodies'
+    paths to the root are touched. jacobian, other_jacobian (6, nv),
+    columns (nv,): scratch."""
     G, deepest, other, c, impulses = rows
     for i in range(pairs.body_b.shape[0]):
-        jacobian[:] = 0.0
-        add_point_jacobian(model, kinematics.S, kinematics.world_R, kinematics.world_p, pairs.body_b[i],
-                           pairs.location[i], jacobian)
-        body_a = pairs.body_a[i]
+        body_a, body_b = pairs.body_a[i], pairs.body_b[i]
+        # both Jacobians cleared on both paths: each is read on their union
+        deep_b, deep_a = body_path(model, body_b, jacobian), body_path(model, body_a, jacobian)
+        body_path(model, body_a, other_jacobian)
+        body_path(model, body_b, other_jacobian)
+        add_point_jacobian(model, kinematics.S, kinematics.world_R, kinematics.world_p, body_b, pairs.location[i],
+                           jacobian)
         if body_a >= 0:
-            other_jacobian[:] = 0.0
             add_point_jacobian(model, kinematics.S, kinematics.world_R, kinematics.world_p, body_a,
                                pairs.location[i], other_jacobian)
+        count = path_columns(dof_parent, deep_b, deep_a, columns)
         axes = pairs.axes[i]
         for a in range(3):
             row = 3 * i + a
-            for col in range(nv):
-                G[row, col] = axes[a, 0] * jacobian[3, col] + axes[a, 1] * jacobian[4, col] \
-                    + axes[a, 2] * jacobian[5, col]
-            deepest[row], other[row] = _last_nonzero(G, row, nv), -1
-            if body_a >= 0:
-                for col in range(nv):
-                    G[row, col] -= axes[a, 0] * other_jacobian[3, col] + axes[a, 1] * other_jacobian[4, col] \
+            deepest[row], other[row] = deep_b, deep_a
+            if deep_b < 0 and deep_a >= 0:
+                deepest[row], other[row] = deep_a, -1
+            for k in range(count):
+                col = columns[k]
+                value = axes[a, 0] * jacobian[3, col] + axes[a, 1] * jacobian[4, col] + axes[a, 2] * jacobian[5, col]
+                if body_a >= 0:
+                    value -= axes[a, 0] * other_jacobian[3, col] + axes[a, 1] * other_jacobian[4, col] \
                         + axes[a, 2] * other_jacobian[5, col]
-                # the two bodies' paths: their deepest coordinates (each Jacobian is zero below its body)
-                deepest[row] = _last_nonzero_of(jacobian, axes, a, nv)
-                other[row] = _last_nonzero_of(other_jacobian, axes, a, nv)
+                G[row, col] = value
             total = pairs.bias[i] if a == 0 else 0.0
-            for col in range(nv):
-                total += G[row, col] * v_free[col]
+            for k in range(count - 1, -1, -1):  # by increasing coordinate
+                total += G[row, columns[k]] * v_free[columns[k]]
             c[row] = total
         impulses[3 * i] = max(impulses[3 * i], 0.0)
-
-
-@njit(cache=True, inline="always")
-def _last_nonzero_of(jacobian, axes, a, nv):
-    """The last coordinate where the axis a of the rows axes J is not zero."""
-    last = -1
-    for col in range(nv):
-        if axes[a, 0] * jacobian[3, col] + axes[a, 1] * jacobian[4, col] + axes[a, 2] * jacobian[5, col] != 0.0:
-            last = col
-    return last
 
 
 @njit(cache=True, inline="always")
@@ -140,34 +156,31 @@ def joint_rows(rows, first, coordinates, v_free, walls, terms, dt, previous):
 
 
 @njit(cache=True, inline="always")
-def delassus(L, dof_parent, rows, compliance):
-    """W = G M⁻¹ G^T = Y Y^T with Y = L^-T G^T (M = L^T L), its diagonal times
-    1 + compliance: G's rows are overwritten by Y's, each zero off the same
-    paths to the root."""
-    G, deepest, other = rows.G, rows.deepest, rows.other
-    m = G.shape[0]
-    for row in range(m):
-        ltl_solve_transposed_paths(L, dof_parent, G[row], deepest[row], other[row])
-    W = np.empty((m, m))
-    for r in range(m):
-        for s in range(r + 1):
-            total = 0.0
-            a, b = deepest[r], other[r]
-            if b < 0:  # one path: the common case, walked without the union's branches
-                while a >= 0:
-                    total += G[r, a] * G[s, a]
-                    a = dof_parent[a]
-            while a >= 0 or b >= 0:
-                col = max(a, b)
-                total += G[r, col] * G[s, col]
-                if a == col:
-                    a = dof_parent[a]
-                if b == col:
-                    b = dof_parent[b]
-            W[r, s] = total
-            W[s, r] = total
-        W[r, r] *= 1.0 + compliance
-    return W
+def transform_rows(L, dof_parent, rows):
+    """G's rows overwritten by Y's, Y = L^-T G^T (M = L^T L): each zero off
+    the same paths to the root, so that the Delassus operator is
+    W = G M⁻¹ G^T = Y Y^T (delassus_entry)."""
+    for row in range(rows.G.shape[0]):
+        ltl_solve_transposed_paths(L, dof_parent, rows.G[row], rows.deepest[row], rows.other[row])
+
+
+@njit(cache=True, inline="always")
+def delassus_entry(Y, deepest, other, dof_parent, r, s):
+    """W[r, s] = Y_r . Y_s, walked along row r's paths (Y_s is zero off its own)."""
+    total = 0.0
+    a, b = deepest[r], other[r]
+    if b < 0:  # one path: the common case, walked without the union's branches
+        while a >= 0:
+            total += Y[r, a] * Y[s, a]
+            a = dof_parent[a]
+    while a >= 0 or b >= 0:
+        col = max(a, b)
+        total += Y[r, col] * Y[s, col]
+        if a == col:
+            a = dof_parent[a]
+        if b == col:
+            b = dof_parent[b]
+    return total
 
 
 @njit(cache=True, inline="always")

@@ -12,21 +12,21 @@ from numba import njit
 from mbs_dynamics.algorithms.crba import crba_kernel, ltl_factor, ltl_solve
 from mbs_dynamics.collision.shapes import ShapeSet
 from mbs_dynamics.algorithms.rnea import rnea_kernel
-from mbs_dynamics.contact.coulomb import CoulombProblem, solve_coulomb
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_MATRIX, all_finite, invalid
 from mbs_dynamics.multibody.configuration import integrate_kernel
 from mbs_dynamics.multibody.model import unpack_model
 from mbs_dynamics.multibody.workspace import untracked
 from mbs_dynamics.simulation.stepping.actuation import actuated_terms, has_gains, newly_clamped
 from mbs_dynamics.simulation.stepping.integrator import EULER, RKMK4, smooth_step
+from mbs_dynamics.simulation.stepping.islands import solve_islands
 from mbs_dynamics.simulation.stepping.collisions import body_pairs, collision_warm_starts
 from mbs_dynamics.simulation.stepping.pairs import body_twists, contact_pairs, pairs_view, point_positions, within_reach
 from mbs_dynamics.simulation.stepping.rows import (
     Rows,
-    delassus,
     joint_row_coordinates,
     joint_rows,
     pair_rows,
+    transform_rows,
     velocity_change,
     velocity_walls,
 )
@@ -34,9 +34,6 @@ from mbs_dynamics.simulation.stepping.work import step_work
 
 # Passes of a step at most: the first, then again with the actuators that passed their limits clamped.
 MAX_ACTUATOR_PASSES = 3
-# Rows the solver cannot satisfy at the step's compliance are solved again at SOFTENING times it (at least
-# SOFTENED_COMPLIANCE), up to SOFTENINGS times (stepping's docstring).
-SOFTENINGS, SOFTENING, SOFTENED_COMPLIANCE = 2, 10.0, 0.01
 
 # The world a step meets: the bodies' contact points (SPHERE records (k,)), OBSTACLE records (m,), the
 # joints' JOINT_TERMS records (nv,) and LIMIT records, the bodies' shapes (collision.ShapeSet) and which
@@ -102,7 +99,7 @@ def add_body_wrench(body_R, body_p, b, x, f0, f1, f2, wrench):
 
 
 @njit(cache=True, inline="always")
-def record_collision(pairs, i, impulses, u, W, compliance, kinematics, dt, results):
+def record_collision(pairs, i, impulses, u, diagonal, kinematics, dt, results):
     """Pair i, a contact between bodies: its COLLISION record, and its force
     on each body's wrench (b takes it, a its opposite)."""
     record = results.collisions[results.report[0].collisions]
@@ -118,7 +115,7 @@ def record_collision(pairs, i, impulses, u, W, compliance, kinematics, dt, resul
         impulse = impulses[row]
         record.impulse[a] = impulse
         record.velocity[a] = u[row] - (pairs.bias[i] if a == 0 else 0.0) \
-            - W[row, row] * compliance / (1.0 + compliance) * impulse
+            - diagonal[row] * impulse
         f0 += impulse * pairs.axes[i, a, 0] / dt
         f1 += impulse * pairs.axes[i, a, 1] / dt
         f2 += impulse * pairs.axes[i, a, 2] / dt
@@ -131,17 +128,17 @@ def record_collision(pairs, i, impulses, u, W, compliance, kinematics, dt, resul
 
 
 @njit(cache=True, inline="always")
-def record_contacts(pairs, spheres, kinematics, impulses, u, W, compliance, coordinates, dt, results):
+def record_contacts(pairs, spheres, kinematics, impulses, u, diagonal, coordinates, dt, results):
     """The results of the last pass: each pair's impulses (the next warm
     start), its contact point's velocity after the step (u less the bias and
-    the compliance's share of W λ) and bias, each point's force, each body's
+    the compliance's share of W λ: diagonal) and bias, each point's force, each body's
     contact wrench, the joint rows' impulses."""
     clear_contacts(results)
     count = pairs.point.shape[0]
     for i in range(count):
         k = pairs.point[i]
         if k < 0:
-            record_collision(pairs, i, impulses, u, W, compliance, kinematics, dt, results)
+            record_collision(pairs, i, impulses, u, diagonal, kinematics, dt, results)
             continue
         contact = results.contacts[k, pairs.obstacle[i]]
         contact.bias, contact.in_solver = pairs.bias[i], True
@@ -152,7 +149,7 @@ def record_contacts(pairs, spheres, kinematics, impulses, u, W, compliance, coor
             impulse = impulses[row]
             contact.impulse[a] = impulse
             contact.velocity[a] = u[row] - (pairs.bias[i] if a == 0 else 0.0) \
-                - W[row, row] * compliance / (1.0 + compliance) * impulse
+                - diagonal[row] * impulse
             f0 += impulse * pairs.axes[i, a, 0] / dt
             f1 += impulse * pairs.axes[i, a, 1] / dt
             f2 += impulse * pairs.axes[i, a, 2] / dt
@@ -184,7 +181,7 @@ def implicit_step(packed, dof_parent, world, actuation, step, q, v, results, wor
         body_twists(model, kinematics, v, work.vel)
     work.clamp[:] = 0.0
     gaps = results.points["gap"]
-    sweeps, residual, limits, softened, compliance, dropped = 0, 0.0, 0, False, step.compliance, 0
+    sweeps, residual, limits, softened, dropped = 0, 0.0, 0, False, 0
     for _ in range(MAX_ACTUATOR_PASSES):
         actuated_terms(actuation, terms, q, work, step.dt)
         M = work.M
@@ -205,7 +202,7 @@ def implicit_step(packed, dof_parent, world, actuation, step, q, v, results, wor
         m = 3 * count + coordinates.shape[0]
         limits = walls.walls
         rows = Rows(work.G[:m], work.deepest[:m], work.other[:m], work.c[:m], work.impulses[:m])
-        u, W = work.u[:m], work.G  # W: the Delassus operator once there are rows
+        u, diagonal = work.u[:m], work.diagonal[:m]
         if m == 0:
             work.v_next[:] = v_free
             sweeps, residual = 0, 0.0
@@ -217,31 +214,19 @@ def implicit_step(packed, dof_parent, world, actuation, step, q, v, results, wor
                     rows.impulses[3 * i + a] = warm_start[a]
             collision_warm_starts(pairs, point_pairs, results.collisions, results.report[0].collisions,
                                   rows.impulses)
-            pair_rows(model, rows, pairs, kinematics, v_free, work.jacobian, work.other_jacobian)
+            pair_rows(model, dof_parent, rows, pairs, kinematics, v_free, work.jacobian, work.other_jacobian,
+                      work.columns)
             bound, lowest, highest = joint_rows(rows, 3 * count, coordinates, v_free, walls, terms,
                                                 step.dt, results.coordinates)
-            problem = CoulombProblem(delassus(M, dof_parent, rows, step.compliance), rows.c, pairs.friction, bound,
-                                     lowest, highest)
-            W = problem.W
-            solver = solve_coulomb(problem, rows.impulses, u, step.tolerance, step.max_iterations)
-            sweeps, residual = solver.sweeps, solver.residual
-            compliance = step.compliance
-            for _ in range(SOFTENINGS):
-                if residual <= step.tolerance:
-                    break
-                softer = max(SOFTENING * compliance, SOFTENED_COMPLIANCE)
-                for r in range(m):
-                    W[r, r] *= (1.0 + softer) / (1.0 + compliance)
-                compliance, softened = softer, True
-                solver = solve_coulomb(problem, rows.impulses, u, step.tolerance, step.max_iterations)
-                sweeps, residual = sweeps + solver.sweeps, solver.residual
+            transform_rows(M, dof_parent, rows)
+            solved = solve_islands(rows, dof_parent, pairs.friction, bound, lowest, highest, step, u, diagonal)
+            sweeps, residual, softened = solved.sweeps, solved.residual, solved.softened
             change = velocity_change(M, dof_parent, rows)
             for col in range(nv):
                 work.v_next[col] = v_free[col] + change[col]
         if not newly_clamped(actuation, q, work.v_next, work, step.dt, results.coordinates):
             break
-    record_contacts(pairs, spheres, kinematics, rows.impulses, u, W, compliance, coordinates, step.dt,
-                    results)
+    record_contacts(pairs, spheres, kinematics, rows.impulses, u, diagonal, coordinates, step.dt, results)
     status = 0 if all_finite(work.v_next) else NONFINITE_RESULT
     return StepOutcome(status, sweeps, residual, limits, -1, softened, dropped)
 

@@ -19,13 +19,13 @@ from mbs_dynamics.simulation.stepping.integrator import RungeKuttaStages
 # M and its copy, h, the actuators' effective effort and damping and their clamps, v after a pass, the
 # points' positions, the body twists at v and at v_free, the pairs' contact axes and contact points, a
 # Jacobian and a second one, the smooth integrator's stages, the rows (G, deepest, other, c, impulses,
-# u = W impulses + c), the pairs' point, obstacle, bodies, shapes, gap, bias and friction, the velocity
-# walls, the coordinates of the joint rows, zeros, no external forces, q after the step, and the collision
-# between bodies' (CollisionWork).
+# u = W impulses + c, the compliance's share of W's diagonal), the pairs' point, obstacle, bodies, shapes,
+# gap, bias and friction, the velocity walls, the coordinates of the joint rows, a row's columns, zeros, no
+# external forces, q after the step, and the collision between bodies' (CollisionWork).
 StepWork = namedtuple("StepWork", "M M_nominal h effort damping clamp v_next positions vel free_vel axes location "
-                                  "jacobian other_jacobian stages G deepest other c impulses u pair_point "
+                                  "jacobian other_jacobian stages G deepest other c impulses u diagonal pair_point "
                                   "pair_obstacle pair_body_a pair_body_b pair_shape_a pair_shape_b pair_gap "
-                                  "pair_bias pair_friction lowest highest coordinates zero no_force q_next "
+                                  "pair_bias pair_friction lowest highest coordinates columns zero no_force q_next "
                                   "collision")
 # Each shape's world placement (k, 3, 3), (k, 3), bounding box (k, 6: lowest then highest corner) and speed
 # bound (k,), the shapes in the order of their boxes' lowest x (k,), the narrow phase's and the manifold's
@@ -66,6 +66,7 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles, nshapes, ma
     c, o = take(floats, o, (rows,))
     impulses, o = take(floats, o, (rows,))
     u, o = take(floats, o, (rows,))
+    diagonal, o = take(floats, o, (rows,))
     pair_gap, o = take(floats, o, (pairs,))
     pair_bias, o = take(floats, o, (pairs,))
     pair_friction, o = take(floats, o, (pairs,))
@@ -103,6 +104,7 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles, nshapes, ma
     pair_shape_a, o = take(ints, o, (pairs,))
     pair_shape_b, o = take(ints, o, (pairs,))
     coordinates, o = take(ints, o, (nv,))
+    columns, o = take(ints, o, (nv,))
     order, o = take(ints, o, (nshapes,))
     faces, o = take(ints, o, (n_faces, 3))
     alive, o = take(ints, o, (n_faces,))
@@ -114,9 +116,9 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles, nshapes, ma
     collision = CollisionWork(shape_R, shape_p, box, speed, order, query,
                               ManifoldWork(feature_a, feature_b, clip_in, clip_out), candidates, candidate_gaps)
     return StepWork(M, M_nominal, h, effort, damping, clamp, v_next, positions, vel, free_vel, axes, location, jacobian,
-                    other_jacobian, stages, G, deepest, other, c, impulses, u, pair_point, pair_obstacle, pair_body_a,
-                    pair_body_b, pair_shape_a, pair_shape_b, pair_gap, pair_bias, pair_friction, lowest, highest,
-                    coordinates, zero, no_force, q_next, collision), float_end, int_end
+                    other_jacobian, stages, G, deepest, other, c, impulses, u, diagonal, pair_point, pair_obstacle,
+                    pair_body_a, pair_body_b, pair_shape_a, pair_shape_b, pair_gap, pair_bias, pair_friction, lowest,
+                    highest, coordinates, columns, zero, no_force, q_next, collision), float_end, int_end
 
 
 @njit(cache=True, inline="always")

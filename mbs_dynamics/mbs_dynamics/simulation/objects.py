@@ -14,6 +14,7 @@ import numpy as np
 
 from mbs_dynamics.algorithms.crba import ltl_factor, mass_matrix
 from mbs_dynamics.collision.shapes import NO_SHAPES, ShapeSet, shape_set
+from mbs_dynamics.simulation.stepping import NO_COLLIDE
 from mbs_dynamics.contact.geometry import BodyShapes, collision_contacts, collision_shapes
 from mbs_dynamics.multibody.assembly import OBJECT_NAME, assemble
 from mbs_dynamics.multibody.model import FLOATING, Model
@@ -171,7 +172,9 @@ def build_system(robot: Model, objects, robot_points, robot_shapes: BodyShapes |
         shape_records = shape_set(shapes, np.concatenate(shape_bodies), np.concatenate(rotations),
                                   np.concatenate(translations), np.array(friction), np.array(restitution))
         collide = collide_matrix(system, robot.nbodies, parts, self_collision, disabled)
+        for array in (*shape_records, collide):  # read-only, as NO_SHAPES: one compiled signature for both
+            array.setflags(write=False)
     else:
-        shape_records, collide = NO_SHAPES, np.zeros((1, 1), dtype=np.bool_)
+        shape_records, collide = NO_SHAPES, NO_COLLIDE
     return System(system, parts, np.concatenate(bodies).astype(np.int64), np.concatenate(centres).reshape(-1, 3),
                   np.concatenate(radii), shape_records, collide)

@@ -220,3 +220,127 @@ def test_bad_objects_are_refused(make, message):
 def test_an_object_named_as_a_robot_joint_is_refused(panda):
     with pytest.raises(ValueError, match="joint or link of the robot"):
         mbs.Simulation(panda, mbs.World(objects=(mbs.WorldObject("panda_joint1", box_urdf()),)))
+
+
+def panda_collision_world(panda, **world):
+    import xml.etree.ElementTree as ET
+
+    from mbs_dynamics.contact.geometry import collision_shapes
+    path = robot_path("panda")
+    srdf = path.replace("urdf/panda.urdf", "srdf/panda.srdf")  # MoveIt's, shipped beside the URDF
+    disabled = tuple((e.get("link1"), e.get("link2")) for e in ET.parse(srdf).getroot().iter("disable_collisions"))
+    with open(path) as file:
+        shapes = collision_shapes(panda, file.read())
+    return mbs.World(ground=None, collision_shapes=shapes, disabled_collisions=disabled, **world), shapes
+
+
+def closest_links(model, shapes, collide, q):
+    """The least signed distance between the robot's shapes that may touch, at q."""
+    world_R, world_p = mbs.body_poses(model, q)
+    poses = []
+    for body, rotation, translation in zip(shapes.bodies, shapes.rotations, shapes.translations, strict=True):
+        R, p = (np.eye(3), np.zeros(3)) if body < 0 else (world_R[body], world_p[body])
+        poses.append((R @ rotation, p + R @ translation))
+    least = np.inf
+    for i in range(len(shapes.shapes)):
+        for j in range(i + 1, len(shapes.shapes)):
+            if collide[shapes.bodies[i] + 1, shapes.bodies[j] + 1]:
+                least = min(least, mbs.collision.distance(shapes.shapes[i], poses[i], shapes.shapes[j],
+                                                          poses[j]).distance)
+    return least
+
+
+@pytest.mark.parametrize("self_collision", [False, True])
+def test_the_panda_folding_into_itself_is_stopped_by_self_collision(panda, self_collision):
+    """PD toward a pose that folds the wrist into the base (joint 2 at 1.7,
+    joint 4 at -3.0): its links pass 8 cm into each other without
+    self-collision, and with it never more than 1 mm (MoveIt's SRDF pairs
+    left out)."""
+    from mbs_dynamics.simulation.objects import collide_matrix, disabled_body_pairs
+    world, shapes = panda_collision_world(panda, self_collision=self_collision)
+    collide = collide_matrix(panda, panda.nbodies, (), True, disabled_body_pairs(panda, world.disabled_collisions))
+    start = mbs.simulation.initial_configuration(panda, {"panda_joint2": 0.0, "panda_joint4": -1.5})
+    goal = start.copy()
+    goal[panda.q_index("panda_joint2")], goal[panda.q_index("panda_joint4")] = 1.7, -3.0
+    arm = tuple(f"panda_joint{k}" for k in range(1, 8))
+    inertia = np.diag(mbs.mass_matrix(panda, start))[:7]
+    omega = 2 * np.pi * 3.0
+    simulation = mbs.Simulation(panda, world, integrator="semi_implicit_euler", q=start,
+                                actuators=mbs.Actuators(arm, inertia * omega ** 2, 2 * inertia * omega))
+    least, unconverged = np.inf, 0
+    for k in range(150):
+        share = min(1.0, k / 100)
+        simulation.set_targets(positions=((1 - share) * start + share * goal)[:panda.nv])
+        result = simulation.step(mbs.gravity_torques(panda, simulation.q), steps=10)
+        unconverged += result.unconverged_steps
+        least = min(least, closest_links(panda, shapes, collide, simulation.q))
+    if self_collision:
+        assert least > -1e-3 and unconverged == 0, (least, unconverged)
+    else:
+        assert least < -0.05
+
+
+def point_velocity_jacobian(model, q, body, point):
+    """(3, nv): the world velocity of the world point fixed to a robot body
+    (through its link's hybrid frame Jacobian, moved to the point)."""
+    link = mbs.simulation.body_links(model)[body]
+    jacobian = mbs.frame_jacobian(model, q, link, representation="hybrid")
+    arm = point - mbs.frame_pose(model, q, link)[:3, 3]
+    cross = np.array([[0, -arm[2], arm[1]], [arm[2], 0, -arm[0]], [-arm[1], arm[0], 0]])
+    return jacobian[3:] - cross @ jacobian[:3]
+
+
+def test_a_free_sphere_struck_by_the_arm_takes_the_impulse_the_arm_gives():
+    """No gravity, the Panda's first joint spinning, a free sphere in the
+    hand's way: in the step of the impact the sphere's momentum changes by
+    the contact impulse, the arm's generalised momentum by its opposite
+    through the contact point's Jacobian (M (v+ - v) + dt h = -J^T p), both
+    to 1e-6; and the normal relative velocity after it is -e times the one
+    before (Newton's law, e = 0.5)."""
+    weightless = mbs.Model.from_urdf_file(robot_path("panda"), gravity=(0.0, 0.0, 0.0))
+    q0 = mbs.simulation.initial_configuration(weightless, {"panda_joint2": 0.5, "panda_joint4": -1.5})
+    hand = mbs.frame_pose(weightless, q0, "panda_hand")[:3, 3]
+    ball = ('<robot name="ball"><link name="body"><inertial><mass value="0.5"/><inertia ixx="0.002" iyy="0.002" '
+            'izz="0.002" ixy="0" ixz="0" iyz="0"/></inertial><collision><geometry><sphere radius="0.05"/>'
+            '</geometry></collision></link></robot>')
+    yaw = 0.4  # the hand swings about z into the ball
+    turn = np.array([[np.cos(yaw), -np.sin(yaw), 0], [np.sin(yaw), np.cos(yaw), 0], [0, 0, 1]])
+    world, _ = panda_collision_world(weightless, objects=(mbs.WorldObject("ball", ball, position=turn @ hand,
+                                                                           restitution=0.5),),
+                                     joint_damping=False, joint_friction=False)  # the contact's impulse alone
+    v0 = np.zeros(weightless.nv)
+    v0[0] = 2.0
+    simulation = mbs.Simulation(weightless, world, integrator="semi_implicit_euler", q=q0, v=v0)
+    system, (part,) = simulation.system, simulation._system.parts
+    ball_body, nv = part.first_body, weightless.nv
+    for _ in range(2000):
+        q_before, v_before = simulation._q.copy(), simulation._v.copy()
+        result = simulation.step()
+        hits = result.collisions[(result.collisions["body_a"] == ball_body)
+                                 | (result.collisions["body_b"] == ball_body)]
+        if len(hits) and hits["impulse"][:, 0].max() > 1e-6:
+            break
+    else:
+        pytest.fail("the arm never struck the ball")
+    v_after, dt = simulation._v, simulation.dt
+    ball_R = mbs.body_poses(system, q_before)[0][ball_body]
+    ball_p = q_before[part.q_start:part.q_start + 3]
+    impulse, joint_impulse = np.zeros(3), np.zeros(nv)
+    for record in hits:
+        sign = 1.0 if record["body_b"] == ball_body else -1.0
+        on_ball = sign * record["impulse"] @ record["axes"]
+        arm_body = record["body_a"] if sign > 0 else record["body_b"]
+        impulse += on_ball
+        J = point_velocity_jacobian(weightless, q_before[:weightless.nq], arm_body, record["location"])
+        joint_impulse -= J.T @ on_ball
+        # Newton: the normal velocity of the ball relative to the arm, before and after
+        w, u = ball_R @ v_before[part.v_start:part.v_start + 3], ball_R @ v_before[part.v_start + 3:part.v_slice.stop]
+        ball_point = u + np.cross(w, record["location"] - ball_p)
+        before = sign * record["axes"][0] @ (ball_point - J @ v_before[:nv])
+        assert before < -0.1  # it struck
+        np.testing.assert_allclose(record["velocity"][0], -0.5 * before, atol=1e-6)
+    momentum = 0.5 * ball_R @ (v_after[part.v_start + 3:part.v_slice.stop] - v_before[part.v_start + 3:part.v_slice.stop])
+    np.testing.assert_allclose(momentum, impulse, atol=1e-6)
+    M = mbs.mass_matrix(system, q_before)
+    h = mbs.nonlinear_effects(system, q_before, v_before)
+    np.testing.assert_allclose((M @ (v_after - v_before) + dt * h)[:nv], joint_impulse, atol=1e-6)

@@ -122,21 +122,15 @@ def composite_momentum(composite, i, k):
         composite.mass_c, composite.first_moment_c, composite.inertia_c, i, row(composite.S_world[i], k))
 
 
-@njit(cache=True)
-def crba_kernel(packed, q, M, buffer):
-    """M(q) by the CRBA (F&O eqs. 9-10), from the leaves: F = I^C_i S_i (world
-    axes, about the world origin), H_ii = S_i^T F, then H_ji = S_j^T F for each
-    j on the path to the root. Returns INVALID_INPUT without computing when q is
-    invalid (inputs.invalid), NONFINITE_RESULT when M overflows, else 0."""
-    model = unpack_model(packed)
-    if invalid(model, q, q[:0], q[:0]):
-        return INVALID_INPUT
+@njit(cache=True, inline="always")
+def composite_inertias(packed, model, q, M, buffer):
+    """M += the CRBA's H (F&O eqs. 9-10), from the leaves: F = I^C_i S_i
+    (world axes, about the world origin), H_ii = S_i^T F, then H_ji = S_j^T F
+    for each j on the path to the root; and the armature on the diagonal.
+    Touches only the entries of coordinates on one path to the root."""
     parent, v_start, nv_joint = model.parent, model.v_start, model.nv_joint
     composite = composite_momenta(packed, q, buffer)
     S_world, F = composite.S_world, composite.F
-    for r in range(M.shape[0]):
-        for c in range(M.shape[1]):
-            M[r, c] = 0.0
     for i in range(parent.shape[0] - 1, -1, -1):
         ni, vi = nv_joint[i], v_start[i]
         for k in range(ni):
@@ -162,7 +156,46 @@ def crba_kernel(packed, q, M, buffer):
             j = parent[j]
     for k in range(M.shape[0]):
         M[k, k] += model.armature[k]
+
+
+@njit(cache=True)
+def crba_kernel(packed, q, M, buffer):
+    """M(q) by the CRBA (composite_inertias), every entry written. Returns
+    INVALID_INPUT without computing when q is invalid (inputs.invalid),
+    NONFINITE_RESULT when M overflows, else 0."""
+    model = unpack_model(packed)
+    if invalid(model, q, q[:0], q[:0]):
+        return INVALID_INPUT
+    for r in range(M.shape[0]):
+        for c in range(M.shape[1]):
+            M[r, c] = 0.0
+    composite_inertias(packed, model, q, M, buffer)
     return 0 if all_finite(M) else NONFINITE_RESULT
+
+
+@njit(cache=True)
+def crba_paths_kernel(packed, dof_parent, q, M, buffer):
+    """crba_kernel writing only the entries M[k, j] and M[j, k] of each
+    coordinate k and those on its path to the root (dof_parent), the rest
+    left as they were: what the sparse factor (ltl_factor) reads, at a cost
+    that grows with the coordinates and their depth, not with their square
+    (a hundred free objects: nv = 609). Same returns."""
+    model = unpack_model(packed)
+    if invalid(model, q, q[:0], q[:0]):
+        return INVALID_INPUT
+    for k in range(M.shape[0]):
+        j = k
+        while j >= 0:
+            M[k, j] = M[j, k] = 0.0
+            j = dof_parent[j]
+    composite_inertias(packed, model, q, M, buffer)
+    for k in range(M.shape[0]):
+        j = k
+        while j >= 0:
+            if not np.isfinite(M[k, j]):
+                return NONFINITE_RESULT
+            j = dof_parent[j]
+    return 0
 
 
 @njit(cache=True, parallel=True)

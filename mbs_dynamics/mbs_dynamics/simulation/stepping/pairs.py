@@ -66,7 +66,7 @@ def point_velocity(body_R, body_p, vel, b, x0, x1, x2):
 def point_positions(packed, q, spheres, buffer, positions, placed):
     """positions (k, 3) = the world positions of the contact points' centres
     (SPHERE records) at q, from the bodies' placements in buffer's kinematic views, computed there
-    first unless `placed` (crba_kernel leaves them at its q)."""
+    first unless `placed` (crba_paths_kernel leaves them at its q)."""
     kinematics, o = kinematic_views(buffer, body_count(packed))
     if not placed:
         body_poses_kernel(packed, q, kinematics.R, kinematics.p, kinematics.S, kinematics.world_R,
@@ -175,44 +175,46 @@ def reduce_patches(point, obstacle, gap, bias, axes, location, friction, count, 
     """Keep, of each body's pairs with one obstacle when they are more than
     PATCH_POINTS, the deepest and those extreme along PATCH_DIRECTIONS
     directions of the tangent plane (t1, t2 of the first); compact the pair
-    arrays. Returns the new count. Its flags are allocated here, only in the
-    steps that have more than PATCH_POINTS pairs."""
+    arrays. Returns the new count. The pairs are grouped by a stable sort
+    on (body, obstacle): a hundred boxes on the ground are 400 pairs, which
+    pairwise grouping took 0.3 ms a step to sort out. Its arrays are
+    allocated here, only in the steps that have more than PATCH_POINTS
+    pairs."""
     keep = np.ones(count, dtype=np.bool_)
-    for first in range(count):
-        body, wall = spheres[point[first]].body, obstacle[first]
-        size = 0
-        for i in range(first, count):
-            if spheres[point[i]].body == body and obstacle[i] == wall:
-                size += 1
-        if size <= PATCH_POINTS:
-            continue
-        already = False
-        for i in range(first):
-            if spheres[point[i]].body == body and obstacle[i] == wall:
-                already = True
-                break
-        if already:
-            continue
-        for i in range(first, count):
-            if spheres[point[i]].body == body and obstacle[i] == wall:
-                keep[i] = False
-        deepest = first
-        for i in range(first, count):
-            if spheres[point[i]].body == body and obstacle[i] == wall and gaps[point[i]] < gaps[point[deepest]]:
-                deepest = i
-        keep[deepest] = True
-        for d in range(PATCH_DIRECTIONS):
-            angle = 2.0 * np.pi * d / PATCH_DIRECTIONS
-            c, s = math.cos(angle), math.sin(angle)
-            best, extreme = -np.inf, first
-            for i in range(first, count):
-                if spheres[point[i]].body == body and obstacle[i] == wall:
+    keys = np.empty(count, dtype=np.int64)
+    nobstacles = 0
+    for i in range(count):
+        nobstacles = max(nobstacles, obstacle[i] + 1)
+    for i in range(count):
+        keys[i] = spheres[point[i]].body * nobstacles + obstacle[i]
+    order = np.argsort(keys, kind="mergesort")  # stable: each group in the pairs' order
+    start = 0
+    while start < count:
+        stop = start
+        while stop < count and keys[order[stop]] == keys[order[start]]:
+            stop += 1
+        if stop - start > PATCH_POINTS:
+            first = order[start]
+            for g in range(start, stop):
+                keep[order[g]] = False
+            deepest = first
+            for g in range(start, stop):
+                if gaps[point[order[g]]] < gaps[point[deepest]]:
+                    deepest = order[g]
+            keep[deepest] = True
+            for d in range(PATCH_DIRECTIONS):
+                angle = 2.0 * np.pi * d / PATCH_DIRECTIONS
+                c, s = math.cos(angle), math.sin(angle)
+                best, extreme = -np.inf, first
+                for g in range(start, stop):
+                    i = order[g]
                     along = 0.0
                     for r in range(3):
                         along += (c * axes[first, 1, r] + s * axes[first, 2, r]) * location[i, r]
                     if along > best:
                         best, extreme = along, i
-            keep[extreme] = True
+                keep[extreme] = True
+        start = stop
     kept = 0
     for i in range(count):
         if keep[i]:

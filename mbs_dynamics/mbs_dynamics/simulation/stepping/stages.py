@@ -9,7 +9,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from mbs_dynamics.algorithms.crba import crba_kernel, ltl_factor, ltl_solve
+from mbs_dynamics.algorithms.crba import crba_paths_kernel, ltl_factor, ltl_solve
 from mbs_dynamics.collision.shapes import ShapeSet
 from mbs_dynamics.algorithms.rnea import rnea_kernel
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_MATRIX, all_finite, invalid
@@ -23,12 +23,14 @@ from mbs_dynamics.simulation.stepping.collisions import body_pairs, collision_wa
 from mbs_dynamics.simulation.stepping.pairs import body_twists, contact_pairs, pairs_view, point_positions, within_reach
 from mbs_dynamics.simulation.stepping.rows import (
     Rows,
+    clear_rows,
     joint_row_coordinates,
     joint_rows,
     pair_rows,
     transform_rows,
     velocity_change,
     velocity_walls,
+    zeroed_rows,
 )
 from mbs_dynamics.simulation.stepping.work import step_work
 
@@ -46,6 +48,16 @@ StepResults = namedtuple("StepResults", "points contacts coordinates bodies coll
 # the vanishing pivot (-1: none), whether the rows were solved softer than the compliance, and the contacts
 # between bodies that found no room
 StepOutcome = namedtuple("StepOutcome", "status sweeps residual limits pivot softened dropped")
+
+
+@njit(cache=True, inline="always")
+def copy_paths(M, dof_parent, target):
+    """target's lower triangle on the paths to the root = M's: what ltl_factor reads."""
+    for k in range(M.shape[0]):
+        j = k
+        while j >= 0:
+            target[k, j] = M[k, j]
+            j = dof_parent[j]
 
 
 @njit(cache=True, inline="always")
@@ -172,7 +184,7 @@ def implicit_step(packed, dof_parent, world, actuation, step, q, v, results, wor
     spheres, obstacles, terms = world.spheres, world.obstacles, world.terms
     nv = v.shape[0]
     if rnea_kernel(packed, q, v, work.zero, work.no_force, work.h, buffer) \
-            or crba_kernel(packed, q, work.M_nominal, buffer):
+            or crba_paths_kernel(packed, dof_parent, q, work.M_nominal, buffer):
         # the inputs were checked: what else fails is overflow
         return StepOutcome(NONFINITE_RESULT, 0, 0.0, 0, -1, False, 0)
     kinematics, _ = point_positions(packed, q, spheres, buffer, work.positions, True)
@@ -185,7 +197,7 @@ def implicit_step(packed, dof_parent, world, actuation, step, q, v, results, wor
     for _ in range(MAX_ACTUATOR_PASSES):
         actuated_terms(actuation, terms, q, work, step.dt)
         M = work.M
-        M[:] = work.M_nominal
+        copy_paths(work.M_nominal, dof_parent, M)
         v_free, pivot = free_velocity(M, work.h, v, work.effort, work.damping, step.dt, dof_parent)
         if pivot >= 0:
             return StepOutcome(SINGULAR_MASS_MATRIX, 0, 0.0, 0, pivot, False, 0)
@@ -207,7 +219,7 @@ def implicit_step(packed, dof_parent, world, actuation, step, q, v, results, wor
             work.v_next[:] = v_free
             sweeps, residual = 0, 0.0
         else:
-            rows.G[:] = 0.0
+            zeroed_rows(work.G, m, work.zeroed)
             for i in range(point_pairs):
                 warm_start = results.contacts[pairs.point[i], pairs.obstacle[i]].impulse
                 for a in range(3):
@@ -224,6 +236,7 @@ def implicit_step(packed, dof_parent, world, actuation, step, q, v, results, wor
             change = velocity_change(M, dof_parent, rows)
             for col in range(nv):
                 work.v_next[col] = v_free[col] + change[col]
+            clear_rows(rows, dof_parent)
         if not newly_clamped(actuation, q, work.v_next, work, step.dt, results.coordinates):
             break
     record_contacts(pairs, spheres, kinematics, rows.impulses, u, diagonal, coordinates, step.dt, results)

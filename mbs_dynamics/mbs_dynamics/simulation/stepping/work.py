@@ -20,12 +20,13 @@ from mbs_dynamics.simulation.stepping.integrator import RungeKuttaStages
 # points' positions, the body twists at v and at v_free, the pairs' contact axes and contact points, a
 # Jacobian and a second one, the smooth integrator's stages, the rows (G, deepest, other, c, impulses,
 # u = W impulses + c, the compliance's share of W's diagonal), the pairs' point, obstacle, bodies, shapes,
-# gap, bias and friction, the velocity walls, the coordinates of the joint rows, a row's columns, zeros, no
-# external forces, q after the step, and the collision between bodies' (CollisionWork).
+# gap, bias and friction, the velocity walls, the coordinates of the joint rows, a row's columns, how many
+# rows of G are zero but for their paths (1,), zeros, no external forces, q after the step, and the collision
+# between bodies' (CollisionWork).
 StepWork = namedtuple("StepWork", "M M_nominal h effort damping clamp v_next positions vel free_vel axes location "
                                   "jacobian other_jacobian stages G deepest other c impulses u diagonal pair_point "
                                   "pair_obstacle pair_body_a pair_body_b pair_shape_a pair_shape_b pair_gap "
-                                  "pair_bias pair_friction lowest highest coordinates columns zero no_force q_next "
+                                  "pair_bias pair_friction lowest highest coordinates columns zeroed zero no_force q_next "
                                   "collision")
 # Each shape's world placement (k, 3, 3), (k, 3), bounding box (k, 6: lowest then highest corner) and speed
 # bound (k,), the shapes in the order of their boxes' lowest x (k,), the narrow phase's and the manifold's
@@ -108,7 +109,8 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles, nshapes, ma
     faces, o = take(ints, o, (n_faces, 3))
     alive, o = take(ints, o, (n_faces,))
     edges, o = take(ints, o, (3 * n_faces, 2))
-    columns, int_end = take(ints, o, (nv,))
+    columns, o = take(ints, o, (nv,))
+    zeroed, int_end = take(ints, o, (1,))
     stages = RungeKuttaStages(rate_x, rate_v, q_stage, v_stage)
     query = QueryWork(Simplex(simplex_W, simplex_A, simplex_B, simplex_weights),
                       Polytope(Simplex(polytope_W, polytope_A, polytope_B, polytope_weights), faces, face_normal,
@@ -118,7 +120,7 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles, nshapes, ma
     return StepWork(M, M_nominal, h, effort, damping, clamp, v_next, positions, vel, free_vel, axes, location, jacobian,
                     other_jacobian, stages, G, deepest, other, c, impulses, u, diagonal, pair_point, pair_obstacle,
                     pair_body_a, pair_body_b, pair_shape_a, pair_shape_b, pair_gap, pair_bias, pair_friction, lowest,
-                    highest, coordinates, columns, zero, no_force, q_next, collision), float_end, int_end
+                    highest, coordinates, columns, zeroed, zero, no_force, q_next, collision), float_end, int_end
 
 
 @njit(cache=True, inline="always")
@@ -133,6 +135,7 @@ def step_work(nq, nv, nbodies, npoints, nobstacles, nshapes, max_collisions, any
     work, _, _ = lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles, nshapes, max_collisions)
     work.clamp[:] = 0.0
     work.zero[:] = 0.0
+    work.zeroed[0] = 0
     for s in range(nshapes):
         work.collision.order[s] = s
     return work, floats, ints

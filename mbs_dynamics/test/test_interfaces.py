@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 MESSAGES = ["BaseState", "CentroidalMomentum", "Contact", "ContactWrench", "ContactWrenches"]
-SERVICES = ["DynamicsTerms", "ForwardDynamics", "Impact", "InverseDynamics", "InverseDynamicsTrajectory", "SetState",
-            "Step"]
+SERVICES = ["DeleteObject", "DynamicsTerms", "ForwardDynamics", "Impact", "InverseDynamics", "InverseDynamicsTrajectory",
+            "SetState", "SpawnObject", "Step"]
 
 SCALARS = {
     "boolean": True, "double": 1.25, "float": 0.5, "string": "link_a",

@@ -111,6 +111,22 @@ def add_body_wrench(body_R, body_p, b, x, f0, f1, f2, wrench):
 
 
 @njit(cache=True, inline="always")
+def record_rows(pairs, i, impulses, u, diagonal, dt, impulse, velocity):
+    """Pair i's impulses and contact velocity after the step (u less the bias
+    and the compliance's share of W λ: diagonal), written into impulse and
+    velocity (3,); returns its mean force over the step (world)."""
+    f0, f1, f2 = 0.0, 0.0, 0.0
+    for a in range(3):
+        row = 3 * i + a
+        impulse[a] = impulses[row]
+        velocity[a] = u[row] - (pairs.bias[i] if a == 0 else 0.0) - diagonal[row] * impulses[row]
+        f0 += impulses[row] * pairs.axes[i, a, 0] / dt
+        f1 += impulses[row] * pairs.axes[i, a, 1] / dt
+        f2 += impulses[row] * pairs.axes[i, a, 2] / dt
+    return f0, f1, f2
+
+
+@njit(cache=True, inline="always")
 def record_collision(pairs, i, impulses, u, diagonal, kinematics, dt, results):
     """Pair i, a contact between bodies: its COLLISION record, and its force
     on each body's wrench (b takes it, a its opposite)."""
@@ -121,16 +137,7 @@ def record_collision(pairs, i, impulses, u, diagonal, kinematics, dt, results):
     record.location[:] = pairs.location[i]
     record.axes[:] = pairs.axes[i]
     record.gap, record.bias = pairs.gap[i], pairs.bias[i]
-    f0, f1, f2 = 0.0, 0.0, 0.0
-    for a in range(3):
-        row = 3 * i + a
-        impulse = impulses[row]
-        record.impulse[a] = impulse
-        record.velocity[a] = u[row] - (pairs.bias[i] if a == 0 else 0.0) \
-            - diagonal[row] * impulse
-        f0 += impulse * pairs.axes[i, a, 0] / dt
-        f1 += impulse * pairs.axes[i, a, 1] / dt
-        f2 += impulse * pairs.axes[i, a, 2] / dt
+    f0, f1, f2 = record_rows(pairs, i, impulses, u, diagonal, dt, record.impulse, record.velocity)
     body_a, body_b = pairs.body_a[i], pairs.body_b[i]
     add_body_wrench(kinematics.world_R, kinematics.world_p, body_b, pairs.location[i], f0, f1, f2,
                     results.bodies[body_b].wrench)
@@ -155,16 +162,7 @@ def record_contacts(pairs, spheres, kinematics, impulses, u, diagonal, coordinat
         contact = results.contacts[k, pairs.obstacle[i]]
         contact.bias, contact.in_solver = pairs.bias[i], True
         results.points[k].touching = True
-        f0, f1, f2 = 0.0, 0.0, 0.0
-        for a in range(3):
-            row = 3 * i + a
-            impulse = impulses[row]
-            contact.impulse[a] = impulse
-            contact.velocity[a] = u[row] - (pairs.bias[i] if a == 0 else 0.0) \
-                - diagonal[row] * impulse
-            f0 += impulse * pairs.axes[i, a, 0] / dt
-            f1 += impulse * pairs.axes[i, a, 1] / dt
-            f2 += impulse * pairs.axes[i, a, 2] / dt
+        f0, f1, f2 = record_rows(pairs, i, impulses, u, diagonal, dt, contact.impulse, contact.velocity)
         force = results.points[k].force
         force[0] += f0
         force[1] += f1

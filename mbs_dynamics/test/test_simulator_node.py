@@ -219,7 +219,7 @@ def test_step_is_bounded_and_pause_is_answered_while_it_runs(start_process, test
 
 def world_subscription(test_node, topic: str) -> list:
     """The world's markers received on `topic` (transient-local, as the view takes them)."""
-    from mbs_dynamics.ros.conversions import WORLD_QOS
+    from mbs_dynamics.ros.markers import WORLD_QOS
     from visualization_msgs.msg import MarkerArray
 
     worlds = []
@@ -230,7 +230,8 @@ def world_subscription(test_node, topic: str) -> list:
 def test_the_world_as_markers_and_back():
     """The simulator's world topic holds what the view draws: the ground's
     height and every box as given; a bad marker is refused by name."""
-    from mbs_dynamics.ros.conversions import InvalidInput, world_markers, world_of_markers
+    from mbs_dynamics.ros.conversions import InvalidInput
+    from mbs_dynamics.ros.markers import world_markers, world_of_markers
     from mbs_dynamics.simulation.scene import world_boxes
 
     boxes = world_boxes([0.4, 0.3, 0.1, 1.0, -0.5, 0.05, 0.7, 2.0, 2.0, 0.2, -3.0, 0.0, 0.1, 0.0])
@@ -256,7 +257,7 @@ def test_world_parameters_are_checked_and_take_effect(start_process, test_node):
     ground_height did not change where the robot rests after a reset. The
     world is published on `world` for a subscriber that comes later, and again
     when it changes."""
-    from mbs_dynamics.ros.conversions import world_of_markers
+    from mbs_dynamics.ros.markers import world_of_markers
     from sensor_msgs.msg import JointState
 
     from ros_processes import set_parameters

@@ -67,6 +67,15 @@ class Shape:
     def radius(self) -> float:
         return float(self.size[0]) if self.kind in ("sphere", "capsule") else 0.0
 
+    @property
+    def reach(self) -> float:
+        """The farthest any of its points lies from its frame's origin (m;
+        infinite for a halfspace)."""
+        r, half, _ = (float(x) for x in self.size)
+        return {"sphere": r, "capsule": r + half, "cylinder": float(np.hypot(r, half)),
+                "box": float(np.linalg.norm(self.size)), "halfspace": np.inf}.get(
+            self.kind, float(np.linalg.norm(self.vertices, axis=1).max(initial=0.0)))
+
 
 def _positive(value, what: str) -> float:
     value = float(value)

@@ -16,15 +16,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from visualization_msgs.msg import Marker, MarkerArray
 
 from mbs_dynamics import Model
 from mbs_dynamics.inputs import QUATERNION_TOLERANCE
 from mbs_dynamics.multibody.configuration import floating_base_state
-from mbs_dynamics.simulation.scene import MAX_WORLD_BOXES, robot_joints
-from mbs_dynamics.simulation.simulation import World
-from mbs_dynamics.simulation.stepping.obstacles import Box
+from mbs_dynamics.simulation.scene import robot_joints
 
 # The most joint names one message or request may carry, at least: more is
 # refused at once (a robot has tens; a joint_states of several robots,
@@ -32,16 +28,6 @@ from mbs_dynamics.simulation.stepping.obstacles import Box
 # URDF joint (JointMap.max_names): a joint_states of a few such robots.
 MAX_JOINT_NAMES = 4096
 NAMES_PER_JOINT = 4
-
-
-# The world as visualization_msgs/MarkerArray (the simulator's topic `world`, drawn by the view and by RViz): the
-# ground a thin CUBE of namespace GROUND_MARKERS, its top at the ground's height; each box a CUBE of BOX_MARKERS.
-GROUND_MARKERS, BOX_MARKERS = "ground", "world_boxes"
-GROUND_DRAWN = (100.0, 100.0, 0.01)  # m: the ground's marker (a plane has no extent)
-MARKER_COLOR = (0.6, 0.6, 0.6, 1.0)
-# The world is published at start and again when it changes: kept for a subscriber that comes later.
-WORLD_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                       durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 class InvalidInput(ValueError):
@@ -384,50 +370,3 @@ def set_vector(vector, values) -> None:
 
 def vector_values(vector) -> tuple[float, float, float]:
     return vector.x, vector.y, vector.z
-
-
-def world_markers(world: World, frame_id: str) -> MarkerArray:
-    """The ground and the boxes of `world` as markers in frame_id, after one
-    that deletes those of an earlier world."""
-    markers = [Marker(action=Marker.DELETEALL)]
-    if world.ground is not None:
-        x, y, thickness = GROUND_DRAWN
-        marker = Marker(ns=GROUND_MARKERS, id=0, type=Marker.CUBE, action=Marker.ADD)
-        marker.pose.position.z = world.ground.height - thickness / 2
-        set_vector(marker.scale, GROUND_DRAWN)
-        markers.append(marker)
-    for k, box in enumerate(world.boxes):
-        marker = Marker(ns=BOX_MARKERS, id=k, type=Marker.CUBE, action=Marker.ADD)
-        set_vector(marker.pose.position, box.position)
-        o = marker.pose.orientation
-        o.x, o.y, o.z, o.w = (float(x) for x in box.orientation)
-        set_vector(marker.scale, box.size)
-        markers.append(marker)
-    for marker in markers[1:]:
-        marker.header.frame_id = frame_id
-        marker.color.r, marker.color.g, marker.color.b, marker.color.a = MARKER_COLOR
-    return MarkerArray(markers=markers)
-
-
-def world_of_markers(message: MarkerArray) -> tuple[float | None, tuple[Box, ...]]:
-    """(The ground's height, None without a ground; the boxes) of a world's
-    markers (world_markers); InvalidInput for too many or a bad one."""
-    if len(message.markers) > MAX_WORLD_BOXES + 2:
-        raise InvalidInput("invalid", f"world: {len(message.markers)} markers: at most {MAX_WORLD_BOXES + 2}")
-    height, boxes = None, []
-    for marker in message.markers:
-        if marker.action != Marker.ADD or marker.ns not in (GROUND_MARKERS, BOX_MARKERS):
-            continue
-        wrong = first_nonfinite_field(marker)
-        if wrong is not None:
-            raise InvalidInput("invalid", f"world: marker {marker.ns}/{marker.id} has {wrong} not finite")
-        if marker.ns == GROUND_MARKERS:
-            height = marker.pose.position.z + marker.scale.z / 2
-            continue
-        o = marker.pose.orientation
-        try:
-            boxes.append(Box(vector_values(marker.scale), vector_values(marker.pose.position),
-                             np.array([o.x, o.y, o.z, o.w]) / (math.hypot(o.x, o.y, o.z, o.w) or 1.0)))
-        except ValueError as error:
-            raise InvalidInput("invalid", f"world: marker {marker.ns}/{marker.id}: {error}") from None
-    return height, tuple(boxes)

@@ -10,6 +10,8 @@ and logs the address to open.
                                             (blue) and angular momentum (purple)
     world                                   visualization_msgs/MarkerArray: the ground grid
                                             and the static boxes, as the simulator has them
+    objects                                 visualization_msgs/MarkerArray: the free objects
+                                            where they are (each message holds them all)
     /diagnostics                            frames shown, messages replaced, dropped,
                                             browsers (pages) and websocket connections
 
@@ -57,15 +59,8 @@ from sensor_msgs.msg import JointState
 from visualization_msgs.msg import MarkerArray
 
 from mbs_dynamics.files import check_writable
-from mbs_dynamics.ros.conversions import (
-    WORLD_QOS,
-    InvalidInput,
-    base_state,
-    named_values,
-    stamp_seconds,
-    vector_values,
-    world_of_markers,
-)
+from mbs_dynamics.ros.conversions import InvalidInput, base_state, named_values, stamp_seconds, vector_values
+from mbs_dynamics.ros.markers import WORLD_QOS, shapes_of_markers, world_of_markers
 from mbs_dynamics.ros.parameters import EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
 from mbs_dynamics.ros.robot_node import RobotNode, timing_values, timings
 from mbs_dynamics.ros.spinning import node_main
@@ -136,6 +131,10 @@ class ViewNode(RobotNode):
                       "visualization_msgs/MarkerArray of the world's ground and static boxes (relative to the "
                       "namespace; the simulator publishes it, transient-local); empty: none. Until it arrives the "
                       "ground grid is at 0.", read_only=True),
+        ParameterSpec("objects_topic", "objects",
+                      "visualization_msgs/MarkerArray of the free objects where they are (relative to the "
+                      "namespace; the simulator publishes it), each message all of them; empty: none.",
+                      read_only=True),
         ParameterSpec("record_file", "",
                       "Keep every frame drawn and write them when the node stops: a self-contained page "
                       "(.html) or a viser recording (.viser). Empty: no recording.", read_only=True),
@@ -152,7 +151,8 @@ class ViewNode(RobotNode):
         for warning in self.viewer.warnings:
             self.get_logger().warning(f"view: {warning}")
         self.q = self.model.neutral_configuration()
-        self._latest = {"joint_states": None, "odom": None, "contacts": None, "momentum": None, "world": None}
+        self._latest = {"joint_states": None, "odom": None, "contacts": None, "momentum": None, "world": None,
+                        "objects": None}
         self.frame_times = timings()
         if self.parameter("record_file"):
             self.viewer.start_recording()
@@ -168,6 +168,8 @@ class ViewNode(RobotNode):
                                      self._keep("momentum"), LATEST_QOS)
         if self.parameter("world_topic"):
             self.create_subscription(MarkerArray, self.parameter("world_topic"), self._keep("world"), WORLD_QOS)
+        if self.parameter("objects_topic"):
+            self.create_subscription(MarkerArray, self.parameter("objects_topic"), self._keep("objects"), LATEST_QOS)
         self._frame_timer = self.create_timer(1.0 / self.settings.rate, self._draw)
         self.report_diagnostics("view")
         if self.viewer.every_interface:
@@ -218,9 +220,11 @@ class ViewNode(RobotNode):
         start = time.perf_counter()
         states, odometry = self._take("joint_states"), self._take("odom")
         contacts, momentum = self._take("contacts"), self._take("momentum")
-        world = self._take("world")
+        world, objects = self._take("world"), self._take("objects")
         if world is not None:
             self._show_world(world)
+        if objects is not None:
+            self._show_objects(objects)
         try:
             stamp = self._update_pose(states, odometry)
         except InvalidInput as error:
@@ -257,6 +261,17 @@ class ViewNode(RobotNode):
             self.drop(error.reason, str(error))
         except ViewerUnavailable as error:
             self.drop("not_drawn", f"view: {error}")
+
+    def _show_objects(self, message: MarkerArray) -> None:
+        warnings = len(self.viewer.warnings)
+        try:
+            self.viewer.show_objects(shapes_of_markers(message))
+        except InvalidInput as error:
+            self.drop(error.reason, str(error))
+        except ViewerUnavailable as error:
+            self.drop("not_drawn", f"view: {error}")
+        for warning in self.viewer.warnings[warnings:]:
+            self.get_logger().warning(f"view: {warning}")
 
     def _update_pose(self, states: JointState | None, odometry: Odometry | None) -> float | None:
         """Take the newest joint_states and odom into self.q; the stamp of the

@@ -1,17 +1,20 @@
 """A state consistent with the world: the deepest of the robot's contact
-points inside an obstacle (penetration), and a floating base lifted clear of
-the obstacles (lifted_clear), which is what a state given "relative to the
+points inside an obstacle (penetration), a floating base lifted clear of
+the obstacles (lifted_clear), and a free object placed where it can join the
+world (placed_object), which is what a state given "relative to the
 world" means: a state whose points lie inside an obstacle is pushed out at
 `stabilization` of the depth per step, 24 m/s for 0.12 m at dt = 1 ms."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.kinematics import body_poses
+from mbs_dynamics.collision.queries import distance
 from mbs_dynamics.multibody.model import ROOT_JOINT, Model
+from mbs_dynamics.simulation.objects import WorldObject
 from mbs_dynamics.simulation.simulation import MARGIN, PAIRS_PER_PASS, World, contact_spheres
 from mbs_dynamics.simulation.stepping import PLANE, sphere_gaps
 
@@ -139,3 +142,48 @@ def lifted_clear(model: Model, world: World, q, tolerance: float = MARGIN) -> tu
         q[base:base + 3] += step * up
         lift += step
     raise ValueError(f"{first}, and lifted by {lift:.3g} m the robot still penetrates the obstacles")
+
+
+def _placed_shapes(shapes, world_R: np.ndarray, world_p: np.ndarray):
+    """(shape, (rotation, translation) world <- shape, its name) of each of a
+    BodyShapes' shapes, its bodies at the poses world_R, world_p."""
+    for body, shape, R, t, name in zip(shapes.bodies, shapes.shapes, shapes.rotations, shapes.translations,
+                                       shapes.names, strict=True):
+        yield shape, ((R, t) if body < 0 else (world_R[body] @ R, world_R[body] @ t + world_p[body])), name
+
+
+def placed_object(simulation, thing: WorldObject, world: World | None = None, tolerance: float = MARGIN
+                  ) -> tuple[WorldObject, str]:
+    """(`thing` as it can join the simulation's objects now, what was done ''
+    when nothing): lifted along the ground's normal (world z without a ground)
+    until none of its points lies inside the ground or a box of `world` (None:
+    the simulation's; the robot's collision shapes are its too), as a floating
+    base is; ValueError naming the body it would lie inside (a link of the
+    robot, another object) and how deep: a body is never pushed out of
+    another (two bodies in one another would be thrown apart)."""
+    world, said = world or simulation.world, ""
+    if (world.ground is not None or world.boxes) and len(thing.points.bodies):
+        obstacles = World(world.ground, boxes=world.boxes, contact_geometry=thing.points)
+        q, lift, deepest = lifted_clear(thing.model, obstacles, thing.q, tolerance)
+        if deepest is not None:
+            thing = replace(thing, position=tuple(q[:3]))
+            said = f"object '{thing.name}': {deepest}: lifted {lift:.3g} m, clear of it"
+    others = []  # (BodyShapes, body poses, whose)
+    if world.collision_shapes is not None:
+        others.append((world.collision_shapes, body_poses(simulation.model, simulation.q), "the robot"))
+    for other in simulation.world.objects:
+        others.append((other.shapes, body_poses(other.model, simulation.object_state(other.name)[0]),
+                       f"object '{other.name}'"))
+    deepest = (-tolerance, "")
+    for shape, pose, _ in _placed_shapes(thing.shapes, *body_poses(thing.model, thing.q)):
+        for shapes, poses, whose in others:
+            for other_shape, other_pose, name in _placed_shapes(shapes, *poses):
+                if np.linalg.norm(pose[1] - other_pose[1]) > shape.reach + other_shape.reach + tolerance:
+                    continue
+                gap = distance(shape, pose, other_shape, other_pose).distance
+                if gap < deepest[0]:
+                    deepest = (gap, f"{whose} (link '{name.split('/')[0]}')")
+    if deepest[1]:
+        raise ValueError(f"object '{thing.name}' would lie {-deepest[0]:.3g} m inside {deepest[1]}: refused, "
+                         "place it clear of the other bodies")
+    return thing, said

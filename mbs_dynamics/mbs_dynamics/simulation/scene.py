@@ -1,7 +1,8 @@
 """A simulation described by plain values (a node's parameters, a params
 file): SceneSettings checked into a Scene (its World, Actuators and initial
-configuration, every wrong value a ValueError naming its setting), and the
-Simulation started from it, lifted clear of the world.
+configuration, every wrong value a ValueError naming its setting), the free
+objects of URDF files at poses (scene_objects), and the Simulation started
+from them, lifted clear of the world.
 
     settings = SceneSettings(contact_frames=("FL_FOOT", ...), world_boxes=(0.4, 0.4, 0.1, 1, 0, 0.05, 0))
     scene = Scene.build(model, settings)
@@ -9,15 +10,20 @@ Simulation started from it, lifted clear of the world.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 
 from mbs_dynamics.algorithms.crba import mass_matrix
 from mbs_dynamics.contact.constraints import PointContact
+from mbs_dynamics.files import read_file
 from mbs_dynamics.inputs import QUATERNION_TOLERANCE
 from mbs_dynamics.multibody.model import ROOT_JOINT, Model
-from mbs_dynamics.simulation.placement import lifted_clear
+from mbs_dynamics.multibody.parsers.urdf import MAX_URDF_BYTES
+from mbs_dynamics.multibody.resources import ResourceNotFound, resolve
+from mbs_dynamics.simulation.objects import WorldObject
+from mbs_dynamics.simulation.placement import lifted_clear, placed_object
 from mbs_dynamics.simulation.simulation import (
     DEFAULT_INTEGRATOR,
     MARGIN,
@@ -40,6 +46,8 @@ MAX_WORLD_BOXES = 1000
 WORLD_EXTENT = 1e4
 # The most points touching the world given by frame (contact_frames).
 MAX_CONTACT_POINTS = 1000
+# Values per object pose: position, orientation (x, y, z, w) in the world frame.
+POSE_VALUES = 7
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,8 @@ class SceneSettings:
     joint's inertia at the initial state. The initial state: the named joints'
     positions (the others at 0, or at the middle of their limits when 0 is
     outside them) and the floating base's [x, y, z, qx, qy, qz, qw].
+    self_collision: the robot's links meet each other (Scene.build's
+    collision shapes) but for a body and its parent and the disabled pairs.
     """
 
     dt: float = 1e-3
@@ -76,6 +86,7 @@ class SceneSettings:
     initial_joint_names: tuple = ()
     initial_joint_positions: tuple = ()
     initial_base_pose: tuple = (0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0)
+    self_collision: bool = False
 
     def __post_init__(self):
         for name, value in vars(self).items():
@@ -85,48 +96,82 @@ class SceneSettings:
 
 @dataclass(frozen=True)
 class Scene:
-    """SceneSettings checked against a model: the World, the Actuators and
-    the initial configuration a Simulation is made of."""
+    """SceneSettings checked against a model: the World (without free
+    objects: world_with adds them), the Actuators and the initial
+    configuration a Simulation is made of."""
 
     model: Model
     settings: SceneSettings
     world: World
     actuators: Actuators
     initial_q: np.ndarray = field(repr=False)
+    collision: object = field(default=None, repr=False)
+    collision_shapes: object = field(default=None, repr=False)
+    disabled_collisions: tuple = ()
 
     @classmethod
-    def build(cls, model: Model, settings: SceneSettings, collision=None) -> Scene:
+    def build(cls, model: Model, settings: SceneSettings, collision=None, collision_shapes=None,
+              disabled_collisions=()) -> Scene:
         """The scene of `settings`; collision: the contact points of the
-        robot's collision geometry (contact_geometry.collision_contacts), used
-        where no contact_frames are given. ValueError naming the setting that
-        is wrong; for a fixed base inside a box (it cannot be lifted), the box
-        and the depth."""
-        world = scene_world(model, settings, collision)
+        robot's collision geometry (contact.geometry.collision_contacts), used
+        where no contact_frames are given; collision_shapes: its convex shapes
+        (contact.geometry.collision_shapes), which free objects and, with
+        self_collision, the robot's own links meet; disabled_collisions: the
+        (link, link) pairs that never collide (an SRDF's). ValueError naming
+        the setting that is wrong; for a fixed base inside a box (it cannot be
+        lifted), the box and the depth."""
+        if settings.self_collision and collision_shapes is None:
+            raise ValueError("self_collision needs the robot's collision geometry (contact_geometry 'collision')")
         initial_q = scene_initial_configuration(model, settings)
-        scene = cls(model, settings, world, scene_actuators(model, settings, initial_q), initial_q)
+        scene = cls(model, settings, None, scene_actuators(model, settings, initial_q), initial_q, collision,
+                    collision_shapes, tuple(disabled_collisions))
+        object.__setattr__(scene, "world", scene.world_with(()))
         if not model.floating_base:
             scene.lifted_clear(initial_q, "the initial state")
         return scene
 
-    def lifted_clear(self, q, what: str) -> tuple[np.ndarray, str]:
+    def with_collision_pairs(self, disabled_collisions) -> Scene:
+        """The scene with other (link, link) pairs that never collide."""
+        scene = replace(self, disabled_collisions=tuple(disabled_collisions))
+        object.__setattr__(scene, "world", scene.world_with(()))
+        return scene
+
+    def world_with(self, objects) -> World:
+        """The scene's World with the free `objects` (WorldObject); a fixed
+        base's has a ground too once there are objects (to rest on)."""
+        return scene_world(self.model, self.settings, self.collision, self.collision_shapes,
+                           self.disabled_collisions, tuple(objects))
+
+    def lifted_clear(self, q, what: str, world: World | None = None) -> tuple[np.ndarray, str]:
         """(q with its floating base lifted until no contact point lies inside
-        the ground or a box, what was lifted ('' when nothing)). ValueError,
-        starting with `what`, for a fixed base inside a box."""
+        the ground or a box of `world` (None: the scene's), what was lifted (''
+        when nothing)). ValueError, starting with `what`, for a fixed base
+        inside a box."""
         try:
-            lifted, lift, deepest = lifted_clear(self.model, self.world, q, MARGIN)
+            lifted, lift, deepest = lifted_clear(self.model, world or self.world, q, MARGIN)
         except ValueError as error:
             raise ValueError(f"{what}: {error}") from None
         return lifted, "" if deepest is None else f"{what}: {deepest}: the base lifted {lift:.3g} m, clear of it"
 
-    def simulation(self) -> tuple[Simulation, str]:
+    def simulation(self, objects=()) -> tuple[Simulation, str]:
         """(The Simulation of the scene at its initial state, lifted clear of
-        the world; what was lifted, '' when nothing)."""
+        the world, with the free `objects` (WorldObject, each placed by
+        placement.placed_object: lifted clear of the ground and the boxes, or a
+        ValueError when inside the robot or an earlier object); what was
+        lifted, '' when nothing)."""
         settings = self.settings
         simulation = Simulation(self.model, self.world, settings.dt, settings.integrator, q=self.initial_q,
                                 actuators=self.actuators)
-        start, lifted = self.lifted_clear(simulation.initial_q, "the initial state")
+        whole = self.world_with(objects)
+        start, lifted = self.lifted_clear(simulation.initial_q, "the initial state", whole)
         simulation.reset(start)
-        return simulation, lifted
+        said, placed = [lifted] if lifted else [], []
+        for thing in objects:
+            thing, lifted_object = placed_object(simulation, thing, whole)
+            placed.append(thing)
+            simulation.set_world(self.world_with(placed))
+            said += [lifted_object] if lifted_object else []
+        return simulation, "; ".join(said)
 
     def held_positions(self, q) -> np.ndarray:
         """The position targets (by velocity index) that hold the actuated
@@ -174,8 +219,10 @@ def world_boxes(values, friction: float = 1.0, restitution: float = 0.0) -> tupl
                      friction=friction, restitution=restitution) for box in boxes)
 
 
-def scene_world(model: Model, settings: SceneSettings, collision=None) -> World:
-    """The World of `settings` (ValueError on a bad setting)."""
+def scene_world(model: Model, settings: SceneSettings, collision=None, collision_shapes=None,
+                disabled_collisions=(), objects=()) -> World:
+    """The World of `settings` with the free `objects` (ValueError on a bad
+    setting); Scene.build's arguments."""
     frames = list(settings.contact_frames)
     if len(frames) > MAX_CONTACT_POINTS:
         raise ValueError(f"contact_frames has {len(frames)} frames: at most {MAX_CONTACT_POINTS}")
@@ -191,14 +238,15 @@ def scene_world(model: Model, settings: SceneSettings, collision=None) -> World:
         raise ValueError(f"contact_points must hold [x, y, z] for each of the {len(frames)} contact_frames "
                          f"({3 * len(frames)} finite values), got {points.tolist()[:12]}")
     ground = Ground(height=settings.ground_height, friction=settings.ground_friction,
-                    restitution=settings.ground_restitution) if model.floating_base else None
+                    restitution=settings.ground_restitution) if model.floating_base or objects else None
     boxes = world_boxes(settings.world_boxes, settings.ground_friction, settings.ground_restitution)
     obstacles = ground is not None or bool(boxes)
     geometry = collision if not frames and obstacles and collision is not None and len(collision.bodies) else None
     contact_points = tuple(PointContact(frame, point) for frame, point in zip(frames, points.reshape(-1, 3),
                                                                               strict=True)) if obstacles else ()
     return World(ground, contact_points, boxes=boxes, contact_geometry=geometry,
-                 compliance=settings.contact_compliance)
+                 compliance=settings.contact_compliance, objects=objects, collision_shapes=collision_shapes,
+                 self_collision=settings.self_collision, disabled_collisions=disabled_collisions)
 
 
 def scene_initial_configuration(model: Model, settings: SceneSettings) -> np.ndarray:
@@ -252,3 +300,37 @@ def scene_actuators(model: Model, settings: SceneSettings, initial_q: np.ndarray
     velocity_damping = gains("velocity_damping", velocity, lambda m: m * omega)
     return Actuators(position + velocity, np.concatenate([stiffness, np.zeros(len(velocity))]),
                      np.concatenate([damping, velocity_damping]))
+
+
+def scene_objects(names, files, poses, search_paths=(), max_objects: int = 100, friction: float = 1.0
+                  ) -> tuple[WorldObject, ...]:
+    """The WorldObjects named `names`, each of the URDF file of `files` (a
+    path, or package://PACKAGE/PATH) at its pose [x, y, z, qx, qy, qz, qw] of
+    `poses` (world frame, flattened; empty: each at the origin), their meshes
+    found beside their file and in search_paths; at most max_objects of them.
+    ValueError naming the object that cannot be made and why."""
+    names, files, poses = list(names), list(files), np.asarray(poses, dtype=float)
+    if len(names) > max_objects:
+        raise ValueError(f"world_objects names {len(names)} objects: at most max_objects ({max_objects})")
+    if len(files) != len(names):
+        raise ValueError(f"world_objects names {len(names)} objects, world_object_files has {len(files)} files: "
+                         "one for each")
+    if poses.size == 0:
+        poses = np.tile([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0], len(names))
+    if poses.shape != (POSE_VALUES * len(names),):
+        raise ValueError(f"world_object_poses must hold [x, y, z, qx, qy, qz, qw] for each of the {len(names)} "
+                         f"world_objects ({POSE_VALUES * len(names)} values), got {poses.size}")
+    objects = []
+    for name, uri, pose in zip(names, files, poses.reshape(-1, POSE_VALUES), strict=True):
+        if not (np.all(np.isfinite(pose)) and np.abs(pose[:3]).max() <= WORLD_EXTENT
+                and abs(np.linalg.norm(pose[3:]) - 1) <= QUATERNION_TOLERANCE):
+            raise ValueError(f"world_object_poses: object '{name}' has {pose.tolist()}: |x|, |y|, |z| <= "
+                             f"{WORLD_EXTENT:g} and a unit quaternion, finite")
+        try:
+            path = resolve(uri, search_paths)
+        except ResourceNotFound as error:
+            raise ValueError(f"world_object_files: object '{name}': {error}") from None
+        urdf = read_file(path, f"object '{name}' URDF", MAX_URDF_BYTES)
+        objects.append(WorldObject(name, urdf, position=tuple(pose[:3]), orientation=tuple(pose[3:]),
+                                   friction=friction, search_paths=(str(Path(path).parent), *search_paths)))
+    return tuple(objects)

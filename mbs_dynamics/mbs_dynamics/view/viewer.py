@@ -6,6 +6,7 @@ offline), without ROS:
     viewer.show(q)                            # the robot at q
     viewer.show_contacts(frames, points, forces)
     viewer.show_momentum(com, linear, angular)
+    viewer.show_objects(shapes)               # free objects where they are
     viewer.save("run.html")                   # everything shown so far
 
 The scene: the ground grid (z up) and the world's boxes, one scene frame per
@@ -14,7 +15,8 @@ body (hidden until the first pose) posed by forward kinematics
 (visuals.link_visuals: meshes through trimesh, primitives drawn), contact
 forces as arrows from their points (FORCE_SCALE m per N), the centre of mass
 as a sphere with its linear momentum (MOMENTUM_SCALE m per kg m/s) and
-angular momentum about it (m per kg m^2/s) as arrows.
+angular momentum about it (m per kg m^2/s) as arrows, free objects as
+shapes (show_objects: those not shown again removed).
 
 Updates are the latest state only: viser sends a scene node's newest pose
 and drops the unsent ones, so a slow or disconnected browser never makes
@@ -167,6 +169,8 @@ class Viewer:
                 self.warnings.append(f"{visual.name}: {visual.path} cannot be drawn "
                                      f"({type(error).__name__}: {error}); not drawn")
         self.contact_lines = None
+        self.objects: dict[str, tuple] = {}  # key -> (what it draws, its scene frame)
+        self._object_meshes: dict = {}
         self.com = self.scene.add_icosphere("/com", radius=0.03, color=COM_COLOR, visible=False)
         self.momentum = self.scene.add_line_segments(  # arrows(): shafts, then barbs, linear before angular
             "/com/momentum", np.zeros((6, 2, 3)),
@@ -324,6 +328,42 @@ class Viewer:
             else:
                 starts[k] = self._world_R[frame.body] @ local + self._world_p[frame.body]
         self._call(self._draw_contacts, arrows(starts, scale * np.asarray(forces, dtype=float).reshape(-1, 3)))
+
+    def show_objects(self, shapes) -> None:
+        """Free objects' shapes where they are, each (key, Shape (a mesh's
+        filename a file:// URI or resolvable path), rgba (None: a mesh's own
+        colours), quaternion (x, y, z, w), position) (markers.shapes_of_markers);
+        those of keys not among them removed. A mesh that cannot be drawn is
+        said once in `warnings` and left out."""
+        self._call(self._draw_objects, list(shapes))
+
+    def _draw_objects(self, shapes) -> None:
+        from mbs_dynamics.multibody.meshes import measure
+        from mbs_dynamics.multibody.resources import resolve
+
+        keys = {key for key, *_ in shapes}
+        for key in [key for key in self.objects if key not in keys]:
+            self.objects.pop(key)[1].remove()
+        with self.server.atomic():
+            for key, shape, rgba, quaternion, position in shapes:
+                drawn = (shape.kind, shape.size.tolist(), shape.scale.tolist(), shape.filename, rgba)
+                known = self.objects.get(key)
+                if known is None or known[0] != drawn:
+                    if known is not None:
+                        known[1].remove()
+                    frame = self.scene.add_frame(f"/objects/{key}", show_axes=False)
+                    try:
+                        path = resolve(shape.filename) if shape.kind == "mesh" else None
+                        if path is not None:
+                            measure(path)  # within the caps of a mesh file
+                        self._add_visual(f"/objects/{key}/shape", Visual(key, -1, np.eye(3), np.zeros(3), shape,
+                                                                         path, rgba), self._object_meshes)
+                    except Exception as error:  # noqa: BLE001  not found, beyond a cap, trimesh's many kinds
+                        warning = f"object {key}: {shape.filename or shape.kind} cannot be drawn ({error}); not drawn"
+                        if warning not in self.warnings:
+                            self.warnings.append(warning)
+                    known = self.objects[key] = (drawn, frame)
+                known[1].wxyz, known[1].position = np.roll(quaternion, 1), position
 
     def _draw_contacts(self, segments: np.ndarray) -> None:
         if self.contact_lines is None or self.contact_lines.points.shape != segments.shape:

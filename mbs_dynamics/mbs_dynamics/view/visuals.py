@@ -17,10 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
+from mbs_dynamics.algorithms.kinematics import body_poses
 from mbs_dynamics.multibody.meshes import measure
 from mbs_dynamics.multibody.model import Model
 from mbs_dynamics.multibody.parsers.geometry import Shape, geometry_elements, numbers, parse_robot, shape
 from mbs_dynamics.multibody.resources import ResourceNotFound, resolve
+from mbs_dynamics.spatial.lie import matrix_to_quaternion
 
 DEFAULT_RGBA = (0.75, 0.75, 0.78, 1.0)
 COLLISION_RGBA = (0.95, 0.6, 0.2, 0.8)
@@ -111,3 +113,16 @@ def link_visuals(model: Model, urdf_xml: str, search_paths=(), source: str = "vi
                                              and source == "visual" else "not drawn"))
         visuals += drawn
     return tuple(visuals), tuple(warnings)
+
+
+def visual_poses(model: Model, visuals, q) -> tuple[np.ndarray, np.ndarray]:
+    """World <- visual orientations (k, 4; quaternions x, y, z, w) and
+    translations (k, 3) of the Visuals of `model` at configuration q."""
+    world_R, world_p = body_poses(model, q)
+    quaternions, translations = np.empty((len(visuals), 4)), np.empty((len(visuals), 3))
+    for k, visual in enumerate(visuals):
+        R, p = ((visual.rotation, visual.translation) if visual.body < 0 else
+                (world_R[visual.body] @ visual.rotation, world_R[visual.body] @ visual.translation
+                 + world_p[visual.body]))
+        quaternions[k], translations[k] = matrix_to_quaternion(R), p
+    return quaternions, translations

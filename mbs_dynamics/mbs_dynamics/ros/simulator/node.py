@@ -28,9 +28,15 @@ calls of many steps (up to the next publication), paced to
          ft/<joint>            geometry_msgs/WrenchStamped at ft_rate (ft_joints)
          /clock                rosgraph_msgs/Clock at publish_rate (publish_clock)
          ~/contact_wrenches    mbs_dynamics_interfaces/ContactWrenches
+         objects/<name>/odom   nav_msgs/Odometry of each free object (and tf)
+         world, objects        visualization_msgs/MarkerArray: the ground and
+                               boxes (latched), the free objects (markers.py)
          /diagnostics          achieved real-time factor, step time, solver
+    in   robot_description_semantic  the SRDF (latched), unless given as a
+                               parameter: link pairs that never collide
     srv  ~/reset (std_srvs/Trigger), ~/set_state (SetState), ~/pause
-         (std_srvs/SetBool), ~/step (Step: N steps while paused)
+         (std_srvs/SetBool), ~/step (Step: N steps while paused), ~/spawn
+         (SpawnObject), ~/delete (DeleteObject): free objects (objects.py)
 
 A command applies until a newer one arrives; once older than command_timeout
 (simulated seconds since it arrived) efforts and velocity targets give way to
@@ -62,6 +68,7 @@ The parts, a file each: the parameters and the settings they make
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from functools import cached_property
 
 import numpy as np
@@ -74,9 +81,11 @@ from std_srvs.srv import SetBool, Trigger
 from visualization_msgs.msg import MarkerArray
 
 from mbs_dynamics.multibody.model import ROOT_JOINT
-from mbs_dynamics.ros.conversions import WORLD_QOS, InvalidInput, base_state, named_values, world_markers
+from mbs_dynamics.ros.conversions import InvalidInput, base_state, named_values
+from mbs_dynamics.ros.markers import WORLD_QOS, world_markers
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values
 from mbs_dynamics.ros.simulator.commands import COMMAND_FORMATS, Command, check_large, clamped_command
+from mbs_dynamics.ros.simulator.objects import SemanticDescription, delete, spawn
 from mbs_dynamics.ros.simulator.outputs import make_outputs
 from mbs_dynamics.ros.simulator.parameters import (
     ACTUATOR_PARAMETERS,
@@ -90,9 +99,9 @@ from mbs_dynamics.ros.simulator.parameters import (
 )
 from mbs_dynamics.ros.simulator.stepping_thread import MAX_STEPS_PER_REQUEST, BusyError, SteppingThread
 from mbs_dynamics.ros.spinning import SubscriptionsThread, node_main
-from mbs_dynamics.simulation.scene import WORLD_EXTENT
+from mbs_dynamics.simulation.scene import WORLD_EXTENT, scene_objects
 from mbs_dynamics.simulation.simulation import outside_limits
-from mbs_dynamics_interfaces.srv import SetState, Step
+from mbs_dynamics_interfaces.srv import DeleteObject, SetState, SpawnObject, Step
 
 COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
 # Requests of each service kept until served (and their answers until taken). rclpy's default of 10 lost all but
@@ -110,7 +119,10 @@ class SimulatorNode(RobotNode):
     def on_robot(self, robot) -> None:
         self._check_topic_name("joint_commands_topic")
         self.outputs = make_outputs(self)
-        self.simulation, lifted = self.settings.scene.simulation()
+        objects = scene_objects(self.parameter("world_objects"), self.parameter("world_object_files"),
+                                self.parameter("world_object_poses"), self.mesh_search_paths(),
+                                self.parameter("max_objects"))
+        self.simulation, lifted = self.settings.scene.simulation(objects)
         if lifted:
             self.get_logger().warning(lifted)
         model = self.model
@@ -125,11 +137,16 @@ class SimulatorNode(RobotNode):
         self.check_parameters_at_run_time()
         services = ReentrantCallbackGroup()  # ~/pause is answered while a ~/step runs
         for kind, name, callback in ((Trigger, "~/reset", self._reset), (SetState, "~/set_state", self._set_state),
-                                     (SetBool, "~/pause", self._pause), (Step, "~/step", self._step)):
+                                     (SetBool, "~/pause", self._pause), (Step, "~/step", self._step),
+                                     (SpawnObject, "~/spawn", lambda request, response: spawn(self, request, response)),
+                                     (DeleteObject, "~/delete",
+                                      lambda request, response: delete(self, request, response))):
             self.create_service(kind, name, callback, qos_profile=SERVICE_QOS, callback_group=services)
+        if self.semantic.pairs != self.settings.scene.disabled_collisions:  # an SRDF came meanwhile
+            self.apply_collision_pairs()
         self.report_diagnostics("simulator")
         self._world_publisher = self.create_publisher(MarkerArray, "world", WORLD_QOS)
-        self._world_publisher.publish(world_markers(self.simulation.world, self.settings.world_frame))
+        self.publish_world()
         self._wall_anchor = (time.monotonic(), 0.0)  # for the achieved real-time factor
         formats = [kind(self) for kind in COMMAND_FORMATS]
         # the newest command, with neither a ~/step nor the executor's turn to wait for
@@ -143,6 +160,8 @@ class SimulatorNode(RobotNode):
             f"real-time factor {self.settings.real_time_factor:g}"
             + (f", ground at {world.ground.height:g} m touched at {[p.frame for p in world.contact_points]}"
                if world.contact_points else "")
+            + (f", {len(objects)} free objects" if objects else "")
+            + (", self-collision on" if world.self_collision else "")
             + (", waiting for the first effort command" if self._waiting_for_command
                else ", paused" if self.stepping.paused else ""))
 
@@ -161,6 +180,33 @@ class SimulatorNode(RobotNode):
         for warning in geometry.warnings:
             self.get_logger().warning(f"collision geometry: {warning}")
         return geometry
+
+    @cached_property
+    def collision_shapes(self):
+        """The convex shapes of the URDF's collision elements (contact_geometry
+        'collision'), which free objects and self-collision meet, or None."""
+        if self.collision is None:
+            return None
+        from mbs_dynamics.contact.geometry import collision_shapes
+
+        return collision_shapes(self.model, self.robot_xml, search_paths=self.mesh_search_paths())
+
+    @cached_property
+    def semantic(self) -> SemanticDescription:
+        return SemanticDescription(self)
+
+    def apply_collision_pairs(self) -> None:
+        """The SRDF's pairs that never collide into the scene and the world."""
+        if getattr(self, "stepping", None) is None:
+            return  # on_robot takes them
+        with self.stepping.lock:
+            scene = self.settings.scene.with_collision_pairs(self.semantic.pairs)
+            self.settings = replace(self.settings, scene=scene)
+            self.simulation.set_world(scene.world_with(self.simulation.world.objects))
+
+    def publish_world(self) -> None:
+        """The ground and the boxes on `world` (latched), as they are now."""
+        self._world_publisher.publish(world_markers(self.simulation.world, self.settings.world_frame))
 
     def _check_topic_name(self, parameter: str) -> None:
         """ValueError, in one line, unless the parameter is a valid topic name."""
@@ -181,12 +227,12 @@ class SimulatorNode(RobotNode):
 
     def settings_with(self, changes: dict) -> SimulatorSettings:
         settings = simulator_settings(self.parameter_values(changes, SETTINGS_PARAMETERS), self.model, self.joints,
-                                      self.collision)
+                                      self.collision, self.collision_shapes, self.semantic.pairs)
         if (not self.model.floating_base and set(changes) & set(GEOMETRY_PARAMETERS)
                 and getattr(self, "simulation", None) is not None):
             with self.stepping.lock:  # a fixed base cannot be lifted clear of a box: the box is refused
-                q = self.simulation.q.copy()
-            settings.scene.lifted_clear(q, "the robot where it is now")
+                q, objects = self.simulation.q.copy(), self.simulation.world.objects
+            settings.scene.lifted_clear(q, "the robot where it is now", settings.scene.world_with(objects))
         return settings
 
     def apply_settings(self, settings: SimulatorSettings, changed: set) -> None:
@@ -195,11 +241,12 @@ class SimulatorNode(RobotNode):
         if changed & set(WORLD_PARAMETERS):
             lifted = ""
             with self.stepping.lock:
-                self.simulation.set_world(scene.world)
+                self.simulation.set_world(scene.world_with(self.simulation.world.objects))
                 self.stepping.step_times.clear()  # a step may now cost much more
                 if self.model.floating_base and changed & set(GEOMETRY_PARAMETERS):
                     try:
-                        q, lifted = scene.lifted_clear(self.simulation.q, "the robot where it was")
+                        q, lifted = scene.lifted_clear(self.simulation.q, "the robot where it was",
+                                                       self.simulation.world)
                         self.simulation.set_state(q, self.simulation.v)
                     except ValueError as error:  # (a fixed base's was refused before the change)
                         self.get_logger().error(f"{error}; ~/reset or ~/set_state to go on")
@@ -212,7 +259,7 @@ class SimulatorNode(RobotNode):
             if lifted:
                 self.get_logger().warning(lifted)
         if changed & {*WORLD_PARAMETERS, "world_frame"}:
-            self._world_publisher.publish(world_markers(scene.world, settings.world_frame))
+            self.publish_world()
         if changed & set(ACTUATOR_PARAMETERS):
             with self.stepping.lock:
                 self.simulation.set_actuators(scene.actuators)
@@ -294,7 +341,8 @@ class SimulatorNode(RobotNode):
     def _reset(self, request, response):
         try:
             with self.stepping.service_lock():
-                start, lifted = self.settings.scene.lifted_clear(self.simulation.initial_q, "the initial state")
+                start, lifted = self.settings.scene.lifted_clear(self.simulation.initial_q, "the initial state",
+                                                                 self.simulation.world)
                 self.stepping.end_steps("~/reset")
                 self.simulation.reset(start)
                 self._command = None
@@ -345,7 +393,7 @@ class SimulatorNode(RobotNode):
                         raise InvalidInput("invalid", f"base_state position {q[:3].tolist()}: each coordinate at most "
                                                       f"{WORLD_EXTENT:g} m from the origin")
                 check_large(v, np.ones(model.nv, dtype=bool), self.joints, "the velocity")
-                q, lifted = self.settings.scene.lifted_clear(q, "the state asked for")
+                q, lifted = self.settings.scene.lifted_clear(q, "the state asked for", self.simulation.world)
                 self.simulation.set_state(q, v)
                 t = self.simulation.time
         except (BusyError, InvalidInput, ValueError) as error:

@@ -9,6 +9,9 @@ make_outputs.
     ~/contact_wrenches        ContactWrenchOutput
     imu/<link>                ImuSensor, one per imu_links (imu_rate)
     ft/<joint>                ForceTorqueSensor, one per ft_joints (ft_rate)
+    objects/<name>/odom, tf,  ObjectOutputs: each free object's root link (world
+    objects                   pose, body twist; child frame <name>/<link>), and
+                              their visuals as markers (ros/markers.py)
 """
 from __future__ import annotations
 
@@ -22,12 +25,16 @@ from nav_msgs.msg import Odometry
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
+from visualization_msgs.msg import MarkerArray
 
 from mbs_dynamics.multibody.model import ROOT_JOINT, Model
 from mbs_dynamics.ros.conversions import contact_wrenches, set_stamp, set_vector
+from mbs_dynamics.ros.markers import object_markers, set_pose
 from mbs_dynamics.simulation import sensors
 from mbs_dynamics.simulation.placement import body_links
+from mbs_dynamics.simulation.objects import WorldObject
 from mbs_dynamics.simulation.simulation import World
+from mbs_dynamics.view.visuals import link_visuals, visual_poses
 from mbs_dynamics_interfaces.msg import Contact, ContactWrench, ContactWrenches
 
 try:  # a full ROS 2 install has it; the pip route has no wheel of it
@@ -61,6 +68,7 @@ class Snapshot:
     active: np.ndarray  # (k,) which of them touch
     acceleration: np.ndarray
     body_wrenches: np.ndarray | None
+    objects: tuple = ()  # (WorldObject, q, v) of each free object
 
     @cached_property
     def stamp(self):
@@ -262,6 +270,60 @@ class ForceTorqueSensor(Output):
         self.publisher.publish(message)
 
 
+class ObjectOutputs(Output):
+    """Each object's odom (and tf where tf2_msgs is) and the objects'
+    markers, publishers made as objects come and destroyed as they go."""
+
+    WHILE_PAUSED = True
+
+    def __init__(self, node, publish_tf: bool):
+        super().__init__(node)
+        self.odometry: dict[str, object] = {}  # name -> (WorldObject, its publisher, its visuals)
+        self.markers = node.create_publisher(MarkerArray, "objects", STATE_QOS)
+        self.tf_publisher = node.create_publisher(TFMessage, "tf", 100) if publish_tf and TFMessage else None
+        self.drawn_last = False  # whether the last markers held objects (then none are published once more)
+
+    def _part(self, thing: WorldObject):
+        known = self.odometry.get(thing.name)
+        if known is None or known[0] is not thing:
+            if known is not None:
+                self.node.destroy_publisher(known[1])
+            visuals, warnings = link_visuals(thing.model, thing.urdf, thing.search_paths)
+            for warning in warnings:
+                self.node.get_logger().warning(f"object '{thing.name}': {warning}")
+            publisher = self.node.create_publisher(Odometry, f"objects/{thing.name}/odom", STATE_QOS)
+            known = self.odometry[thing.name] = (thing, publisher, visuals)
+        return known
+
+    def publish(self, snapshot: Snapshot) -> None:
+        frame = self.node.settings.world_frame
+        present = {thing.name for thing, _, _ in snapshot.objects}
+        for name in [name for name in self.odometry if name not in present]:
+            self.node.destroy_publisher(self.odometry.pop(name)[1])
+        if not snapshot.objects and not self.drawn_last:
+            return
+        drawn, transforms = [], []
+        for thing, q, v in snapshot.objects:
+            _, publisher, visuals = self._part(thing)
+            message = Odometry(child_frame_id=f"{thing.name}/{thing.model.description.root}")
+            message.header.stamp, message.header.frame_id = snapshot.stamp, frame
+            set_pose(message.pose.pose, q[3:7], q[:3])
+            set_vector(message.twist.twist.angular, v[:3])
+            set_vector(message.twist.twist.linear, v[3:6])
+            publisher.publish(message)
+            if self.tf_publisher is not None:
+                transform = TransformStamped(header=message.header, child_frame_id=message.child_frame_id)
+                set_vector(transform.transform.translation, q[:3])
+                r = transform.transform.rotation
+                r.x, r.y, r.z, r.w = (float(x) for x in q[3:7])
+                transforms.append(transform)
+            drawn.append((thing.name, visuals, *visual_poses(thing.model, visuals, q)))
+        self.markers.publish(object_markers(drawn, frame, snapshot.stamp))
+        self.drawn_last = bool(snapshot.objects)
+        if transforms:
+            self.tf_publisher.publish(TFMessage(transforms=transforms))
+
+
 def make_outputs(node) -> list[Output]:
     """The outputs of the node's parameters (ValueError naming an unknown
     link or joint, or a bad noise): the state first."""
@@ -280,4 +342,5 @@ def make_outputs(node) -> list[Output]:
     outputs.append(ContactWrenchOutput(node))
     outputs += [ImuSensor(node, link, node.parameter("imu_rate"), noise, k) for k, link in enumerate(imu_links)]
     outputs += [ForceTorqueSensor(node, joint, node.parameter("ft_rate")) for joint in ft_joints]
+    outputs.append(ObjectOutputs(node, node.parameter("publish_tf")))
     return outputs

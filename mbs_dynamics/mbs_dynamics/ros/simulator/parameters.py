@@ -26,7 +26,7 @@ MAX_FRAME_ID_LENGTH = 256
 SLOWEST_REAL_TIME_FACTOR = 1e-3
 # Parameters of the world (applied at once) and of the initial state (at the next ~/reset).
 WORLD_PARAMETERS = ("ground_height", "ground_friction", "ground_restitution", "contact_frames", "contact_points",
-                    "world_boxes", "contact_compliance")
+                    "world_boxes", "contact_compliance", "self_collision")
 # Those of them that move a surface or a contact point: a change may put the robot inside an obstacle.
 GEOMETRY_PARAMETERS = ("ground_height", "contact_frames", "contact_points", "world_boxes")
 ACTUATOR_PARAMETERS = ("position_joints", "position_stiffness", "position_damping", "velocity_joints",
@@ -69,7 +69,7 @@ PARAMETERS = (
                   "of 0), lifted until no contact point lies inside the ground or a box (said). Applies at the "
                   "next ~/reset."),
     ParameterSpec("ground_height", 0.0,
-                  "Height of the ground plane (m); the ground is off for a fixed base.", bounds=(-1e4, 1e4)),
+                  "Height of the ground plane (m); a fixed base has one only while there are free objects.", bounds=(-1e4, 1e4)),
     ParameterSpec("ground_friction", 0.8,
                   "Coulomb friction coefficient of the ground.", bounds=(0.0, 1e3)),
     ParameterSpec("ground_restitution", 0.0,
@@ -92,6 +92,29 @@ PARAMETERS = (
                   f"world frame, centre), flattened; empty = none. At most {MAX_WORLD_BOXES} boxes: each step "
                   "tests every contact point against every box (the UR5's 296 collision points beside 1000 "
                   "boxes: real-time factor 0.12)."),
+    ParameterSpec("world_objects", EMPTY_STRING_ARRAY,
+                  "Names of the free objects at start (a letter, then letters, digits or '_'), each of the URDF "
+                  "file of world_object_files at its pose of world_object_poses: rigid objects, or free "
+                  "articulated ones; ~/spawn and ~/delete add and remove objects at run time. Their pose and "
+                  "twist are published on objects/<name>/odom.", read_only=True),
+    ParameterSpec("world_object_files", EMPTY_STRING_ARRAY,
+                  "The URDF file of each of world_objects: a path, or package://PACKAGE/PATH (each link with an "
+                  "<inertial> and <collision> geometry; meshes found beside the file too).", read_only=True),
+    ParameterSpec("world_object_poses", EMPTY_DOUBLE_ARRAY,
+                  "[x, y, z, qx, qy, qz, qw] of each of world_objects' root link in the world frame, flattened; "
+                  "empty = each at the origin. An object inside the ground or a box is lifted clear of it (said); "
+                  "one inside the robot or an earlier object is refused.", read_only=True),
+    ParameterSpec("max_objects", 100,
+                  "The most free objects the world holds: a ~/spawn beyond it is refused (each object costs "
+                  "every step some microseconds).", read_only=True, bounds=(0, 10000)),
+    ParameterSpec("self_collision", False,
+                  "The robot's links collide with each other (their <collision> geometry's convex shapes), but "
+                  "for a link and its parent and the pairs robot_description_semantic disables. Free objects "
+                  "always collide with the robot and each other."),
+    ParameterSpec("robot_description_semantic", "",
+                  "The robot's SRDF (XML), whose <disable_collisions> pairs never collide; empty = from the "
+                  "latched robot_description_semantic topic, as MoveIt publishes it, when it comes.",
+                  read_only=True),
     ParameterSpec("contact_compliance", 0.0,
                   "Softness of the constraint rows: 0 is rigid; 0.01 for a robot lying on its collision meshes "
                   "or against its joint limits (rows that contradict), at a small penetration and a slow creep "
@@ -168,9 +191,11 @@ SETTINGS_PARAMETERS = ("real_time_factor", "publish_rate", "publish_clock", "com
                        "world_frame", "diagnostics_period", *(f.name for f in fields(SceneSettings)))
 
 
-def simulator_settings(values: dict, model: Model, joints: JointMap, collision=None) -> SimulatorSettings:
+def simulator_settings(values: dict, model: Model, joints: JointMap, collision=None, collision_shapes=None,
+                       disabled_collisions=()) -> SimulatorSettings:
     """The settings of the parameter `values` ({name: value} of
-    SETTINGS_PARAMETERS); ValueError saying what is wrong."""
+    SETTINGS_PARAMETERS) and of the robot's collision geometry (Scene.build's
+    arguments); ValueError saying what is wrong."""
     if 0 < values["real_time_factor"] < SLOWEST_REAL_TIME_FACTOR:
         raise ValueError(f"real_time_factor must be 0 (as fast as possible) or at least "
                          f"{SLOWEST_REAL_TIME_FACTOR:g}, got {values['real_time_factor']}")
@@ -185,7 +210,8 @@ def simulator_settings(values: dict, model: Model, joints: JointMap, collision=N
         if len(names) > len(joints.names) or len(set(names)) != len(names):
             raise ValueError(f"{name} names {len(names)} joints, {len(set(names))} of them different: each of "
                              f"the {len(joints.names)} joints of model '{model.name}' at most once")
-    scene = Scene.build(model, SceneSettings(**{f.name: values[f.name] for f in fields(SceneSettings)}), collision)
+    scene = Scene.build(model, SceneSettings(**{f.name: values[f.name] for f in fields(SceneSettings)}), collision,
+                        collision_shapes, disabled_collisions)
     position_joints, velocity_joints = frozenset(values["position_joints"]), frozenset(values["velocity_joints"])
     return SimulatorSettings(
         real_time_factor=values["real_time_factor"], publish_rate=values["publish_rate"],

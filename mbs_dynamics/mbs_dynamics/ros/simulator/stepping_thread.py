@@ -175,9 +175,10 @@ class SteppingThread:
             return Snapshot(
                 model=node.model, world=simulation.world, time=simulation.time, q=simulation.q.copy(),
                 v=simulation.v.copy(), applied=node.applied, contact_forces=forces,
-                active=last.active.copy() if last is not None else np.zeros(len(forces), bool),
+                active=last.active[:len(forces)].copy() if last is not None else np.zeros(len(forces), bool),
                 acceleration=last.acceleration.copy() if last is not None else np.zeros(node.model.nv),
-                body_wrenches=last.body_wrenches.copy() if last is not None else None)
+                body_wrenches=last.body_wrenches.copy() if last is not None else None,
+                objects=tuple((thing, *simulation.object_state(thing.name)) for thing in simulation.world.objects))
 
     def publish(self, everything: bool = False, while_paused: bool = False) -> None:
         """The outputs due at this step (all of them; those published while paused)."""

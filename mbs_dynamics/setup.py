@@ -18,6 +18,7 @@ setup(
         ("share/" + package_name, ["package.xml"]),
         ("share/" + package_name + "/launch", glob("launch/*.launch.py")),
         ("share/" + package_name + "/config", glob("config/*.yaml")),
+        ("share/" + package_name + "/objects", glob("objects/*.urdf")),
     ],
     python_requires=">=3.10",
     install_requires=["setuptools"],

@@ -8,7 +8,8 @@ URDFs are committed so that nothing is generated at install time.
 
 arm7: a 7-DoF torque-controlled arm of the KUKA LBR iiwa 7 class (joint
 layout roll/pitch alternating, ~24 kg, reach ~1.1 m, the iiwa's limits), with
-a 0.6 kg tool on a fixed joint and a massless tool centre point frame.
+a 0.6 kg tool on a fixed joint and a massless tool centre point frame; each
+link collides as the cylinder it is drawn as.
 quadruped: a 12-DoF quadruped of the Solo/ANYmal-mini class (~12 kg, legs
 HAA-HFE-KFE, feet frames at the leg tips), for floating_base=True.
 """
@@ -119,7 +120,7 @@ def arm7():
         segment = np.array(joints[i][0], float)  # to the next joint (or the flange)
         out.append(link_xml(
             name, masses[i], segment / 2, cylinder_inertia(masses[i], radii[i], segment),
-            visual=segment_visual(segment, radii[i]),
+            visual=segment_visual(segment, radii[i]), collision=segment_visual(segment, radii[i]),
         ))
     for i in range(7):
         xyz, rpy = joints[i]
@@ -130,7 +131,8 @@ def arm7():
     out.append(joint_xml("flange_joint", "fixed", "link7", "tool", joints[7][0]))
     out.append(link_xml("tool", tool_mass, (0, 0, tool_length / 2),
                         cylinder_inertia(tool_mass, 0.04, (0, 0, tool_length)),
-                        visual=segment_visual((0, 0, tool_length), 0.04)))
+                        visual=segment_visual((0, 0, tool_length), 0.04),
+                        collision=segment_visual((0, 0, tool_length), 0.04)))
     out.append(joint_xml("tcp_joint", "fixed", "tool", "tcp", (0, 0, tool_length)))
     out.append(link_xml("tcp"))
     out.append("</robot>\n")

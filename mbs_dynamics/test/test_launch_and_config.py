@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import mbs_dynamics as mbs
+import numpy as np
 import pytest
 import yaml
 from mbs_dynamics.robots import BUNDLED_ROBOTS
@@ -113,10 +114,11 @@ def test_config_defaults_are_the_nodes_own():
                 assert type(value) is type(default) and same(value, default), f"{node_name}.{name}"
 
 
-@pytest.mark.parametrize("robot", BUNDLED_ROBOTS)
+@pytest.mark.parametrize("robot", [*BUNDLED_ROBOTS, "objects"])
 def test_robot_configs_set_declared_parameters(robot):
-    """config/<robot>.yaml, read after the main config for a bundled robot,
-    sets parameters the nodes declare, with values of the declared types."""
+    """config/<robot>.yaml, read after the main config for a bundled robot
+    (and objects.yaml for --objects), sets parameters the nodes declare, with
+    values of the declared types."""
     config = yaml.safe_load((SHARE / "config" / f"{robot}.yaml").read_text())
     nodes = {"/**": COMMON_PARAMETERS, **{f"/**/{name}": node.PARAMETERS for name, node in BRINGUP_NODES.items()},
              "/**/run_monitor": RunMonitor.PARAMETERS}
@@ -140,7 +142,7 @@ def test_launch_file_arguments_reach_every_route():
     that the nodes can take robot_description from the topic of their namespace."""
     arguments = launch_file_arguments()
     assert set(arguments) == {"robot", "robot_description_file", "config_file", "namespace", "use_sim_time", "nodes",
-                              "closed_loop", "view", "record_file"}
+                              "closed_loop", "view", "record_file", "objects"}
     assert arguments["robot"][0] == "" and arguments["robot_description_file"][0] == ""
     assert arguments["namespace"][0] == "" and arguments["use_sim_time"][0] == "false"
     source = LAUNCH_FILE.read_text()
@@ -180,6 +182,36 @@ def test_launch_plan_adds_the_view_on_request_with_its_recording():
     assert view.executable == VIEW_EXECUTABLE and ("/clock", "clock") in view.remappings
     assert view.parameters == {"robot_description_file": robot, "record_file": str(Path("run.html").resolve())}
     assert plan(["simulator"], str(CONFIG_FILE), view=True)[-1].parameters == {}
+
+
+def test_the_objects_config_puts_its_objects_beside_the_arm_where_they_rest():
+    """--objects (objects.yaml, after the robot's config, the simulator's
+    only): its URDFs resolve through package:// where pip installed them, and
+    beside the bundled arm at its initial pose they start clear of it and of
+    each other and rest (0.5 s: none moves 0.1 mm)."""
+    plans = plan(["simulator", "inverse_dynamics"], str(CONFIG_FILE), "arm7.yaml",
+                 objects_config_file=str(SHARE / "config" / "objects.yaml"))
+    assert plans[0].parameter_files == (str(CONFIG_FILE), "arm7.yaml", str(SHARE / "config" / "objects.yaml"))
+    with pytest.raises(PlanError, match="objects are the simulator's"):
+        plan(["inverse_dynamics"], str(CONFIG_FILE), objects_config_file="objects.yaml")
+    from mbs_dynamics.contact.geometry import collision_contacts, collision_shapes
+    from mbs_dynamics.simulation.scene import Scene, SceneSettings, scene_objects
+
+    settings = {**yaml.safe_load((SHARE / "config" / "arm7.yaml").read_text())["/**/simulator"]["ros__parameters"],
+                **yaml.safe_load((SHARE / "config" / "objects.yaml").read_text())["/**/simulator"]["ros__parameters"]}
+    objects = scene_objects(settings["world_objects"], settings["world_object_files"], settings["world_object_poses"])
+    path = mbs.bundled_robot("arm7")
+    model, xml = mbs.Model.from_urdf_file(path), Path(path).read_text()
+    scene = Scene.build(model, SceneSettings(initial_joint_names=settings["initial_joint_names"],
+                                             initial_joint_positions=settings["initial_joint_positions"],
+                                             position_joints=model.joint_names),
+                        collision_contacts(model, xml), collision_shapes(model, xml))
+    simulation, said = scene.simulation(objects)
+    assert said == "" and simulation.objects == ("cube1", "cube2", "cube3", "ball", "can")
+    start = {name: simulation.object_state(name)[0][:3] for name in simulation.objects}
+    simulation.set_targets(positions=simulation.q)
+    simulation.step(steps=500)
+    assert max(np.abs(simulation.object_state(name)[0][:3] - p).max() for name, p in start.items()) < 1e-4
 
 
 @pytest.mark.parametrize("nodes, namespace, closed_loop, message", [

@@ -4,7 +4,8 @@ plain paths, resolved without ROS where needed.
 ``package://PKG/path`` is looked up, in order, through the ament index
 (ament_index_python, where installed: a full ROS 2 install and the pip
 route), the share directories of AMENT_PREFIX_PATH and of the Python
-environment's prefixes (example-robot-data from PyPI installs under
+environment (``<prefix>/share``, where pip puts a package's data files;
+example-robot-data from PyPI installs under
 ``<site-packages>/cmeel.prefix/share/example-robot-data``), the directories of
 ROS_PACKAGE_PATH (ROS 1 style, ``<dir>/PKG/path``), and the caller's search
 paths (``<dir>/PKG/path``, then ``<dir>/path``). A plain relative path is
@@ -25,7 +26,7 @@ class ResourceNotFound(FileNotFoundError):
 def _share_directories() -> list[Path]:
     prefixes = [Path(p) for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
     packages = [Path(p) for p in (*site.getsitepackages(), site.getusersitepackages(), *sys.path) if p]
-    prefixes += [p / "cmeel.prefix" for p in packages]
+    prefixes += [Path(sys.prefix), *(p / "cmeel.prefix" for p in packages)]
     return [prefix / "share" for prefix in prefixes]
 
 

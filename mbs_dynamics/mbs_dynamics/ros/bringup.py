@@ -7,7 +7,7 @@ params file: what ``ros2 launch mbs_dynamics mbs_dynamics.launch.py`` starts
                          [--config PARAMS.yaml] [--nodes inverse_dynamics,simulator]
                          [--namespace NS] [--use-sim-time] [--closed-loop]
                          [--duration S] [--summary-period S] [--plot FILE.svg]
-                         [--view] [--record FILE.html|FILE.viser] [--ros-args ...]
+                         [--view] [--record FILE.html|FILE.viser] [--objects] [--ros-args ...]
 
 Without --robot or --robot-description-file the nodes read the
 robot_description topic of their namespace (robot_state_publisher's). A
@@ -19,6 +19,8 @@ and --plot add the run monitor (run_monitor.py): a periodic summary, the end
 after that much simulated time, a plot at the end. --view adds the view node
 (view_node.py: the robot in 3-D in a browser; it logs the address to open);
 --record FILE adds it too and saves the run it shows to FILE at the end.
+--objects puts free objects beside the robot (config/objects.yaml: cubes, a
+ball and a can where the bundled arm's tool sweeps after its push).
 """
 from __future__ import annotations
 
@@ -130,6 +132,9 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--record", metavar="FILE", default="",
                         help="add the view node and save what it shows to FILE at the end: a self-contained page "
                              "(.html) or a viser recording (.viser)")
+    parser.add_argument("--objects", action="store_true",
+                        help="free objects beside the robot for the simulator (config/objects.yaml: a stack of "
+                             "cubes, a ball, a can, where the bundled arm sweeps)")
     arguments = parser.parse_args(argv)
     if arguments.record and os.path.splitext(arguments.record)[1] not in RECORDINGS:
         parser.error(f"--record: the file must end in {' or '.join(RECORDINGS)}, got {arguments.record}")
@@ -145,6 +150,8 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         parser.error("--closed-loop needs the simulator and inverse_dynamics nodes")
     if not (0 <= arguments.duration < float("inf") and 0 <= arguments.summary_period < float("inf")):
         parser.error("--duration and --summary-period must be finite and >= 0")
+    if arguments.objects and "simulator" not in arguments.nodes:
+        parser.error("--objects are the simulator's: they need the simulator node")
     if arguments.duration > 0 and "simulator" not in arguments.nodes:
         parser.error("--duration counts simulated time: it needs the simulator node")
     arguments.config = arguments.config or default_config()
@@ -173,7 +180,8 @@ def main(argv: list[str] | None = None) -> None:
     plans = plan(arguments.nodes, arguments.config, robot_config(arguments.robot) if arguments.robot else None,
                  bundled_robot(arguments.robot) if arguments.robot else arguments.robot_description_file or "",
                  arguments.use_sim_time, arguments.closed_loop, arguments.namespace, arguments.view,
-                 arguments.record)
+                 arguments.record, os.path.join(share_directory(), "config", "objects.yaml") if arguments.objects
+                 else "")
     # The params files go first so that --ros-args -p ... given by the user wins; a plan's own parameters
     # (the robot's file, use_sim_time, the closed loop's start_on_command) are overrides of their node, and
     # then the user's -p NODE:NAME:=VALUE.

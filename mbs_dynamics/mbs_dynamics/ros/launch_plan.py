@@ -70,16 +70,20 @@ def node_names(text: str) -> list[str]:
 
 def plan(nodes: list[str], config_file: str, robot_config_file: str | None = None,
          robot_description_file: str = "", use_sim_time: bool = False, closed_loop: bool = False,
-         namespace: str = "/", view: bool = False, record_file: str = "") -> list[NodePlan]:
+         namespace: str = "/", view: bool = False, record_file: str = "", objects_config_file: str = ""
+         ) -> list[NodePlan]:
     """The nodes to start (module docstring). robot_config_file: a bundled
-    robot's config, read after config_file."""
+    robot's config, read after config_file; objects_config_file (free objects
+    for the simulator, config/objects.yaml) after it."""
     namespace = normalized_namespace(namespace)
     unknown = [name for name in nodes if name not in NODES]
     if unknown:
         raise PlanError(f"nodes: unknown {', '.join(unknown)}; choose from {', '.join(NODES)}")
     if closed_loop and not {"simulator", "inverse_dynamics"} <= set(nodes):
         raise PlanError("closed_loop needs the simulator and inverse_dynamics nodes")
-    files = tuple(path for path in (config_file, robot_config_file) if path)
+    if objects_config_file and "simulator" not in nodes:
+        raise PlanError("objects are the simulator's: they need the simulator node")
+    files = tuple(path for path in (config_file, robot_config_file, objects_config_file) if path)
     common = {"use_sim_time": True} if use_sim_time else {}
     if robot_description_file:
         common["robot_description_file"] = os.path.abspath(robot_description_file)

@@ -18,7 +18,11 @@ beside the core.
      (rk4) and semi-implicit Euler (no MuJoCo row: information).
    Each row says how far the robot moved from its start (both simulators)
    and our solver's unconverged steps.
-2. The simulator node in its own process, paused, at real_time_factor 0:
+2. Free objects and collisions between bodies, beside MuJoCo (objects.py's
+   table): the Panda beside 1, 10, 100 boxes on the ground and, with its
+   collision meshes, beside 10 boxes on a table; TALOS with self-collision
+   on against off.
+3. The simulator node in its own process, paused, at real_time_factor 0:
    steps per wall-clock second of ~/step calls of STEPS_PER_CALL steps each
    (a ~/step takes them in compiled calls and publishes at its end), beside
    the core's steps per second on the same set-up; and how far the node's
@@ -115,7 +119,7 @@ def print_row(label, ours, theirs, moved, their_moved, unconverged):
     ratio = f"{ours / theirs:6.2f}" if theirs else "      "
     mj = f"{theirs:8.1f}" if theirs else "        "
     moved_mj = f"{their_moved:.1e}" if theirs else "      -"
-    print(f"{label:34} {ours:8.1f} {mj} {ratio}   {moved:.1e} {moved_mj}   {unconverged}")
+    print(f"{label:40} {ours:8.1f} {mj} {ratio}   {moved:.1e} {moved_mj}   {unconverged}")
 
 
 def legged_row(label, path, points, steps):
@@ -162,7 +166,7 @@ def panda_rows(steps):
 def core_table(steps):
     print(f"us per step, dt = {DT * 1e3:g} ms, best of 5 runs of {steps} steps from the start "
           f"(ours: one compiled call)")
-    print(f"{'set-up':34} {'ours':>8} {'mj_step':>8} {'ratio':>6}   {'moved':>7} {'mj':>7}   unconverged")
+    print(f"{'set-up':40} {'ours':>8} {'mj_step':>8} {'ratio':>6}   {'moved':>7} {'mj':>7}   unconverged")
     legged_row("talos, 8 sole corners, PD 5 Hz", TALOS, tuple(mbs.PointContact(s, c) for s in SOLES
                                                               for c in SOLE_CORNERS), steps)
     legged_row("solo12, 4 feet, PD 5 Hz", SOLO12, tuple(mbs.PointContact(f) for f in FEET), steps)
@@ -293,6 +297,8 @@ def main():
     print(f"numpy {np.__version__}, mujoco {mujoco.__version__}, mbs_dynamics {mbs.__version__}, "
           f"python {sys.version.split()[0]}; load average {os.getloadavg()[0]:.2f}")
     core_table(arguments.steps)
+    from objects import objects_table  # objects.py imports this file's helpers
+    objects_table(arguments.steps)
     if arguments.node_seconds > 0:
         node_table(arguments.node_seconds)
 

@@ -153,7 +153,6 @@ def test_spawns_beyond_max_objects_are_refused_and_the_srdf_comes_by_topic(start
     steps. Self-collision on, the SRDF published latched (as MoveIt does)
     after the node started: its pairs are taken; a malformed one is dropped
     and counted."""
-    import rclpy
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from std_msgs.msg import String
 
@@ -179,4 +178,3 @@ def test_spawns_beyond_max_objects_are_refused_and_the_srdf_comes_by_topic(start
     steps = len(sim.states)
     sim.spin_until(lambda: len(sim.states) > steps + 10, "joint_states after the spawns")
     assert sim.process.process.poll() is None and sim.process.interrupt() == 0
-    rclpy.spin_once(test_node, timeout_sec=0.0)

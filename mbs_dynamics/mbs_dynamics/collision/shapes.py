@@ -36,6 +36,8 @@ SHAPE = np.dtype([
     ("vertex_count", np.int64),
     ("first_face", np.int64),          # convex: its hull's faces, rows of the ShapeSet's faces
     ("face_count", np.int64),
+    ("bound_centre", np.float64, (3,)),  # convex: the centre and half sizes of its vertices' bounding box,
+    ("bound_half", np.float64, (3,)),    # its frame (a broad phase's bound: six support scans cost more)
     ("friction", np.float64),          # Coulomb's coefficient: a pair's is the geometric mean of its shapes'
     ("restitution", np.float64),       # Newton's coefficient: a pair's is the larger of its shapes'
 ], align=True)
@@ -158,6 +160,9 @@ def shape_set(shapes, bodies, rotations, translations, friction=1.0, restitution
         record["size"], record["radius"] = shape.size, shape.radius
         record["first_vertex"], record["vertex_count"] = first_vertex, len(shape.vertices)
         record["first_face"], record["face_count"] = len(faces), len(shape.faces)
+        if len(shape.vertices):
+            lowest, highest = shape.vertices.min(axis=0), shape.vertices.max(axis=0)
+            record["bound_centre"], record["bound_half"] = (lowest + highest) / 2, (highest - lowest) / 2
         for face in shape.faces:
             a, b, c = (shape.vertices[face[i]] for i in range(3))
             normal = np.cross(b - a, c - a)

@@ -69,54 +69,135 @@ def island_labels(dof_parent, rows, pairs, labels):
         labels[i] = _find(link, tree) if tree >= 0 else -1
 
 
+@njit(cache=True, inline="always")
+def shared_path(deepest, other, dof_parent, index, path):
+    """When the rows `index` all lie on one and the same path to the root (one
+    deepest coordinate, no other), its coordinates from the deepest down, in
+    path (room for the longest path): the order delassus_entry sums in; else
+    none."""
+    first = deepest[index[0]]
+    for r in range(index.shape[0]):
+        if deepest[index[r]] != first or other[index[r]] >= 0:
+            return path[:0]
+    count, a = 0, first
+    while a >= 0:
+        path[count] = a
+        count += 1
+        a = dof_parent[a]
+    return path[:count]
+
+
+@njit(cache=True, inline="always")
+def group_islands(labels, island_of_label, island, starts, members):
+    """The rows' islands in the order of their first row: island k's pairs
+    and joint rows are members[starts[k]:starts[k + 1]], by increasing index
+    (its pairs, then its joint rows: the problem's layout), in one pass over
+    the rows, not one per island. Scratch: island_of_label (nv + 1,), island
+    (rows,). Returns the number of islands."""
+    island_of_label[:] = -1  # at label + 1 (label -1: rows no coordinate moves)
+    starts[:] = 0
+    islands = 0
+    for i in range(labels.shape[0]):
+        label = labels[i] + 1
+        if island_of_label[label] < 0:
+            island_of_label[label] = islands
+            islands += 1
+        island[i] = island_of_label[label]
+        starts[island[i] + 1] += 1
+    for k in range(islands):
+        starts[k + 1] += starts[k]
+    fill = island_of_label[:islands]  # each island's next member's place
+    fill[:] = starts[:islands]
+    for i in range(labels.shape[0]):
+        members[fill[island[i]]] = i
+        fill[island[i]] += 1
+    return islands
+
+
 @njit(cache=True)
 def solve_islands(rows, dof_parent, friction, bound, lowest, highest, step, u, diagonal):
     """The impulses of all rows (rows.impulses, in: the warm starts), island
     by island, and u = W λ + c; diagonal (m,): each row's W_rr times the
     share of its impulse the compliance it was solved at turns into velocity
     (c / (1 + c): the contact velocity record_contacts reports). Returns an
-    IslandsReport."""
+    IslandsReport. The islands' problems share two buffers sized for the
+    largest, allocated once a step."""
     pairs, joints = friction.shape[0], bound.shape[0]
+    count, nv = pairs + joints, dof_parent.shape[0]
     Y, deepest, other = rows.G, rows.deepest, rows.other
-    labels = np.empty(pairs + joints, dtype=np.int64)
+    ints = np.empty(5 * count + 3 * nv + 2 + 2 * pairs, dtype=np.int64)
+    labels, island_of_label, island = ints[:count], ints[count:count + nv + 1], ints[count + nv + 1:2 * count + nv + 1]
+    starts, members = ints[2 * count + nv + 1:3 * count + nv + 2], ints[3 * count + nv + 2:4 * count + nv + 2]
+    depth = ints[4 * count + nv + 2:4 * count + 2 * nv + 2]
+    path_buffer = ints[4 * count + 2 * nv + 2:4 * count + 3 * nv + 2]
+    index_buffer = ints[4 * count + 3 * nv + 2:]  # room for 3 rows a pair, 1 a joint
     island_labels(dof_parent, rows, pairs, labels)
-    done = np.zeros(pairs + joints, dtype=np.bool_)
-    members = np.empty(pairs + joints, dtype=np.int64)
+    islands = group_islands(labels, island_of_label, island, starts, members)
+    largest = 0
+    for k in range(islands):
+        n_pairs = 0
+        for j in range(starts[k], starts[k + 1]):
+            n_pairs += members[j] < pairs
+        largest = max(largest, 2 * n_pairs + starts[k + 1] - starts[k])  # 3 rows a pair, 1 a joint
+    deepest_path = 0
+    for k in range(nv):  # a coordinate's parent comes before it
+        depth[k] = 1 if dof_parent[k] < 0 else depth[dof_parent[k]] + 1
+        deepest_path = max(deepest_path, depth[k])
+    floats = np.empty(largest * (largest + 7 + deepest_path))
+    W_buffer, block_buffer = floats[:largest * largest], floats[largest * largest:largest * (largest + deepest_path)]
+    vectors = floats[largest * (largest + deepest_path):]
+    c_buffer, impulse_buffer, velocity_buffer = vectors[:largest], vectors[largest:2 * largest], \
+        vectors[2 * largest:3 * largest]
+    friction_buffer, bound_buffer = vectors[3 * largest:4 * largest], vectors[4 * largest:5 * largest]
+    lowest_buffer, highest_buffer = vectors[5 * largest:6 * largest], vectors[6 * largest:]
     sweeps, residual, softened = 0, 0.0, False
-    for first in range(pairs + joints):
-        if done[first]:
-            continue
-        island, n_pairs, n_joints = labels[first], 0, 0
-        for i in range(first, pairs + joints):  # its pairs, then its joint rows: the problem's layout
-            if not done[i] and labels[i] == island:
-                done[i] = True
-                members[n_pairs + n_joints] = i
-                if i < pairs:
-                    n_pairs += 1
-                else:
-                    n_joints += 1
+    for k in range(islands):
+        first, size = starts[k], starts[k + 1] - starts[k]
+        n_pairs = 0
+        for j in range(first, first + size):
+            n_pairs += members[j] < pairs
+        n_joints = size - n_pairs
         m = 3 * n_pairs + n_joints
-        index = np.empty(m, dtype=np.int64)
+        index = index_buffer[:m]
         for j in range(n_pairs):
             for a in range(3):
-                index[3 * j + a] = 3 * members[j] + a
+                index[3 * j + a] = 3 * members[first + j] + a
         for j in range(n_joints):
-            index[3 * n_pairs + j] = 3 * pairs + (members[n_pairs + j] - pairs)
-        W = np.empty((m, m))
-        for r in range(m):
-            for s in range(r + 1):
-                W[r, s] = W[s, r] = delassus_entry(Y, deepest, other, dof_parent, index[r], index[s])
-            W[r, r] *= 1.0 + step.compliance
-        c, impulses, velocities = np.empty(m), np.empty(m), np.empty(m)
+            index[3 * n_pairs + j] = 3 * pairs + (members[first + n_pairs + j] - pairs)
+        W = W_buffer[:m * m].reshape((m, m))
+        path = shared_path(deepest, other, dof_parent, index, path_buffer)
+        if path.shape[0]:
+            # the rows of one body (a free object's): Y's entries on the path gathered, column r row index[r]'s,
+            # and a row of W at a time, each entry summed in delassus_entry's order
+            block = block_buffer[:path.shape[0] * m].reshape((path.shape[0], m))
+            for r in range(m):
+                for j in range(path.shape[0]):
+                    block[j, r] = Y[index[r], path[j]]
+            for r in range(m):
+                W[r, :r + 1] = 0.0
+                for j in range(path.shape[0]):
+                    y = block[j, r]
+                    for s in range(r + 1):
+                        W[r, s] += y * block[j, s]
+                for s in range(r):
+                    W[s, r] = W[r, s]
+                W[r, r] *= 1.0 + step.compliance
+        else:
+            for r in range(m):
+                for s in range(r + 1):
+                    W[r, s] = W[s, r] = delassus_entry(Y, deepest, other, dof_parent, index[r], index[s])
+                W[r, r] *= 1.0 + step.compliance
+        c, impulses, velocities = c_buffer[:m], impulse_buffer[:m], velocity_buffer[:m]
         for r in range(m):
             c[r], impulses[r] = rows.c[index[r]], rows.impulses[index[r]]
-        island_friction = np.empty(n_pairs)
+        island_friction = friction_buffer[:n_pairs]
         for j in range(n_pairs):
-            island_friction[j] = friction[members[j]]
-        island_bound, island_lowest, island_highest = np.empty(n_joints), np.empty(n_joints), np.empty(n_joints)
+            island_friction[j] = friction[members[first + j]]
+        island_bound, island_lowest = bound_buffer[:n_joints], lowest_buffer[:n_joints]
+        island_highest = highest_buffer[:n_joints]
         for j in range(n_joints):
-            k = members[n_pairs + j] - pairs
-            island_bound[j], island_lowest[j], island_highest[j] = bound[k], lowest[k], highest[k]
+            joint = members[first + n_pairs + j] - pairs
+            island_bound[j], island_lowest[j], island_highest[j] = bound[joint], lowest[joint], highest[joint]
         problem = CoulombProblem(W, c, island_friction, island_bound, island_lowest, island_highest)
         solver = solve_coulomb(problem, impulses, velocities, step.tolerance, step.max_iterations)
         island_sweeps, island_residual, compliance = solver.sweeps, solver.residual, step.compliance

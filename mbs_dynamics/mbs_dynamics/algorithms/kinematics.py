@@ -86,6 +86,20 @@ def add_point_jacobian(model, S, body_R, body_p, b, x, jacobian):
         j = model.parent[j]
 
 
+@njit(cache=True, inline="always")
+def world_screws(model, S, body_R, body_p, screws):
+    """screws (nbodies, 6, 6): each body's joint axes [w; v] in world axes at
+    the world origin (screws[b, m]: its m-th coordinate's), so that the
+    velocity a coordinate gives a point x moving with a body on its path is
+    v + w x x, as add_point_jacobian adds it."""
+    for j in range(model.parent.shape[0]):
+        for m in range(model.nv_joint[j]):
+            column = motion_to_parent(body_R, body_p, j, (S[j, 0, m], S[j, 1, m], S[j, 2, m], S[j, 3, m],
+                                                          S[j, 4, m], S[j, 5, m]))
+            for r in range(6):
+                screws[j, m, r] = column[r]
+
+
 @njit(cache=True)
 def frames_motion_kernel(packed, q, v, bodies, local_R, local_p, jacobians, motion, world_R, world_p, buffer):
     """For frames fixed in bodies (placement local_R, local_p in the body; body

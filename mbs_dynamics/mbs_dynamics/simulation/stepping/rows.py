@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from mbs_dynamics.algorithms.crba import ltl_solve_lower, ltl_solve_transposed_paths
-from mbs_dynamics.algorithms.kinematics import add_point_jacobian
+from mbs_dynamics.algorithms.kinematics import world_screws
 
 # The joints' velocity walls (nv,): -inf and inf where none; walls: how many are finite
 VelocityWalls = namedtuple("VelocityWalls", "lowest highest walls")
@@ -65,16 +65,20 @@ def joint_row_coordinates(terms, walls, coordinates):
 
 
 @njit(cache=True, inline="always")
-def body_path(model, b, jacobian):
-    """The deepest coordinate of body b's path to the root (-1: none, the
-    world), its columns of jacobian (6, nv) cleared."""
+def add_point_row(model, screws, b, x, axis, sign, row):
+    """row (nv,) += sign axis . (the velocity of the world point x moving with
+    body b per coordinate), from the world screws (kinematics.world_screws)
+    of b's path to the root: axis . (v + w x x) = axis . v + (x x axis) . w.
+    Returns the deepest coordinate on the path (-1: none, the world)."""
+    m0, m1, m2 = x[1] * axis[2] - x[2] * axis[1], x[2] * axis[0] - x[0] * axis[2], x[0] * axis[1] - x[1] * axis[0]
     deepest = -1
     while b >= 0:
-        for m in range(model.nv_joint[b]):
-            col = model.v_start[b] + m
+        for k in range(model.nv_joint[b]):
+            col = model.v_start[b] + k
             deepest = max(deepest, col)
-            for r in range(6):
-                jacobian[r, col] = 0.0
+            screw = screws[b, k]
+            row[col] += sign * (axis[0] * screw[3] + axis[1] * screw[4] + axis[2] * screw[5]
+                                + m0 * screw[0] + m1 * screw[1] + m2 * screw[2])
         b = model.parent[b]
     return deepest
 
@@ -96,39 +100,26 @@ def path_columns(dof_parent, deepest, other, columns):
 
 
 @njit(cache=True, inline="always")
-def pair_rows(model, dof_parent, rows, pairs, kinematics, v_free, jacobian, other_jacobian, columns):
+def pair_rows(model, dof_parent, rows, pairs, kinematics, v_free, screws, columns):
     """Each pair's rows G = axes (J_b - J_a) (J: the Jacobian of its contact
     point on body b, and on body a, none for the world), c = G v_free + (b
     on the normal row); the normal warm start clipped at 0 (the caller wrote
     the warm starts, and zeroed G). Only the columns of the two bodies'
-    paths to the root are touched. jacobian, other_jacobian (6, nv),
-    columns (nv,): scratch."""
+    paths to the root are touched. screws (nbodies, 6, 6), columns (nv,):
+    scratch."""
     G, deepest, other, c, impulses = rows
+    if pairs.body_b.shape[0] > 0:
+        world_screws(model, kinematics.S, kinematics.world_R, kinematics.world_p, screws)
     for i in range(pairs.body_b.shape[0]):
-        body_a, body_b = pairs.body_a[i], pairs.body_b[i]
-        # both Jacobians cleared on both paths: each is read on their union
-        deep_b, deep_a = body_path(model, body_b, jacobian), body_path(model, body_a, jacobian)
-        body_path(model, body_a, other_jacobian)
-        body_path(model, body_b, other_jacobian)
-        add_point_jacobian(model, kinematics.S, kinematics.world_R, kinematics.world_p, body_b, pairs.location[i],
-                           jacobian)
-        if body_a >= 0:
-            add_point_jacobian(model, kinematics.S, kinematics.world_R, kinematics.world_p, body_a,
-                               pairs.location[i], other_jacobian)
-        count = path_columns(dof_parent, deep_b, deep_a, columns)
-        axes = pairs.axes[i]
+        body_a, body_b, x, axes = pairs.body_a[i], pairs.body_b[i], pairs.location[i], pairs.axes[i]
         for a in range(3):
             row = 3 * i + a
+            deep_b = add_point_row(model, screws, body_b, x, axes[a], 1.0, G[row])
+            deep_a = add_point_row(model, screws, body_a, x, axes[a], -1.0, G[row])
             deepest[row], other[row] = deep_b, deep_a
             if deep_b < 0 and deep_a >= 0:
                 deepest[row], other[row] = deep_a, -1
-            for k in range(count):
-                col = columns[k]
-                value = axes[a, 0] * jacobian[3, col] + axes[a, 1] * jacobian[4, col] + axes[a, 2] * jacobian[5, col]
-                if body_a >= 0:
-                    value -= axes[a, 0] * other_jacobian[3, col] + axes[a, 1] * other_jacobian[4, col] \
-                        + axes[a, 2] * other_jacobian[5, col]
-                G[row, col] = value
+            count = path_columns(dof_parent, deep_b, deep_a, columns)
             total = pairs.bias[i] if a == 0 else 0.0
             for k in range(count - 1, -1, -1):  # by increasing coordinate
                 total += G[row, columns[k]] * v_free[columns[k]]

@@ -224,8 +224,7 @@ def implicit_step(packed, dof_parent, world, actuation, step, q, v, results, wor
                     rows.impulses[3 * i + a] = warm_start[a]
             collision_warm_starts(pairs, point_pairs, results.collisions, results.report[0].collisions,
                                   rows.impulses)
-            pair_rows(model, dof_parent, rows, pairs, kinematics, v_free, work.jacobian, work.other_jacobian,
-                      work.columns)
+            pair_rows(model, dof_parent, rows, pairs, kinematics, v_free, work.screws, work.columns)
             bound, lowest, highest = joint_rows(rows, 3 * count, coordinates, v_free, walls, terms,
                                                 step.dt, results.coordinates)
             transform_rows(M, dof_parent, rows)

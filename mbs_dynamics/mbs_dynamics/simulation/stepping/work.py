@@ -17,16 +17,16 @@ from mbs_dynamics.multibody.workspace import take, unbounded
 from mbs_dynamics.simulation.stepping.integrator import RungeKuttaStages
 
 # M and its copy, h, the actuators' effective effort and damping and their clamps, v after a pass, the
-# points' positions, the body twists at v and at v_free, the pairs' contact axes and contact points, a
-# Jacobian and a second one, the smooth integrator's stages, the rows (G, deepest, other, c, impulses,
-# u = W impulses + c, the compliance's share of W's diagonal), the pairs' point, obstacle, bodies, shapes,
-# gap, bias and friction, the velocity walls, the coordinates of the joint rows, a row's columns, how many
-# rows of G are zero but for their paths (1,), zeros, no external forces, q after the step, and the collision
-# between bodies' (CollisionWork).
+# points' positions, the body twists at v and at v_free, the pairs' contact axes and contact points, the
+# bodies' joint axes in the world (kinematics.world_screws), the smooth integrator's stages, the rows (G,
+# deepest, other, c, impulses, u = W impulses + c, the compliance's share of W's diagonal), the pairs' point,
+# obstacle, bodies, shapes, gap, bias and friction, the velocity walls, the coordinates of the joint rows, a
+# row's columns, a count for each body, how many rows of G are zero but for their paths (1,), zeros, no
+# external forces, q after the step, and the collision between bodies' (CollisionWork).
 StepWork = namedtuple("StepWork", "M M_nominal h effort damping clamp v_next positions vel free_vel axes location "
-                                  "jacobian other_jacobian stages G deepest other c impulses u diagonal pair_point "
-                                  "pair_obstacle pair_body_a pair_body_b pair_shape_a pair_shape_b pair_gap "
-                                  "pair_bias pair_friction lowest highest coordinates columns zeroed zero no_force q_next "
+                                  "screws stages G deepest other c impulses u diagonal pair_point pair_obstacle "
+                                  "pair_body_a pair_body_b pair_shape_a pair_shape_b pair_gap pair_bias pair_friction "
+                                  "lowest highest coordinates columns pairs_of_body zeroed zero no_force q_next "
                                   "collision")
 # Each shape's world placement (k, 3, 3), (k, 3), bounding box (k, 6: lowest then highest corner) and speed
 # bound (k,), the shapes in the order of their boxes' lowest x (k,), the narrow phase's and the manifold's
@@ -57,8 +57,7 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles, nshapes, ma
     free_vel, o = take(floats, o, (nbodies, 6))
     axes, o = take(floats, o, (pairs, 3, 3))
     location, o = take(floats, o, (pairs, 3))
-    jacobian, o = take(floats, o, (6, nv))
-    other_jacobian, o = take(floats, o, (6, nv))
+    screws, o = take(floats, o, (nbodies, 6, 6))
     rate_x, o = take(floats, o, (4, nv))
     rate_v, o = take(floats, o, (4, nv))
     q_stage, o = take(floats, o, (nq,))
@@ -110,6 +109,7 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles, nshapes, ma
     alive, o = take(ints, o, (n_faces,))
     edges, o = take(ints, o, (3 * n_faces, 2))
     columns, o = take(ints, o, (nv,))
+    pairs_of_body, o = take(ints, o, (nbodies,))
     zeroed, int_end = take(ints, o, (1,))
     stages = RungeKuttaStages(rate_x, rate_v, q_stage, v_stage)
     query = QueryWork(Simplex(simplex_W, simplex_A, simplex_B, simplex_weights),
@@ -117,10 +117,11 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles, nshapes, ma
                                face_distance, alive, edges))
     collision = CollisionWork(shape_R, shape_p, box, speed, order, query,
                               ManifoldWork(feature_a, feature_b, clip_in, clip_out), candidates, candidate_gaps)
-    return StepWork(M, M_nominal, h, effort, damping, clamp, v_next, positions, vel, free_vel, axes, location, jacobian,
-                    other_jacobian, stages, G, deepest, other, c, impulses, u, diagonal, pair_point, pair_obstacle,
+    return StepWork(M, M_nominal, h, effort, damping, clamp, v_next, positions, vel, free_vel, axes, location, screws,
+                    stages, G, deepest, other, c, impulses, u, diagonal, pair_point, pair_obstacle,
                     pair_body_a, pair_body_b, pair_shape_a, pair_shape_b, pair_gap, pair_bias, pair_friction, lowest,
-                    highest, coordinates, columns, zeroed, zero, no_force, q_next, collision), float_end, int_end
+                    highest, coordinates, columns, pairs_of_body, zeroed, zero, no_force, q_next, collision), \
+        float_end, int_end
 
 
 @njit(cache=True, inline="always")

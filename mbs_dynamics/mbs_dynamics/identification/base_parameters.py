@@ -91,11 +91,14 @@ def base_parameters(layout: ParameterLayout, seed: int = 0, states=None,
                     tolerance: float = RANK_TOLERANCE) -> BaseParameters:
     """The base parameters of layout's model (module docstring), on the
     states(model, count, rng) -> (q, v, a) drawn (default random_states: a
-    motion that keeps some coordinates still has fewer); the columns whose
+    motion that keeps some coordinates still has fewer), the layout's held
+    joints held in them; the columns whose
     pivots fall below tolerance of the largest are the dependent ones."""
     count = max(10, STATES_PER_PARAMETER * layout.size // max(1, len(layout.actuated_joints)) + 1)
     states = random_states if states is None else states
-    Y = layout.regressor(*states(layout.model, count, np.random.default_rng(seed)))
+    q, v, a = states(layout.model, count, np.random.default_rng(seed))
+    layout.hold(q, v, a)
+    Y = layout.regressor(q, v, a)
     Y = Y[:, layout.joint_coordinates()].reshape(-1, layout.size)
     norms = np.linalg.norm(Y, axis=0)
     moving = np.flatnonzero(norms > RANK_TOLERANCE * norms.max())

@@ -3,11 +3,13 @@ the identified URDF out.
 
     mbs_dynamics_identify BAG [BAG ...] --urdf NOMINAL.urdf --output IDENTIFIED.urdf
         [--topic joint_states] [--floating-base [--odometry-topic odom]]
+        [--validate HELD_OUT_BAG ...] [--fixed-joints JOINT[=POSITION],...]
         [--report REPORT.svg] [--scheduler tcp://HOST:8786] ...
 
 Prints a progress bar while reading and reducing, then a table per joint (the
 torque RMS error on the data of the nominal and the identified model, which
-parameters are identifiable on their own) and a summary. What is wrong gets
+parameters are identifiable on their own) and a summary; with --validate,
+the same errors on held-out recordings. What is wrong gets
 one line on stderr: exit code 2 for a malformed command line (argparse's), 1
 for files or data that cannot be used (checked before the fit where they
 can: the outputs' directories, the scheduler), 130 after Ctrl-C.
@@ -18,13 +20,16 @@ import argparse
 import sys
 import time
 from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
 
 from mbs_dynamics.command_line import EXIT_BAD_DATA, EXIT_INTERRUPTED, OneLineErrorParser, number, say_error
 from mbs_dynamics.files import check_writable, read_file, write_file
 from mbs_dynamics.identification import report
 from mbs_dynamics.identification.estimation import DEFAULT_PRIOR_WEIGHT
 from mbs_dynamics.identification.filtering import DEFAULT_CUTOFF
-from mbs_dynamics.identification.identify import identify
+from mbs_dynamics.identification.identify import identify, validate
 from mbs_dynamics.identification.parameters import DEFAULT_JOINT_PARAMETERS, JOINT_PARAMETERS
 from mbs_dynamics.identification.urdf_writer import identified_urdf
 from mbs_dynamics.multibody.parsers.urdf import MAX_URDF_BYTES
@@ -42,6 +47,21 @@ def joint_parameters(text: str) -> tuple[str, ...]:
     return names
 
 
+def held_joints(text: str) -> tuple[tuple[str, float], ...]:
+    """--fixed-joints: JOINT or JOINT=POSITION (rad or m; JOINT alone: 0), comma-separated."""
+    held = []
+    for item in (item.strip() for item in text.split(",") if item.strip()):
+        name, _, position = item.partition("=")
+        try:
+            value = float(position) if position.strip() else 0.0
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{item}: a joint, or JOINT=POSITION with POSITION a number") from None
+        if not np.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{item}: the position must be finite")
+        held.append((name.strip(), value))
+    return tuple(held)
+
+
 def parser() -> argparse.ArgumentParser:
     arguments = OneLineErrorParser(
         prog=PROG, description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -54,6 +74,9 @@ def parser() -> argparse.ArgumentParser:
                            help="a floating base, its motion from --odometry-topic (only the actuated joints' "
                                 "torques are fitted: the base's wrench needs the contact forces)")
     arguments.add_argument("--odometry-topic", default="odom", help="nav_msgs/Odometry of the floating base")
+    arguments.add_argument("--validate", nargs="+", default=[], metavar="BAG_OR_CSV",
+                           help="held-out recordings (not fitted): the nominal and the identified model scored on "
+                                "them, read and filtered as the others, joint by joint and over all")
     arguments.add_argument("--report", metavar="REPORT.svg", help="plot measured vs predicted torques")
     arguments.add_argument("--scheduler", metavar="ADDRESS",
                            help="an existing Dask cluster's scheduler (tcp://host:8786); local threads if not given")
@@ -63,8 +86,12 @@ def parser() -> argparse.ArgumentParser:
                            help="the joint parameters to identify, among " + ", ".join(JOINT_PARAMETERS)
                            + " (none: the inertias alone)")
     arguments.add_argument("--exclude-joints", default="", metavar="JOINT,...",
-                           help="joints whose torques are not used and whose parameters are not fitted (a "
-                                "gripper's fingers, a joint without a torque sensor)")
+                           help="joints whose torques are not used and whose parameters are not fitted, their "
+                                "recorded motion still used (a joint without a torque sensor)")
+    arguments.add_argument("--fixed-joints", type=held_joints, default=(), metavar="JOINT[=POSITION],...",
+                           help="joints held at a position (default 0) throughout, whether recorded or not, left "
+                                "out like --exclude-joints with their mimic followers; the bodies they carry are "
+                                "fitted with the body carrying them (a gripper's fingers the logs lack)")
     arguments.add_argument("--prior-weight", type=number(0.0), default=DEFAULT_PRIOR_WEIGHT,
                            help="pull toward the nominal URDF, relative to the data (>= 0)")
     arguments.add_argument("--robust", action="store_true", help="Huber-weighted refits: outliers count less")
@@ -82,12 +109,16 @@ def main(argv=None) -> int:
             outputs.append(check_writable(options.report, "report"))
         if len(outputs) == 2 and outputs[0].resolve() == outputs[1].resolve():
             raise ValueError(f"--output and --report name the same file {options.output}")
+        missing = [path for path in options.validate if not Path(path).exists()]
+        if missing:
+            raise ValueError(f"--validate: no such file or directory: {', '.join(missing)}")
+        reading = dict(floating_base=options.floating_base,
+                       odometry_topic=options.odometry_topic if options.floating_base else None,
+                       topic=options.topic, cutoff=options.cutoff, joint_parameters=options.joint_parameters,
+                       excluded_joints=tuple(name for name in options.exclude_joints.split(",") if name),
+                       held_joints=options.fixed_joints)
         result = identify(options.recordings, urdf_xml, scheduler=options.scheduler, progress=not options.quiet,
-                          floating_base=options.floating_base,
-                          odometry_topic=options.odometry_topic if options.floating_base else None,
-                          topic=options.topic, cutoff=options.cutoff, joint_parameters=options.joint_parameters,
-                          prior_weight=options.prior_weight, robust=options.robust,
-                          excluded_joints=tuple(name for name in options.exclude_joints.split(",") if name))
+                          prior_weight=options.prior_weight, robust=options.robust, **reading)
         when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         comment = (f"Identified by {PROG} on {when} from {', '.join(result.sources)}, nominal {options.urdf}")
         write_file(options.output, identified_urdf(urdf_xml, result.layout, result.identified,
@@ -98,14 +129,24 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         say_error(PROG, "interrupted")
         return EXIT_INTERRUPTED
+    validation = None
     try:
+        if options.validate:
+            validation = validate(options.validate, urdf_xml, {"nominal": result.nominal,
+                                                              "identified": result.identified},
+                                  scheduler=options.scheduler, progress=not options.quiet, **reading)
         if options.report:
-            report.write_svg(options.report, result)
+            report.write_svg(options.report, result, validation)
     except (ValueError, OSError, MemoryError) as error:
         say_error(PROG, f"{error} (the identified URDF {options.output} was written)")
         return EXIT_BAD_DATA
+    except KeyboardInterrupt:
+        say_error(PROG, f"interrupted (the identified URDF {options.output} was written)")
+        return EXIT_INTERRUPTED
     print(report.joint_table(result))
     print(report.summary(result))
+    if validation is not None:
+        print(report.validation_table(validation))
     print(f"wrote {options.output}" + (f" and {options.report}" if options.report else "")
           + f" in {time.monotonic() - started:.1f} s")
     return 0

@@ -267,8 +267,8 @@ def optimise_excitation(model: Model, joint_names=None, *, period: float = PERIO
     that minimises the condition number of layout's base regressor (default
     layout: all joint parameters) within limits (default
     ExcitationLimits.from_model), from random coefficients drawn with seed; the
-    model's other coordinates stay at hold (nq; default middle_configuration)
-    at rest (module docstring)."""
+    model's other coordinates stay at hold (nq; default middle_configuration,
+    the layout's held joints at their positions) at rest (module docstring)."""
     layout = ParameterLayout(model) if layout is None else layout
     if layout.model is not model:
         raise ValueError("layout must be built on the same model")
@@ -287,7 +287,11 @@ def optimise_excitation(model: Model, joint_names=None, *, period: float = PERIO
     limits = ExcitationLimits.from_model(model, joint_names) if limits is None else limits
     if tuple(limits.joint_names) != joint_names:
         raise ValueError(f"limits are for joints {list(limits.joint_names)}, not {list(joint_names)}")
-    hold = middle_configuration(model) if hold is None else np.asarray(hold, dtype=float)
+    if hold is None:
+        hold = middle_configuration(model)
+        for name, position in layout.held_joints:
+            hold[model.q_index(name)] = position
+    hold = np.asarray(hold, dtype=float)
     if hold.shape != (model.nq,):
         raise ValueError(f"hold must have shape ({model.nq},), got {hold.shape}")
 

@@ -17,9 +17,6 @@ parameters, joint by joint; with `robust`, Huber-weighted passes
 """
 from __future__ import annotations
 
-import socket
-import struct
-import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -49,6 +46,7 @@ from mbs_dynamics.identification.filtering import DEFAULT_CUTOFF, filtered
 from mbs_dynamics.identification.model_state import model_state
 from mbs_dynamics.identification.parameters import DEFAULT_JOINT_PARAMETERS, ParameterLayout
 from mbs_dynamics.identification.recording import QUANTITIES, DataError, Recording
+from mbs_dynamics.identification.runner import Runner, total
 from mbs_dynamics.multibody.model import Model
 from mbs_dynamics.multibody.parsers.urdf import MAX_MAGNITUDE
 
@@ -62,10 +60,6 @@ MIN_MOVING_FRACTION = 0.05
 POOR_CONDITION_NUMBER = 1e3
 # Huber-reweighted refits of robust identification.
 ROBUST_PASSES = 3
-# How long (s) a Dask scheduler given by address has to answer, and the largest first message (its
-# handshake, some 60 bytes) taken from it: anything else listening there is refused, not waited for.
-SCHEDULER_TIMEOUT = 10.0
-MAX_HANDSHAKE_BYTES = 2**16
 
 
 class IdentificationError(ValueError):
@@ -84,6 +78,14 @@ class Options:
     prior_weight: float = DEFAULT_PRIOR_WEIGHT
     robust: bool = False
     excluded_joints: tuple[str, ...] = ()
+    held_joints: tuple[tuple[str, float], ...] = ()  # (joint, position): ParameterLayout.held_joints
+
+    def __post_init__(self):
+        """held_joints also as {joint: position} or joint names (held at 0)."""
+        held = self.held_joints.items() if isinstance(self.held_joints, dict) else self.held_joints
+        object.__setattr__(self, "held_joints", tuple((item, 0.0) if isinstance(item, str) else tuple(item)
+                                                      for item in held))
+        object.__setattr__(self, "excluded_joints", tuple(self.excluded_joints))
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,54 @@ class JointReport:
     identifiable: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class TorqueErrors:
+    """The torque errors of named parameter sets on recordings, joint by joint,
+    on the rows the fit uses (where the joint moves, when Coulomb friction
+    is fitted: estimation.fitted_rows): sums of squares and their rows."""
+
+    joints: tuple[str, ...]
+    squared_errors: dict  # {name: (joints,)}
+    squared_torques: np.ndarray  # (joints,)
+    rows: np.ndarray  # (joints,)
+
+    @property
+    def torque_rms(self) -> np.ndarray:
+        return np.sqrt(self.squared_torques / np.maximum(self.rows, 1))
+
+    def rms(self, name: str) -> np.ndarray:
+        """Each joint's RMS torque error (N m or N)."""
+        return np.sqrt(self.squared_errors[name] / np.maximum(self.rows, 1))
+
+    def relative(self, name: str) -> np.ndarray:
+        """Each joint's RMS torque error relative to its torques' RMS."""
+        return np.sqrt(self.squared_errors[name] / np.maximum(self.squared_torques, 1e-300))
+
+    def overall(self, name: str) -> float:
+        """The RMS torque error over all joints relative to the torques' RMS over
+        all joints: |tau_model - tau| / |tau| over every joint and row."""
+        return float(np.sqrt(np.sum(self.squared_errors[name]) / max(np.sum(self.squared_torques), 1e-300)))
+
+
+def torque_errors(joints, sums, names) -> TorqueErrors:
+    """TorqueErrors from _chunk_errors' sums (one row per parameter set, then the
+    squared torques and the rows), the sets named `names`."""
+    return TorqueErrors(tuple(joints), dict(zip(names, sums[:-2], strict=True)), sums[-2], sums[-1])
+
+
+@dataclass
+class Validation:
+    """The result of validate: the parameter sets' torque errors on recordings
+    the fit did not use."""
+
+    errors: TorqueErrors
+    samples: int
+    sources: list[str]
+    warnings: list[str]
+    # the first recording, for plots: time, measured torques and each parameter set's, of the actuated joints
+    series: dict = field(default_factory=dict)
+
+
 @dataclass
 class Identification:
     """The result of identify."""
@@ -109,6 +159,7 @@ class Identification:
     base: BaseParameters
     condition_number: float
     joints: list[JointReport]
+    errors: TorqueErrors  # of the nominal and the identified parameters on the data
     samples: int
     sources: list[str]
     warnings: list[str] = field(default_factory=list)
@@ -124,7 +175,7 @@ def model_of(urdf_xml: str, floating_base: bool) -> Model:
 
 def layout_of(urdf_xml: str, options: Options) -> ParameterLayout:
     return ParameterLayout(model_of(urdf_xml, options.floating_base), options.joint_parameters,
-                           excluded_joints=options.excluded_joints)
+                           excluded_joints=options.excluded_joints, held_joints=options.held_joints)
 
 
 @dataclass
@@ -158,7 +209,7 @@ def read_samples(source: str, urdf_xml: str, options: Options) -> Samples:
         recording = filtered(recording, options.cutoff, filter_effort=False)
         edge = EDGE_PERIODS / options.cutoff
         recording = recording.window(recording.time[0] + edge, recording.time[-1] - edge)
-        state = model_state(model, recording)
+        state = model_state(model, recording, dict(options.held_joints))
     except DataError as error:
         raise IdentificationError(str(error)) from None
     return Samples(recording.source, recording.time, state.q, state.v, state.a, state.effort,
@@ -200,106 +251,56 @@ def _chunk_errors(samples: Samples, start: int, urdf_xml: str, options: Options,
                     + [np.sum(used * tau**2, axis=0), np.sum(used, axis=0)])
 
 
-def _total(parts):
-    total = parts[0]
-    for part in parts[1:]:
-        total = total + part
-    return total
+def _chunk_tasks(function, recordings, sizes, urdf_xml: str, options: Options, *arguments) -> list:
+    """function(samples, start, urdf_xml, options, *arguments) as a Dask task per chunk of each recording."""
+    return [dask.delayed(function)(r, start, urdf_xml, options, *arguments)
+            for r, size in zip(recordings, sizes, strict=True) for start in range(0, size, CHUNK_SAMPLES)]
 
 
-class _Runner:
-    """Computes Dask tasks on the chosen scheduler, with a progress bar."""
-
-    def __init__(self, scheduler: str | None, progress: bool):
-        self.client = None
-        self.progress = progress
-        if scheduler:
-            from distributed import Client
-
-            _check_scheduler(scheduler)
-            try:
-                self.client = Client(scheduler, timeout=f"{SCHEDULER_TIMEOUT}s")
-            except (OSError, ValueError) as error:
-                raise IdentificationError(f"cannot reach the Dask scheduler at {scheduler}: {error}") from None
-
-    def compute(self, tasks, description: str):
-        if self.client is not None:
-            futures = self.client.compute(tasks)
-            if self.progress:
-                from distributed import as_completed
-                from tqdm import tqdm
-
-                for _ in tqdm(as_completed(futures), total=len(futures), desc=description, unit="task"):
-                    pass
-            return self.client.gather(futures)
-        if self.progress:
-            from tqdm.dask import TqdmCallback
-
-            with TqdmCallback(desc=description, unit="task"):
-                return dask.compute(*tasks, scheduler="threads")
-        return dask.compute(*tasks, scheduler="threads")
-
-    def persist(self, tasks):
-        if self.client is not None:
-            return self.client.persist(tasks)
-        return [dask.delayed(result) for result in self.compute(tasks, "reading")]
-
-    def close(self):
-        if self.client is not None:
-            self.client.close()
+def _series(layout: ParameterLayout, samples: Samples, parameters: dict) -> dict:
+    """For plots: time, the measured torques of the actuated joints and those of each named parameter set."""
+    joints = layout.joint_coordinates()
+    Y = layout.regressor(samples.q, samples.v, samples.a)[:, joints]
+    return {"time": samples.time, "measured": samples.effort[:, joints]} | {
+        name: Y @ p for name, p in parameters.items()}
 
 
-def _check_scheduler(address: str) -> None:
-    """IdentificationError unless a Dask scheduler answers at `address`
-    (tcp://host:port, or inproc:// in this process) within SCHEDULER_TIMEOUT:
-    its handshake, which it sends first, read with bounded size and time.
-    Dask's own client would wait without end for anything else listening
-    there, or allocate what its first 8 bytes claim (exabytes)."""
-    from distributed.comm.addressing import parse_address, parse_host_port
-    from distributed.protocol.core import loads
-    from distributed.protocol.utils import unpack_frames
-
-    def refused(why: str) -> IdentificationError:
-        return IdentificationError(f"cannot use {address} as a Dask scheduler: {why}")
-
+def _checked_layout(urdf_xml: str, options: Options) -> ParameterLayout:
     try:
-        scheme, location = parse_address(address)
-        if scheme == "inproc":
-            return
-        if scheme != "tcp":
-            raise refused(f"only tcp:// addresses are taken, not {scheme}://")
-        host, port = parse_host_port(location)
-    except IdentificationError:
-        raise
+        return layout_of(urdf_xml, options)
     except ValueError as error:
-        raise refused(str(error)) from None
-    deadline = time.monotonic() + SCHEDULER_TIMEOUT
-    try:
-        with socket.create_connection((host, port), timeout=SCHEDULER_TIMEOUT) as connection:
-            def receive(count: int) -> bytes:
-                received = bytearray()
-                while len(received) < count:
-                    connection.settimeout(max(deadline - time.monotonic(), 1e-3))
-                    chunk = connection.recv(count - len(received))
-                    if not chunk:
-                        raise ConnectionError("it closed the connection")
-                    received += chunk
-                return bytes(received)
+        raise IdentificationError(f"the nominal URDF: {error}") from None
 
-            (size,) = struct.unpack("<Q", receive(8))
-            if size > MAX_HANDSHAKE_BYTES:
-                raise refused(f"what answers there is not Dask (its first message would have {size} bytes)")
-            handshake = loads(unpack_frames(receive(size)), deserialize=False)
-    except IdentificationError:
-        raise
-    except TimeoutError:
-        raise refused(f"no Dask handshake within {SCHEDULER_TIMEOUT:g} s (is it a Dask scheduler's address?)") from None
-    except OSError as error:
-        raise refused(error.strerror or str(error)) from None
-    except Exception as error:  # noqa: BLE001  whatever the bytes make the decoder raise
-        raise refused(f"what answers there is not Dask ({type(error).__name__})") from None
-    if not (isinstance(handshake, dict) and "pickle-protocol" in handshake):
-        raise refused("what answers there is not Dask (no handshake)")
+
+def validate(sources, urdf_xml: str, parameters: dict | None = None, scheduler: str | None = None,
+             progress: bool = True, **options) -> Validation:
+    """The torque errors, joint by joint, of parameter sets ({name: p} in the
+    ParameterLayout of urdf_xml and options; default {"URDF": its own}) on
+    recordings not used in the fit, read and filtered as identify reads its
+    own (same options), on the rows a fit would use."""
+    options = Options(**options)
+    layout = _checked_layout(urdf_xml, options)
+    parameters = {"URDF": layout.nominal()} if parameters is None else {
+        name: np.asarray(p, dtype=float) for name, p in parameters.items()}
+    for name, p in parameters.items():
+        if p.shape != (layout.size,):
+            raise IdentificationError(f"parameters '{name}' have shape {p.shape}, the layout {layout.size}")
+    if not sources:
+        raise IdentificationError("no recordings to validate on")
+    runner = Runner(scheduler, progress)
+    try:
+        recordings = runner.persist([dask.delayed(read_samples)(str(source), urdf_xml, options)
+                                     for source in sources])
+        sizes = runner.compute([dask.delayed(len)(r) for r in recordings], None)
+        notes = runner.compute([dask.delayed(getattr)(r, "warnings") for r in recordings], None)
+        sums = total(runner.compute(_chunk_tasks(_chunk_errors, recordings, sizes, urdf_xml, options,
+                                                 list(parameters.values())), "validation"))
+        first = runner.compute([recordings[0]], None)[0]
+    finally:
+        runner.close()
+    return Validation(torque_errors(layout.actuated_joints, sums, parameters), sum(sizes),
+                      [str(s) for s in sources], [f"{source}: {w}" for source, ws in zip(sources, notes, strict=True)
+                                                  for w in ws], _series(layout, first, parameters))
 
 
 def identify(sources, urdf_xml: str, scheduler: str | None = None, progress: bool = True,
@@ -308,13 +309,9 @@ def identify(sources, urdf_xml: str, scheduler: str | None = None, progress: boo
     per joint options['joint_parameters']) from recordings (module docstring).
     options: the fields of Options."""
     options = Options(**options)
-    try:
-        layout = layout_of(urdf_xml, options)
-    except ValueError as error:
-        raise IdentificationError(f"the nominal URDF: {error}") from None
+    layout = _checked_layout(urdf_xml, options)
     massless = _check_layout(layout)
-    joints = layout.joint_coordinates()
-    runner = _Runner(scheduler, progress)
+    runner = Runner(scheduler, progress)
     try:
         read = [dask.delayed(read_samples)(str(source), urdf_xml, options) for source in sources]
         recordings = runner.persist(read)
@@ -329,10 +326,9 @@ def identify(sources, urdf_xml: str, scheduler: str | None = None, progress: boo
         weights = 1.0 / np.maximum(torque_rms, 1e-3 * max(torque_rms.max(), 1e-12)) ** 2
 
         def chunks(function, *arguments):
-            return [dask.delayed(function)(r, start, urdf_xml, options, *arguments)
-                    for r, size in zip(recordings, sizes, strict=True) for start in range(0, size, CHUNK_SAMPLES)]
+            return _chunk_tasks(function, recordings, sizes, urdf_xml, options, *arguments)
 
-        equations = _total(runner.compute(chunks(_chunk_equations, weights), "normal equations")).mean()
+        equations = total(runner.compute(chunks(_chunk_equations, weights), "normal equations")).mean()
         base = base_parameters(layout)
         condition = condition_number(equations.normal_matrix, base)
         if not np.isfinite(condition):
@@ -347,24 +343,23 @@ def identify(sources, urdf_xml: str, scheduler: str | None = None, progress: boo
                             "parameters are barely excited and stay near their URDF values")
         result = _fit(layout, equations, options, torque_rms)
         for _ in range(ROBUST_PASSES if options.robust else 0):
-            errors = _total(runner.compute(chunks(_chunk_errors, [result.parameters]), "residuals"))
+            errors = total(runner.compute(chunks(_chunk_errors, [result.parameters]), "residuals"))
             scale = np.sqrt(errors[0] / np.maximum(errors[-1], 1))
-            equations = _total(runner.compute(chunks(_chunk_equations, weights, scale, result.parameters),
+            equations = total(runner.compute(chunks(_chunk_equations, weights, scale, result.parameters),
                                               "robust normal equations")).mean()
             result = _fit(layout, equations, options, torque_rms)
         nominal = layout.nominal()
-        errors = _total(runner.compute(chunks(_chunk_errors, [nominal, result.parameters]), "evaluation"))
-        first = runner.compute([recordings[0]], "plot data")[0]
+        errors = total(runner.compute(chunks(_chunk_errors, [nominal, result.parameters]), "evaluation"))
+        first = runner.compute([recordings[0]], None)[0]
     finally:
         runner.close()
-    rms_errors = np.sqrt(errors[:-1] / np.maximum(errors[-1], 1))
+    scores = torque_errors(layout.actuated_joints, errors, ("nominal", "identified"))
     identifiable = layout_identifiable(layout, base)
-    reports = [JointReport(name, float(rms_errors[2, k]), float(rms_errors[0, k]), float(rms_errors[1, k]),
-                           identifiable.get(name, ())) for k, name in enumerate(layout.actuated_joints)]
-    Y = layout.regressor(first.q, first.v, first.a)[:, joints]
-    series = {"time": first.time, "measured": first.effort[:, joints], "nominal": Y @ nominal,
-              "identified": Y @ result.parameters}
-    return Identification(layout, nominal, result.parameters, result, base, condition, reports, samples,
+    reports = [JointReport(name, float(scores.torque_rms[k]), float(scores.rms("nominal")[k]),
+                           float(scores.rms("identified")[k]), identifiable.get(name, ()))
+               for k, name in enumerate(layout.actuated_joints)]
+    series = _series(layout, first, {"nominal": nominal, "identified": result.parameters})
+    return Identification(layout, nominal, result.parameters, result, base, condition, reports, scores, samples,
                           [str(s) for s in sources], warnings + result.warnings, series)
 
 
@@ -383,10 +378,12 @@ def _check_layout(layout: ParameterLayout) -> list[str]:
     or every body of the nominal URDF massless (the URDF's masses and inertias
     set each body's scale; a body of zero mass stays massless, estimation.fit).
     A warning naming the bodies of zero mass that an actuated joint moves."""
-    if not layout.actuated_joints and layout.excluded_joints:
-        raise IdentificationError(f"every joint of '{layout.model.name}' is left out (--exclude-joints "
-                                  f"{','.join(layout.excluded_joints)}): no torque is left to identify from; keep at "
-                                  "least one joint whose torques were measured")
+    if not layout.actuated_joints and (layout.excluded_joints or layout.held_joints):
+        options = [f"--exclude-joints {','.join(layout.excluded_joints)}"] if layout.excluded_joints else []
+        options += [f"--fixed-joints {','.join(layout.held)}"] if layout.held_joints else []
+        raise IdentificationError(f"every joint of '{layout.model.name}' is left out ({', '.join(options)}): no "
+                                  "torque is left to identify from; keep at least one joint whose torques were "
+                                  "measured")
     if not layout.actuated_joints:
         raise IdentificationError(f"'{layout.model.name}' has no revolute or prismatic joint: no torque to "
                                   "identify from")

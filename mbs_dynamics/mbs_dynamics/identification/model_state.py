@@ -29,31 +29,41 @@ class ModelState:
         return iter((self.q, self.v, self.a, self.effort))
 
 
-def model_state(model: Model, recording: Recording) -> ModelState:
+def model_state(model: Model, recording: Recording, held=None) -> ModelState:
     """The recording's samples as the model's q, v, a and effort, joints
     matched by name (model.q_index, model.v_index); the floating base
-    (root_joint) from the recording's base fields. DataError when the
-    recording lacks positions, a joint of the model or the base of a
-    floating-base model; joints the model does not know are ignored with a
-    warning, mimic joints (no coordinates) and the base of a fixed-base
-    model likewise."""
-    joints = [name for name in model.joint_names if name != ROOT_JOINT or not model.floating_base]
+    (root_joint) from the recording's base fields; the joints `held`
+    ({joint: position}) at that position, at rest, whether recorded or not.
+    DataError when the recording lacks positions, a joint of the model (not
+    held) or the base of a floating-base model; joints the model does not
+    know are ignored with a warning, mimic joints (no coordinates), the
+    base of a fixed-base model and held joints' recorded motion likewise."""
+    held = held or {}
+    joints = [name for name in model.joint_names if (name != ROOT_JOINT or not model.floating_base)
+              and name not in held]
     _check_one_coordinate(model, joints)
     missing = [name for name in joints if name not in recording.joint_names]
     if missing:
         raise DataError(f"{recording._what()} lacks joints {missing} of model '{model.name}'; it has "
-                        f"{list(recording.joint_names)}")
+                        f"{list(recording.joint_names)}. Joints that did not move (a gripper's fingers) can be "
+                        f"held at a position: --fixed-joints {','.join(missing)} (at 0, or JOINT=POSITION; "
+                        "held_joints in Python)")
     if recording.position is None:
         raise DataError(f"{recording._what()} has no joint positions")
     if model.floating_base and not recording.has_base:
         raise DataError(f"model '{model.name}' has a floating base, {recording._what()} none (read the bag with "
                         "its odometry_topic, or give the CSV the base/... columns)")
     notes = _ignored(model, recording)
+    recorded_held = [name for name in held if name in recording.joint_names]
+    if recorded_held:
+        notes.append(f"the recorded motion of held joints was ignored: {recorded_held}")
     columns = [recording.joint_names.index(name) for name in joints]
     q_index = [model.q_index(name) for name in joints]
     v_index = [model.v_index(name) for name in joints]
     q = np.tile(model.neutral_configuration(), (len(recording), 1))
     q[:, q_index] = recording.position[:, columns]
+    for name, position in held.items():
+        q[:, model.q_index(name)] = position
     base_velocity = base_acceleration = None
     if model.floating_base:
         q_base, base_velocity = floating_base_state(recording.base_position, recording.base_orientation,

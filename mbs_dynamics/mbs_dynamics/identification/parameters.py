@@ -14,8 +14,11 @@ offset absorbs a torque sensor's bias; the URDF has no place for it, so it is
 reported, not written, and not fitted unless asked for
 (DEFAULT_JOINT_PARAMETERS). Actuated joints are the revolute and prismatic joints
 with a coordinate of their own (not the floating base, not a coupled mimic),
-less those the layout leaves out (a gripper's fingers, say: the bodies they
-move are still fitted, through the other joints' torques).
+less those the layout leaves out (excluded: a joint without a torque sensor,
+whose motion is still recorded and used) and those it holds (held: a
+gripper's fingers that the recording lacks, held at a value throughout:
+their mimic followers with them, and the bodies they carry fitted with the
+body that carries them, through the other joints' torques).
 """
 from __future__ import annotations
 
@@ -49,16 +52,56 @@ class ParameterLayout:
     joint_parameters: tuple[str, ...] = DEFAULT_JOINT_PARAMETERS
     smoothing: float = SMOOTHING_VELOCITY
     excluded_joints: tuple[str, ...] = ()  # joints left out: their torques unused, their parameters not fitted
+    held_joints: tuple[tuple[str, float], ...] = ()  # (joint, position): left out and held there, v = a = 0
 
     def __post_init__(self):
-        unknown_joints = set(self.excluded_joints) - set(self.model.joint_names)
-        if unknown_joints:
-            raise ValueError(f"model '{self.model.name}' has no joints {sorted(unknown_joints)} to leave out")
         object.__setattr__(self, "excluded_joints", tuple(self.excluded_joints))
+        object.__setattr__(self, "held_joints", tuple((name, float(value)) for name, value in self.held_joints))
+        for option, names in (("leave out", self.excluded_joints), ("hold", [name for name, _ in self.held_joints])):
+            self._check_joints(option, names)
+        for name, value in self.held_joints:
+            k = self.model.q_index(name)
+            lower, upper = self.model.lower_position_limit[k], self.model.upper_position_limit[k]
+            if not (np.isfinite(value) and lower <= value <= upper):
+                raise ValueError(f"joint '{name}' cannot be held at {value:g}: its limits are [{lower:g}, {upper:g}]")
+        both = set(self.excluded_joints) & set(self.held)
+        if both:
+            raise ValueError(f"joints {sorted(both)} are both left out and held: a held joint is left out too")
         unknown = set(self.joint_parameters) - set(JOINT_PARAMETERS)
         if unknown:
             raise ValueError(f"joint parameters must be among {', '.join(JOINT_PARAMETERS)}, got {sorted(unknown)}")
         object.__setattr__(self, "joint_parameters", tuple(p for p in JOINT_PARAMETERS if p in self.joint_parameters))
+
+    def _check_joints(self, option: str, names) -> None:
+        """ValueError for a joint the layout cannot leave out or hold: unknown, a
+        mimic follower (its master names it), the floating base, a planar joint."""
+        model = self.model
+        followers = model.mimic_masters()
+        unknown = sorted(set(names) - set(model.joint_names) - set(followers))
+        if unknown:
+            raise ValueError(f"model '{model.name}' has no joints {unknown} to {option}; its joints: "
+                             f"{', '.join(model.joint_names)}")
+        for name in names:
+            if name in followers:
+                raise ValueError(f"joint '{name}' mimics '{followers[name]}' (it has no coordinate of its own): "
+                                 f"{option} '{followers[name]}', and '{name}' follows it")
+        kinds = dict(zip(model.body_joint_names, model.joint_type, strict=True))
+        several = [name for name in names if kinds[name] in (FLOATING, PLANAR)]
+        if several:
+            raise ValueError(f"joints {several} have several coordinates: only revolute and prismatic joints can "
+                             f"be {'held' if option == 'hold' else 'left out'}")
+
+    @property
+    def held(self) -> dict[str, float]:
+        """{joint: the position it is held at}."""
+        return dict(self.held_joints)
+
+    def hold(self, q, v, a) -> None:
+        """The held joints at their positions, at rest, in states q (N, nq), v, a (N, nv): in place."""
+        for name, value in self.held_joints:
+            q[:, self.model.q_index(name)] = value
+            v[:, self.model.v_index(name)] = 0.0
+            a[:, self.model.v_index(name)] = 0.0
 
     @property
     def body_names(self) -> tuple[str, ...]:
@@ -71,8 +114,9 @@ class ParameterLayout:
     def actuated_joints(self) -> tuple[str, ...]:
         model = self.model
         kinds = dict(zip(model.body_joint_names, model.joint_type, strict=True))
-        return tuple(name for name in model.joint_names
-                     if kinds[name] not in (FLOATING, PLANAR) and name not in self.excluded_joints)
+        left_out = set(self.excluded_joints) | set(self.held)
+        return tuple(name for name in model.joint_names if kinds[name] not in (FLOATING, PLANAR)
+                     and name not in left_out)
 
     @property
     def inertial_count(self) -> int:

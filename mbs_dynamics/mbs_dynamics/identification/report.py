@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mbs_dynamics.files import write_file
 from mbs_dynamics.identification.estimation import physically_consistent
-from mbs_dynamics.identification.identify import Identification
+from mbs_dynamics.identification.identify import Identification, Validation
 from mbs_dynamics.multibody.model import PRISMATIC
 from mbs_dynamics.view import svg_plot
 from mbs_dynamics.view.svg_plot import Panel
@@ -35,8 +35,9 @@ def summary(result: Identification) -> str:
     lines = [(f"{result.samples} samples from {len(result.sources)} recording(s); {layout.size} parameters, "
              f"{len(result.base.independent)} base parameters; condition number of the base regressor "
              f"{result.condition_number:.4g}"),
-             (f"fit: {fit.iterations} evaluations ({fit.message}); weighted torque error {fit.nominal_cost:.4g} "
-             f"(nominal) -> {fit.cost:.4g} (identified)"),
+             (f"fit: {fit.iterations} evaluations ({fit.message}); torque error over all joints, RMS relative to "
+              f"the torques': {percent(result.errors.overall('nominal'), 1.0)} (nominal) -> "
+              f"{percent(result.errors.overall('identified'), 1.0)} (identified)"),
              f"physically consistent bodies: {int(consistent.sum())} of {consistent.size}"]
     if "offset" in layout.joint_parameters:
         offsets = layout.joint_values(result.identified, "offset")
@@ -49,13 +50,43 @@ def summary(result: Identification) -> str:
     return "\n".join(lines)
 
 
-def write_svg(path, result: Identification) -> None:
-    """Measured, nominal and identified torques of each actuated joint on the
-    first recording; FileProblem (a ValueError) when it cannot be written."""
-    series, model = result.series, result.layout.model
+def validation_table(validation: Validation) -> str:
+    """Per actuated joint and over all: the RMS torque error of each parameter
+    set on the held-out recordings, relative to the torques' RMS."""
+    errors = validation.errors
+    names = list(errors.squared_errors)
+    header = ("joint", "torque RMS", *(f"{name} error" for name in names))
+    rows = [(joint, f"{errors.torque_rms[k]:.4g}", *(percent(errors.relative(name)[k], 1.0) for name in names))
+            for k, joint in enumerate(errors.joints)]
+    rows.append(("all joints", "", *(percent(errors.overall(name), 1.0) for name in names)))
+    widths = [max(len(row[k]) for row in [header, *rows]) for k in range(len(header))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+             for row in [header, *rows]]
+    title = (f"held-out validation: {validation.samples} samples from {', '.join(validation.sources)} (RMS error "
+             "relative to the torques' RMS)")
+    return "\n".join([title, lines[0], "-" * len(lines[0]), *lines[1:]]
+                     + [f"note: {note}" for note in validation.warnings])
+
+
+def _panels(series: dict, layout, names: dict, prefix: str = "", own_time: bool = False) -> list[Panel]:
+    """A panel per actuated joint: the measured torques and those of each
+    parameter set (names: {series key: label})."""
+    model = layout.model
     kinds = dict(zip(model.body_joint_names, model.joint_type, strict=True))
-    panels = [Panel(joint, "N" if kinds[joint] == PRISMATIC else "N m", {
-        "measured": series["measured"][:, k], "nominal URDF": series["nominal"][:, k],
-        "identified": series["identified"][:, k]}) for k, joint in enumerate(result.layout.actuated_joints)]
-    write_file(path, svg_plot.document(f"identification: {result.layout.model.name}, {result.sources[0]}",
-                                       series["time"], panels), "report")
+    return [Panel(prefix + joint, "N" if kinds[joint] == PRISMATIC else "N m",
+                  {"measured": series["measured"][:, k]} | {label: series[key][:, k] for key, label in names.items()},
+                  series["time"] if own_time else None)
+            for k, joint in enumerate(layout.actuated_joints)]
+
+
+def write_svg(path, result: Identification, validation: Validation | None = None) -> None:
+    """Measured, nominal and identified torques of each actuated joint on the
+    first recording, and on the first held-out one (validation); FileProblem
+    (a ValueError) when it cannot be written."""
+    labels = {"nominal": "nominal URDF", "identified": "identified"}
+    panels = _panels(result.series, result.layout, labels)
+    title = f"identification: {result.layout.model.name}, {result.sources[0]}"
+    if validation is not None:
+        panels += _panels(validation.series, result.layout, labels, "held out: ", own_time=True)
+        title += f"; held out: {validation.sources[0]}"
+    write_file(path, svg_plot.document(title, result.series["time"], panels), "report")

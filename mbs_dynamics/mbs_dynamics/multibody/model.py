@@ -118,6 +118,17 @@ class Model:
             raise ValueError(f"model '{self.name}' has no joint '{joint}' with coordinates{mimic}")
         return table[joint]
 
+    def mimic_masters(self) -> dict[str, str]:
+        """{coupled mimic joint: the joint whose coordinate it follows} (through
+        mimics of mimics)."""
+        masters = {}
+        for name in self._coupled:
+            master = name
+            while master in self._coupled:
+                master = self.description.joints[master].mimic.joint
+            masters[name] = master
+        return masters
+
     def velocity_joint(self, k: int) -> str:
         """The joint that owns velocity coordinate k."""
         return next(name for name in reversed(self.joint_names) if self._v_index[name] <= k)

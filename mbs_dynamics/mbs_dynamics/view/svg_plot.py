@@ -23,11 +23,13 @@ MAX_POINTS = 2000
 
 @dataclass
 class Panel:
-    """One axis: its title, the unit of its values and its named series."""
+    """One axis: its title, the unit of its values and its named series; their
+    time axis (s) when not the document's."""
 
     title: str
     unit: str
     series: dict = field(default_factory=dict)
+    time: np.ndarray | None = None
 
 
 def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
@@ -53,6 +55,7 @@ def _panel(panel: Panel, t: np.ndarray, x0: float, y0: float) -> list[str]:
     width = PANEL_WIDTH - MARGIN_LEFT - MARGIN_RIGHT
     height = PANEL_HEIGHT - MARGIN_TOP - MARGIN_BOTTOM
     left, top = x0 + MARGIN_LEFT, y0 + MARGIN_TOP
+    t = t if panel.time is None else np.asarray(panel.time, dtype=float)
     values = [np.asarray(y, dtype=float) for y in panel.series.values()]
     finite = np.concatenate([y[np.isfinite(y)] for y in values]) if values else np.zeros(0)
     y_ticks = nice_ticks(float(finite.min()), float(finite.max())) if finite.size else nice_ticks(0.0, 1.0)
@@ -93,7 +96,7 @@ def _panel(panel: Panel, t: np.ndarray, x0: float, y0: float) -> list[str]:
 
 
 def document(title: str, t, panels: list[Panel]) -> str:
-    """The SVG text of the panels, in rows of two, against the common time axis t (s)."""
+    """The SVG text of the panels, in rows of two, against the common time axis t (s) (or their own)."""
     t = np.asarray(t, dtype=float)
     rows = (len(panels) + COLUMNS - 1) // COLUMNS
     width, height = COLUMNS * PANEL_WIDTH, rows * PANEL_HEIGHT + 40

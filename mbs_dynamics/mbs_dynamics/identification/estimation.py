@@ -109,10 +109,10 @@ def normal_equations(layout: ParameterLayout, q, v, a, effort, joint_weights, ro
         residual = np.abs(Y @ parameters - tau)
         limit = HUBER_THRESHOLD * np.asarray(robust_scale)
         weights = weights * np.minimum(1.0, limit / np.maximum(residual, 1e-300))
-    weighted = Y * weights[..., None]
     size = layout.size
-    return NormalEquations(np.einsum("bjk,bjl->kl", weighted, Y).reshape(size, size),
-                           np.einsum("bjk,bj->k", weighted, tau), float(np.sum(weights * tau**2)), len(tau),
+    Y = Y.reshape(-1, size)  # a row per sample and joint: one matrix product (BLAS), not an einsum
+    weighted = Y * weights.reshape(-1, 1)
+    return NormalEquations(weighted.T @ Y, weighted.T @ tau.reshape(-1), float(np.sum(weights * tau**2)), len(tau),
                            np.sum(np.asarray(v)[:, rows] ** 2, axis=0), np.sum(np.asarray(a)[:, rows] ** 2, axis=0))
 
 

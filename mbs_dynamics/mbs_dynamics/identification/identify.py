@@ -12,8 +12,9 @@ threads by default, or on an existing cluster (`scheduler` = its address,
 tcp://...), where the workers read the files themselves (they must see the
 same paths) and rebuild the model from the URDF text. A second pass over the
 chunks evaluates the torque error of the nominal and the identified
-parameters, joint by joint; with `robust`, Huber-weighted passes
-(estimation.normal_equations) refit before it.
+parameters, joint by joint, and their largest errors; with `robust`, when
+some are outliers, Huber-weighted passes (estimation.normal_equations)
+refit after it (_robust).
 """
 from __future__ import annotations
 
@@ -58,8 +59,13 @@ EDGE_PERIODS = 2.0
 MIN_MOVING_FRACTION = 0.05
 # Above this, a warning: the fit leans on the prior for some combinations.
 POOR_CONDITION_NUMBER = 1e3
-# Huber-reweighted refits of robust identification.
+# Huber-reweighted refits of robust identification: at most this many, only when some residual of the
+# least-squares fit is beyond OUTLIER_RATIO times its joint's RMS error (normal errors pass 5 RMS once in
+# 1.7 million) and OUTLIER_SIZE times its torques' RMS (a fit's tiny errors, of filtering say, are no
+# outliers whatever their shape), until the parameters move less than ROBUST_TOLERANCE (relative).
 ROBUST_PASSES = 3
+OUTLIER_RATIO, OUTLIER_SIZE = 5.0, 0.01
+ROBUST_TOLERANCE = 1e-3
 
 
 class IdentificationError(ValueError):
@@ -110,6 +116,7 @@ class TorqueErrors:
     squared_errors: dict  # {name: (joints,)}
     squared_torques: np.ndarray  # (joints,)
     rows: np.ndarray  # (joints,)
+    largest: dict  # {name: (joints,)}: the largest error
 
     @property
     def torque_rms(self) -> np.ndarray:
@@ -129,10 +136,11 @@ class TorqueErrors:
         return float(np.sqrt(np.sum(self.squared_errors[name]) / max(np.sum(self.squared_torques), 1e-300)))
 
 
-def torque_errors(joints, sums, names) -> TorqueErrors:
-    """TorqueErrors from _chunk_errors' sums (one row per parameter set, then the
-    squared torques and the rows), the sets named `names`."""
-    return TorqueErrors(tuple(joints), dict(zip(names, sums[:-2], strict=True)), sums[-2], sums[-1])
+def torque_errors(joints, errors, names) -> TorqueErrors:
+    """TorqueErrors from _chunk_errors' ErrorSums, the sets named `names`."""
+    sums = errors.sums
+    return TorqueErrors(tuple(joints), dict(zip(names, sums[:-2], strict=True)), sums[-2], sums[-1],
+                        dict(zip(names, errors.largest, strict=True)))
 
 
 @dataclass
@@ -238,17 +246,31 @@ def _chunk_equations(samples: Samples, start: int, urdf_xml: str, options: Optio
                                 weights, robust_scale, parameters)
 
 
-def _chunk_errors(samples: Samples, start: int, urdf_xml: str, options: Options, parameter_sets) -> np.ndarray:
+def _chunk_errors(samples: Samples, start: int, urdf_xml: str, options: Options, parameter_sets) -> ErrorSums:
     """Per parameter set and actuated joint, the sum of squared torque errors on
-    the chunk's rows that the fit uses (estimation.fitted_rows), then the sum
-    of squared torques on them and their number."""
+    the chunk's rows that the fit uses (estimation.fitted_rows) and the
+    largest error, the sum of squared torques on them and their number."""
     layout = layout_of(urdf_xml, options)
     rows, joints = slice(start, start + CHUNK_SAMPLES), layout.joint_coordinates()
     Y = layout.regressor(samples.q[rows], samples.v[rows], samples.a[rows])[:, joints]
     tau = samples.effort[rows][:, joints]
     used = fitted_rows(layout, samples.v[rows][:, joints])
-    return np.array([np.sum(used * (Y @ p - tau) ** 2, axis=0) for p in parameter_sets]
-                    + [np.sum(used * tau**2, axis=0), np.sum(used, axis=0)])
+    errors = [used * np.abs(Y @ p - tau) for p in parameter_sets]
+    return ErrorSums(np.array([np.sum(e**2, axis=0) for e in errors] + [np.sum(used * tau**2, axis=0),
+                                                                         np.sum(used, axis=0)]),
+                     np.array([np.max(e, axis=0, initial=0.0) for e in errors]))
+
+
+@dataclass(frozen=True)
+class ErrorSums:
+    """_chunk_errors' sums (one row per parameter set, then the squared torques
+    and the rows) and largest errors (one row per set), added over chunks."""
+
+    sums: np.ndarray
+    largest: np.ndarray
+
+    def __add__(self, other: ErrorSums) -> ErrorSums:
+        return ErrorSums(self.sums + other.sums, np.maximum(self.largest, other.largest))
 
 
 def _chunk_tasks(function, recordings, sizes, urdf_xml: str, options: Options, *arguments) -> list:
@@ -342,14 +364,11 @@ def identify(sources, urdf_xml: str, scheduler: str | None = None, progress: boo
             warnings.append(f"the base regressor's condition number is {condition:.3g}: some combinations of "
                             "parameters are barely excited and stay near their URDF values")
         result = _fit(layout, equations, options, torque_rms)
-        for _ in range(ROBUST_PASSES if options.robust else 0):
-            errors = total(runner.compute(chunks(_chunk_errors, [result.parameters]), "residuals"))
-            scale = np.sqrt(errors[0] / np.maximum(errors[-1], 1))
-            equations = total(runner.compute(chunks(_chunk_equations, weights, scale, result.parameters),
-                                              "robust normal equations")).mean()
-            result = _fit(layout, equations, options, torque_rms)
         nominal = layout.nominal()
         errors = total(runner.compute(chunks(_chunk_errors, [nominal, result.parameters]), "evaluation"))
+        if options.robust:
+            result, errors, note = _robust(layout, result, errors, runner, chunks, weights, options, torque_rms)
+            warnings.append(note)
         first = runner.compute([recordings[0]], None)[0]
     finally:
         runner.close()
@@ -361,6 +380,38 @@ def identify(sources, urdf_xml: str, scheduler: str | None = None, progress: boo
     series = _series(layout, first, {"nominal": nominal, "identified": result.parameters})
     return Identification(layout, nominal, result.parameters, result, base, condition, reports, scores, samples,
                           [str(s) for s in sources], warnings + result.warnings, series)
+
+
+def _robust(layout, result: Fit, errors: ErrorSums, runner, chunks, weights, options, torque_rms):
+    """Huber-reweighted refits (iteratively reweighted least squares, each
+    joint's scale its residual RMS) from the least-squares fit `result`, its
+    ErrorSums `errors` (of the nominal and it): none when no residual is an
+    outlier (beyond OUTLIER_RATIO times its joint's RMS error and OUTLIER_SIZE
+    of its torques' RMS: clean data leave the fit as it is), else up to
+    ROBUST_PASSES, until the parameters
+    move less than ROBUST_TOLERANCE. Returns the fit, the ErrorSums of the
+    nominal and it, and a note of what was done."""
+    names = ("nominal", "identified")
+    scores = torque_errors(layout.actuated_joints, errors, names)
+    largest = scores.largest["identified"]
+    ratio = largest / np.maximum(scores.rms("identified"), 1e-300)
+    outlying = (ratio > OUTLIER_RATIO) & (largest > OUTLIER_SIZE * scores.torque_rms)
+    if not np.any(outlying):
+        return result, errors, (f"robust: no residual beyond {OUTLIER_RATIO:g} times its joint's RMS error and "
+                                f"{OUTLIER_SIZE:.0%} of its torques' RMS: no outliers, the least-squares fit stands")
+    passes = 0
+    for passes in range(1, ROBUST_PASSES + 1):
+        scale = scores.rms("identified")
+        equations = total(runner.compute(chunks(_chunk_equations, weights, scale, result.parameters),
+                                         "robust normal equations")).mean()
+        previous, result = result.parameters, _fit(layout, equations, options, torque_rms)
+        errors = total(runner.compute(chunks(_chunk_errors, [layout.nominal(), result.parameters]), "residuals"))
+        scores = torque_errors(layout.actuated_joints, errors, names)
+        if np.linalg.norm(result.parameters - previous) <= ROBUST_TOLERANCE * np.linalg.norm(previous):
+            break
+    outliers = ", ".join(joint for joint, out in zip(layout.actuated_joints, outlying, strict=True) if out)
+    return result, errors, (f"robust: residuals beyond {OUTLIER_RATIO:g} times their joint's RMS ({outliers}): "
+                            f"{passes} Huber-reweighted refit(s)")
 
 
 def _fit(layout: ParameterLayout, equations: NormalEquations, options: Options, torque_rms) -> Fit:

@@ -11,7 +11,7 @@ from mbs_dynamics.command_line import EXIT_BAD_DATA
 from mbs_dynamics.identification import cli, data
 from mbs_dynamics.identification.base_parameters import base_parameters
 from mbs_dynamics.identification.excitation import middle_configuration, optimise_excitation
-from mbs_dynamics.identification.identify import validate
+from mbs_dynamics.identification.identify import identify, validate
 from mbs_dynamics.identification.parameters import ParameterLayout
 from mbs_dynamics.identification.urdf_writer import identified_urdf
 from oracles import robot_path
@@ -119,3 +119,15 @@ def test_identify_with_the_fingers_held_and_validate_held_out(panda_runs, tmp_pa
     assert relative.shape == (7,) and np.all(relative < 0.02), relative
     # the fingers kept their joints in the identified URDF
     assert mbs.Model.from_urdf_file(output).joint_names == mbs.Model.from_urdf_string(nominal_xml).joint_names
+
+
+def test_efforts_that_are_not_the_joint_torques_are_named(panda_runs):
+    """A joint whose efforts have the opposite sign (a wiring or convention
+    mistake): the warning names it and what to check."""
+    directory, fitted, _, nominal_xml = panda_runs
+    run = data.read_bag(fitted[0], progress=False)
+    flipped = run.replace(effort=run.effort * np.where(np.array(run.joint_names) == "panda_joint2", -1.0, 1.0))
+    bag = data.write_bag(directory / "flipped", flipped)
+    result = identify([bag], nominal_xml, progress=False, held_joints=[FINGER])
+    warning = next(w for w in result.warnings if "not joint torques" in w or "are those efforts" in w)
+    assert "panda_joint2 (" in warning and "panda_joint4" not in warning and "opposite sign" in warning

@@ -65,6 +65,9 @@ POOR_CONDITION_NUMBER = 1e3
 # outliers whatever their shape), until the parameters move less than ROBUST_TOLERANCE (relative).
 ROBUST_PASSES = 3
 OUTLIER_RATIO, OUTLIER_SIZE = 5.0, 0.01
+# A nominal model's torque error beyond this many times the measured torques' RMS (an effort of the opposite
+# sign: 2) says the efforts are not the joint torques (identify's warning).
+IMPLAUSIBLE_ERROR = 1.5
 ROBUST_TOLERANCE = 1e-3
 
 
@@ -373,6 +376,7 @@ def identify(sources, urdf_xml: str, scheduler: str | None = None, progress: boo
     finally:
         runner.close()
     scores = torque_errors(layout.actuated_joints, errors, ("nominal", "identified"))
+    warnings += _implausible_efforts(scores)
     identifiable = layout_identifiable(layout, base)
     reports = [JointReport(name, float(scores.torque_rms[k]), float(scores.rms("nominal")[k]),
                            float(scores.rms("identified")[k]), identifiable.get(name, ()))
@@ -412,6 +416,21 @@ def _robust(layout, result: Fit, errors: ErrorSums, runner, chunks, weights, opt
     outliers = ", ".join(joint for joint, out in zip(layout.actuated_joints, outlying, strict=True) if out)
     return result, errors, (f"robust: residuals beyond {OUTLIER_RATIO:g} times their joint's RMS ({outliers}): "
                             f"{passes} Huber-reweighted refit(s)")
+
+
+def _implausible_efforts(scores: TorqueErrors) -> list[str]:
+    """A warning naming the joints whose nominal torque error passes
+    IMPLAUSIBLE_ERROR times their measured torques' RMS: no URDF is that far
+    off, the efforts are not the joint torques its model predicts."""
+    relative = scores.relative("nominal")
+    far = [f"{joint} ({error:.3g} times)" for joint, error in zip(scores.joints, relative, strict=True)
+           if error > IMPLAUSIBLE_ERROR]
+    if not far:
+        return []
+    return [f"the nominal URDF's torque error passes {IMPLAUSIBLE_ERROR:g} times the measured torques' RMS on "
+            f"{', '.join(far)}: are those efforts joint torques in N m or N (not motor currents, not with a weight "
+            "or gravity taken out, not of the opposite sign)? They pull every other parameter with them: convert "
+            "them, or leave those joints out (--exclude-joints)"]
 
 
 def _fit(layout: ParameterLayout, equations: NormalEquations, options: Options, torque_rms) -> Fit:

@@ -6,7 +6,7 @@ equations chunk by chunk on Dask, fit, evaluate.
 Each recording (a ROS 2 bag, MCAP or sqlite3, or a CSV file: bag_data.py, csv_data.py) is read
 and low-pass filtered as a whole (zero phase needs the whole signal; the
 first and last EDGE_PERIODS periods of the cut-off are dropped, where the
-filter starts up), then cut in chunks of CHUNK_SAMPLES; every chunk reduces to
+filter starts up), then cut in chunks (chunk_samples); every chunk reduces to
 its NormalEquations and the sums add up. These are Dask tasks: on local
 threads by default, or on an existing cluster (`scheduler` = its address,
 tcp://...), where the workers read the files themselves (they must see the
@@ -51,7 +51,11 @@ from mbs_dynamics.identification.runner import Runner, total
 from mbs_dynamics.multibody.model import Model
 from mbs_dynamics.multibody.parsers.urdf import MAX_MAGNITUDE
 
-CHUNK_SAMPLES = 5000
+# A chunk's regressor (samples x nv x parameters) holds at most about CHUNK_BYTES, and at most CHUNK_SAMPLES
+# samples: 5000 of a 6-DoF arm, some 800 of TALOS on a floating base (600 MB a chunk otherwise).
+CHUNK_SAMPLES, CHUNK_BYTES = 5000, 100e6
+# Samples of the first recording computed for the report's plots at most (an SVG draws 2000 per series).
+SERIES_SAMPLES = 4000
 # Dropped at each end of a filtered recording: this many periods of the cut-off.
 EDGE_PERIODS = 2.0
 # A joint whose fitted rows (where it moves: estimation.fitted_rows) are fewer than this
@@ -240,21 +244,25 @@ def _check_magnitudes(recording: Recording) -> None:
                 "units mistake? Positions are in rad or m, velocities in rad/s or m/s, efforts in N m or N")
 
 
-def _chunk_equations(samples: Samples, start: int, urdf_xml: str, options: Options, weights, robust_scale=None,
+def chunk_samples(layout: ParameterLayout) -> int:
+    """How many samples a chunk has: CHUNK_SAMPLES, fewer where their regressor would pass CHUNK_BYTES."""
+    return int(np.clip(CHUNK_BYTES / (8 * layout.model.nv * layout.size), 100, CHUNK_SAMPLES))
+
+
+def _chunk_equations(samples: Samples, rows: slice, urdf_xml: str, options: Options, weights, robust_scale=None,
                      parameters=None) -> NormalEquations:
     layout = layout_of(urdf_xml, options)
-    rows = slice(start, start + CHUNK_SAMPLES)
     with threadpool_limits(1, "blas"):
         return normal_equations(layout, samples.q[rows], samples.v[rows], samples.a[rows], samples.effort[rows],
                                 weights, robust_scale, parameters)
 
 
-def _chunk_errors(samples: Samples, start: int, urdf_xml: str, options: Options, parameter_sets) -> ErrorSums:
+def _chunk_errors(samples: Samples, rows: slice, urdf_xml: str, options: Options, parameter_sets) -> ErrorSums:
     """Per parameter set and actuated joint, the sum of squared torque errors on
     the chunk's rows that the fit uses (estimation.fitted_rows) and the
     largest error, the sum of squared torques on them and their number."""
     layout = layout_of(urdf_xml, options)
-    rows, joints = slice(start, start + CHUNK_SAMPLES), layout.joint_coordinates()
+    joints = layout.joint_coordinates()
     Y = layout.regressor(samples.q[rows], samples.v[rows], samples.a[rows])[:, joints]
     tau = samples.effort[rows][:, joints]
     used = fitted_rows(layout, samples.v[rows][:, joints])
@@ -277,16 +285,20 @@ class ErrorSums:
 
 
 def _chunk_tasks(function, recordings, sizes, urdf_xml: str, options: Options, *arguments) -> list:
-    """function(samples, start, urdf_xml, options, *arguments) as a Dask task per chunk of each recording."""
-    return [dask.delayed(function)(r, start, urdf_xml, options, *arguments)
-            for r, size in zip(recordings, sizes, strict=True) for start in range(0, size, CHUNK_SAMPLES)]
+    """function(samples, rows, urdf_xml, options, *arguments) as a Dask task per chunk (rows: a slice) of each
+    recording."""
+    length = chunk_samples(layout_of(urdf_xml, options))
+    return [dask.delayed(function)(r, slice(start, start + length), urdf_xml, options, *arguments)
+            for r, size in zip(recordings, sizes, strict=True) for start in range(0, size, length)]
 
 
 def _series(layout: ParameterLayout, samples: Samples, parameters: dict) -> dict:
-    """For plots: time, the measured torques of the actuated joints and those of each named parameter set."""
+    """For plots: time, the measured torques of the actuated joints and those of each named parameter set, at
+    SERIES_SAMPLES samples at most, evenly spaced."""
     joints = layout.joint_coordinates()
-    Y = layout.regressor(samples.q, samples.v, samples.a)[:, joints]
-    return {"time": samples.time, "measured": samples.effort[:, joints]} | {
+    shown = slice(None, None, max(1, -(-len(samples) // SERIES_SAMPLES)))
+    Y = layout.regressor(samples.q[shown], samples.v[shown], samples.a[shown])[:, joints]
+    return {"time": samples.time[shown], "measured": samples.effort[shown][:, joints]} | {
         name: Y @ p for name, p in parameters.items()}
 
 

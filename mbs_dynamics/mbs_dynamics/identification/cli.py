@@ -93,7 +93,11 @@ def parser() -> argparse.ArgumentParser:
                                 "out like --exclude-joints with their mimic followers; the bodies they carry are "
                                 "fitted with the body carrying them (a gripper's fingers the logs lack)")
     arguments.add_argument("--prior-weight", type=number(0.0), default=DEFAULT_PRIOR_WEIGHT,
-                           help="pull toward the nominal URDF, relative to the data (>= 0)")
+                           help="weight of the prior, the nominal URDF (>= 0, dimensionless): what a unit of the "
+                                "entropic divergence of a body's pseudo-inertia from the URDF's costs (Lee, Wensing & "
+                                "Park 2020; a body 10%% heavier and larger: 0.02) against the squared torque errors "
+                                "relative to each joint's RMS, summed over joints; a joint parameter costs the square "
+                                "of its change of the joint's torque relative to the RMS")
     arguments.add_argument("--robust", action="store_true", help="Huber-weighted refits: outliers count less")
     arguments.add_argument("--quiet", action="store_true", help="no progress bars")
     return arguments

@@ -32,7 +32,7 @@ from mbs_dynamics.identification.filtering import DEFAULT_CUTOFF
 from mbs_dynamics.identification.identify import identify, validate
 from mbs_dynamics.identification.parameters import DEFAULT_JOINT_PARAMETERS, JOINT_PARAMETERS
 from mbs_dynamics.identification.urdf_writer import identified_urdf
-from mbs_dynamics.multibody.parsers.urdf import MAX_URDF_BYTES
+from mbs_dynamics.multibody.parsers.urdf import DEFAULT_STRIBECK_VELOCITY, MAX_MAGNITUDE, MAX_URDF_BYTES
 
 PROG = "mbs_dynamics_identify"
 
@@ -84,7 +84,14 @@ def parser() -> argparse.ArgumentParser:
                            help="low-pass cut-off (Hz) of the zero-phase filter before differentiation")
     arguments.add_argument("--joint-parameters", type=joint_parameters, default=",".join(DEFAULT_JOINT_PARAMETERS),
                            help="the joint parameters to identify, among " + ", ".join(JOINT_PARAMETERS)
-                           + " (none: the inertias alone)")
+                           + " (none: the inertias alone); the friction model: friction,damping (Coulomb and "
+                           "viscous), with offset (asymmetric Coulomb), with stribeck (static friction falling to "
+                           "Coulomb's past the Stribeck velocity)")
+    arguments.add_argument("--stribeck-velocity", type=number(0.0, MAX_MAGNITUDE, low_open=True), metavar="V_S",
+                           default=argparse.SUPPRESS,  # (the help says the default)
+                           help="the Stribeck velocity (rad/s or m/s) of every joint, with stribeck among "
+                                "--joint-parameters (default: each joint's <mbs:friction stribeck_velocity> in the "
+                                f"nominal URDF, else {DEFAULT_STRIBECK_VELOCITY:g})")
     arguments.add_argument("--exclude-joints", default="", metavar="JOINT,...",
                            help="joints whose torques are not used and whose parameters are not fitted, their "
                                 "recorded motion still used (a joint without a torque sensor)")
@@ -104,7 +111,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    options = parser().parse_args(argv)
+    arguments = parser()
+    options = arguments.parse_args(argv)
+    options.stribeck_velocity = getattr(options, "stribeck_velocity", None)
+    if options.stribeck_velocity is not None and "stribeck" not in options.joint_parameters:
+        arguments.error("--stribeck-velocity sets the Stribeck velocity of the stribeck joint parameter, which "
+                        "--joint-parameters does not name")
     started = time.monotonic()
     try:
         urdf_xml = read_file(options.urdf, "URDF file", MAX_URDF_BYTES)
@@ -120,7 +132,7 @@ def main(argv=None) -> int:
                        odometry_topic=options.odometry_topic if options.floating_base else None,
                        topic=options.topic, cutoff=options.cutoff, joint_parameters=options.joint_parameters,
                        excluded_joints=tuple(name for name in options.exclude_joints.split(",") if name),
-                       held_joints=options.fixed_joints)
+                       held_joints=options.fixed_joints, stribeck_velocity=options.stribeck_velocity)
         result = identify(options.recordings, urdf_xml, scheduler=options.scheduler, progress=not options.quiet,
                           prior_weight=options.prior_weight, robust=options.robust, **reading)
         when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")

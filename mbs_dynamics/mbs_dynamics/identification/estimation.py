@@ -19,7 +19,8 @@ factor of its pseudo-inertia (Rucker & Wensing 2022),
 so that every value of theta = (alpha, d1, d2, d3, s12, s23, s13, t1, t2, t3)
 is a physically consistent body (J positive definite: positive mass, and
 principal moments that satisfy the triangle inequality) and every such body
-has one theta. Friction, damping and armature are bounded below by 0.
+has one theta. Coulomb friction, its Stribeck excess (so that F_s >= F_c),
+damping and armature are bounded below by 0; the offset is free.
 
 The prior is the nominal model (the URDF), through a distance between
 pseudo-inertias: the entropic (log-det, Bregman) divergence of Lee, Wensing &
@@ -37,7 +38,7 @@ both); near J0 it is half the squared relative change, |J0^-1/2 dJ J0^-1/2|^2 / 
                                                         + sum over joint parameters of (s (x - x0))^2),
 
 each joint parameter pulled toward its nominal value in the joint's torque
-scale s (friction and offset over the torque RMS, damping times the velocity
+scale s (friction, Stribeck excess and offset over the torque RMS, damping times the velocity
 RMS and armature times the acceleration RMS over it: s (x - x0) is the change
 of the joint's torque relative to its RMS). With the default joint weights
 the torque error is a sum over joints of relative squared errors, so
@@ -128,10 +129,11 @@ def normal_equations(layout: ParameterLayout, q, v, a, effort, joint_weights, ro
     the residual r = Y_p p - tau of each sample and joint (one step of
     iteratively reweighted least squares).
 
-    With Coulomb friction in the layout, a joint's row of a sample where it
-    moves slower than STICKING_VELOCITIES smoothing velocities is left out:
-    there friction is set-valued (the joint may stick, friction taking any
-    value up to its limit) and no function of the velocity predicts it."""
+    With Coulomb friction (or its Stribeck excess) in the layout, a joint's
+    row of a sample where it moves slower than STICKING_VELOCITIES smoothing
+    velocities is left out: there friction is set-valued (the joint may
+    stick, friction taking any value up to its limit) and no function of the
+    velocity predicts it."""
     rows = layout.joint_coordinates()
     Y = layout.regressor(q, v, a)[:, rows, :]  # (batch, joints, size)
     tau = np.asarray(effort, dtype=float)[:, rows]
@@ -150,10 +152,10 @@ def normal_equations(layout: ParameterLayout, q, v, a, effort, joint_weights, ro
 
 def fitted_rows(layout: ParameterLayout, joint_velocities) -> np.ndarray:
     """(batch, joints) bool: the joints' rows that a fit with Coulomb friction
-    uses, where the joint moves at STICKING_VELOCITIES smoothing velocities or
-    faster (normal_equations); every row without it."""
+    (or its Stribeck excess) uses, where the joint moves at STICKING_VELOCITIES
+    smoothing velocities or faster (normal_equations); every row without it."""
     joint_velocities = np.asarray(joint_velocities)
-    if "friction" not in layout.joint_parameters:
+    if not layout.fits_coulomb:
         return np.ones(joint_velocities.shape, dtype=bool)
     return np.abs(joint_velocities) >= STICKING_VELOCITIES * layout.smoothing
 
@@ -363,13 +365,13 @@ class _Problem:
 
         self.theta0 = log_cholesky(pseudo_inertia(bodies_p0[self.bodies]))
         rms_v, rms_a = np.sqrt(equations.velocity_squares), np.sqrt(equations.acceleration_squares)
-        scales = {"friction": 1.0 / torque_scale, "damping": rms_v / torque_scale, "offset": 1.0 / torque_scale,
-                  "armature": rms_a / torque_scale}
+        scales = {"friction": 1.0 / torque_scale, "stribeck": 1.0 / torque_scale, "damping": rms_v / torque_scale,
+                  "offset": 1.0 / torque_scale, "armature": rms_a / torque_scale}
         joint_scales = np.column_stack([scales[name] for name in layout.joint_parameters]).ravel() \
             if layout.joint_parameters else np.zeros(0)  # joint-major, as p
         self.prior_root = np.sqrt(prior_weight)
         self.joint_prior_rows = self.prior_root * joint_scales
-        bounded = np.isin(np.tile(layout.joint_parameters, joints), ("friction", "damping", "armature"))
+        bounded = np.isin(np.tile(layout.joint_parameters, joints), ("friction", "stribeck", "damping", "armature"))
         self.lower = np.full(self.free.size, -np.inf)
         self.lower[self.n_theta:][bounded] = 0.0
         self.x0 = np.concatenate([self.theta0.ravel(), np.maximum(p0[self.joint], self.lower[self.n_theta:])])

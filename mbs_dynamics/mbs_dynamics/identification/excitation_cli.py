@@ -30,6 +30,8 @@ from mbs_dynamics.identification.parameters import JOINT_PARAMETERS, ParameterLa
 from mbs_dynamics.multibody.model import Model
 
 PROG = "mbs_dynamics_excitation"
+# What an excitation trajectory is optimised for by default (--parameters).
+EXCITED_PARAMETERS = tuple(name for name in JOINT_PARAMETERS if name != "stribeck")
 
 DEFAULT_RATE = 500.0  # Hz: the rows of the CSV file; a player interpolates between them
 # Periods written: a recording of several lets the identification average them (noise down by sqrt(periods))
@@ -62,8 +64,9 @@ def arguments(argv=None) -> argparse.Namespace:
                         "most (default %(default)s)")
     parser.add_argument("--floating-base", action="store_true", help="load the URDF with a floating base, held "
                         "at rest at the origin: its wrench rows count (a robot on a force plate)")
-    parser.add_argument("--parameters", nargs="*", default=list(JOINT_PARAMETERS), choices=JOINT_PARAMETERS,
-                        help="the joint parameters identified besides the inertias (default: all)")
+    parser.add_argument("--parameters", nargs="*", default=list(EXCITED_PARAMETERS), choices=JOINT_PARAMETERS,
+                        help="the joint parameters identified besides the inertias (default: all but stribeck, "
+                             "which an excitation at speed barely shows)")
     parser.add_argument("--position-margin", type=number(0.0, 0.5, high_open=True), default=fourier_trajectory.POSITION_MARGIN,
                         help="fraction of each joint's range kept free at either end (default %(default)s)")
     parser.add_argument("--velocity-scale", type=number(0.0, low_open=True), default=fourier_trajectory.VELOCITY_SCALE,

@@ -88,6 +88,7 @@ class Options:
     odometry_topic: str | None = None
     cutoff: float = DEFAULT_CUTOFF
     joint_parameters: tuple[str, ...] = DEFAULT_JOINT_PARAMETERS
+    stribeck_velocity: float | None = None  # v_s of every joint; None: the nominal URDF's (ParameterLayout)
     prior_weight: float = DEFAULT_PRIOR_WEIGHT
     robust: bool = False
     excluded_joints: tuple[str, ...] = ()
@@ -190,7 +191,8 @@ def model_of(urdf_xml: str, floating_base: bool) -> Model:
 
 def layout_of(urdf_xml: str, options: Options) -> ParameterLayout:
     return ParameterLayout(model_of(urdf_xml, options.floating_base), options.joint_parameters,
-                           excluded_joints=options.excluded_joints, held_joints=options.held_joints)
+                           excluded_joints=options.excluded_joints, held_joints=options.held_joints,
+                           stribeck_velocity=options.stribeck_velocity)
 
 
 @dataclass
@@ -509,8 +511,7 @@ def _check_excitation(layout: ParameterLayout, samples: int, moving) -> None:
     still = [f"{name} ({count} samples)" for name, count in zip(layout.actuated_joints, moving, strict=True)
              if count < MIN_MOVING_FRACTION * samples]
     if still:
-        speed = f"{STICKING_VELOCITIES * layout.smoothing:g} rad/s or m/s" if "friction" in layout.joint_parameters \
-            else "all"
+        speed = f"{STICKING_VELOCITIES * layout.smoothing:g} rad/s or m/s" if layout.fits_coulomb else "all"
         raise IdentificationError(
             f"too little excitation: joints that barely moved (faster than {speed} in fewer than "
             f"{MIN_MOVING_FRACTION:.0%} of the {samples} samples): {', '.join(still)}; record an excitation "

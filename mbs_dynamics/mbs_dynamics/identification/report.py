@@ -41,8 +41,13 @@ def summary(result: Identification) -> str:
              f"physically consistent bodies: {int(consistent.sum())} of {consistent.size}"]
     if "offset" in layout.joint_parameters:
         offsets = layout.joint_values(result.identified, "offset")
-        lines.append("torque offsets (not in the URDF): "
+        lines.append("friction offsets (<mbs:friction offset>): "
                      + ", ".join(f"{joint} {value:.3g}" for joint, value in offsets.items()))
+    if "stribeck" in layout.joint_parameters:
+        excess = layout.joint_values(result.identified, "stribeck")
+        lines.append("static friction above the Coulomb friction, F_s - F_c (<mbs:friction static>): " + ", ".join(
+            f"{joint} {value:.3g} (v_s {v_s:g})" for (joint, value), v_s in zip(
+                excess.items(), layout.stribeck_velocities, strict=True)))
     if fit.inconsistent_priors:
         lines.append("nominal bodies not physically consistent (prior moved to the nearest consistent one): "
                      + ", ".join(fit.inconsistent_priors))

@@ -6,6 +6,13 @@
   link and every link fixed to it: model.py).
 * Each actuated joint's <dynamics damping="..." friction="..."> is set,
   other attributes of the element kept.
+* Where the friction model has more than <dynamics> holds (an offset or a
+  Stribeck excess fitted, or the nominal joint had one), each actuated joint
+  also gets the project's extension element (parsers.urdf's docstring),
+  `<mbs:friction coulomb viscous static stribeck_velocity offset>` with
+  xmlns:mbs declared on <robot>: all five values, coulomb and viscous equal
+  to <dynamics friction damping>, static = coulomb + the Stribeck excess;
+  what was not fitted keeps its nominal value. Other URDF parsers ignore it.
 * Each armature becomes a rotor inertia in Drake's transmission convention,
   rotor_inertia x gear_ratio^2 = armature: an existing transmission of the
   joint keeps its gear ratio; a joint without one gets a new transmission
@@ -18,8 +25,10 @@ import numpy as np
 from lxml import etree
 
 from mbs_dynamics.identification.parameters import ParameterLayout
+from mbs_dynamics.multibody.parsers.urdf import MBS_NAMESPACE
 
 DRAKE = "http://drake.mit.edu"
+FRICTION = f"{{{MBS_NAMESPACE}}}friction"
 
 
 def number(value: float) -> str:
@@ -31,7 +40,13 @@ def identified_urdf(nominal_xml: str, layout: ParameterLayout, parameters, bodie
     """The nominal URDF text with the parameters p (layout's order) written in
     for `bodies` (indices) and every actuated joint (module docstring); comment:
     an XML comment put first in <robot> (what was identified from what)."""
-    root = _with_drake_namespace(etree.fromstring(nominal_xml.encode()))
+    root = _declaring(etree.fromstring(nominal_xml.encode()), "drake", DRAKE)
+    values = {name: layout.joint_values(parameters, name) for name in layout.joint_parameters}
+    extended = {joint.get("name") for joint in root.findall("joint") if joint.find(FRICTION) is not None}
+    if "offset" in values or "stribeck" in values:
+        extended |= set(layout.actuated_joints)
+    if extended:
+        root = _declaring(root, "mbs", MBS_NAMESPACE)
     links = {link.get("name"): link for link in root.findall("link")}
     model = layout.model
     body_parameters = layout.body_parameters(parameters)
@@ -42,15 +57,12 @@ def identified_urdf(nominal_xml: str, layout: ParameterLayout, parameters, bodie
                     links[name].remove(inertial)
         _set_inertial(links[layout.body_names[body]], body_parameters[body])
     joints = {joint.get("name"): joint for joint in root.findall("joint")}
-    values = {name: layout.joint_values(parameters, name) for name in layout.joint_parameters}
-    for joint in layout.actuated_joints:
-        if "friction" in values or "damping" in values:
-            dynamics = joints[joint].find("dynamics")
-            if dynamics is None:
-                dynamics = etree.SubElement(joints[joint], "dynamics")
-            for name in ("damping", "friction"):
-                if name in values:
-                    dynamics.set(name, number(values[name][joint]))
+    for k, joint in enumerate(layout.actuated_joints):
+        if joint in extended:
+            _set_friction(joints[joint], _friction_values(layout, values, k))
+        elif "friction" in values or "damping" in values:
+            _set_dynamics(joints[joint], {name: values[name][joint] for name in ("damping", "friction")
+                                          if name in values})
         if "armature" in values:
             _set_rotor_inertia(root, joint, values["armature"][joint])
     if comment:
@@ -67,14 +79,54 @@ def _comment_text(text: str) -> str:
     return text
 
 
-def _with_drake_namespace(root):
-    """root, declaring xmlns:drake (a new element when it did not)."""
-    if root.nsmap.get("drake") == DRAKE:
+def _declaring(root, prefix: str, uri: str):
+    """root, declaring the namespace uri (a new element when it did not: as
+    `prefix`, or prefix1, ... where that prefix names another)."""
+    if uri in root.nsmap.values():
         return root
-    declared = etree.Element(root.tag, attrib=dict(root.attrib), nsmap={**root.nsmap, "drake": DRAKE})
+    name, n = prefix, 1
+    while name in root.nsmap:
+        name, n = f"{prefix}{n}", n + 1
+    declared = etree.Element(root.tag, attrib=dict(root.attrib), nsmap={**root.nsmap, name: uri})
     declared.text = root.text
     declared.extend(list(root))
     return declared
+
+
+def _set_dynamics(joint, values: dict[str, float]) -> None:
+    """joint's <dynamics> attributes (damping, friction) set to values."""
+    dynamics = joint.find("dynamics")
+    if dynamics is None:
+        dynamics = etree.SubElement(joint, "dynamics")
+    for name, value in values.items():
+        dynamics.set(name, number(value))
+
+
+def _friction_values(layout: ParameterLayout, values: dict[str, dict[str, float]], k: int) -> dict[str, float]:
+    """The <mbs:friction> attributes of actuated joint k: the fitted values,
+    the nominal model's for what was not fitted."""
+    model, joint = layout.model, layout.actuated_joints[k]
+    iv = layout.joint_coordinates()[k]
+
+    def value(parameter: str, nominal: float) -> float:
+        return values[parameter][joint] if parameter in values else float(nominal)
+    coulomb = value("friction", model.friction[iv])
+    return {"coulomb": coulomb, "viscous": value("damping", model.damping[iv]),
+            "static": coulomb + value("stribeck", model.static_friction[iv] - model.friction[iv]),
+            "stribeck_velocity": float(layout.stribeck_velocities[k]),
+            "offset": value("offset", model.friction_offset[iv])}
+
+
+def _set_friction(joint, values: dict[str, float]) -> None:
+    """joint's <dynamics damping friction> and <mbs:friction> (one, made where
+    there is none) set to values (_friction_values)."""
+    _set_dynamics(joint, {"damping": values["viscous"], "friction": values["coulomb"]})
+    element = joint.find(FRICTION)
+    if element is None:
+        element = etree.SubElement(joint, FRICTION)
+    element.attrib.clear()
+    for name, value in values.items():
+        element.set(name, number(value))
 
 
 def _set_inertial(link, parameters) -> None:

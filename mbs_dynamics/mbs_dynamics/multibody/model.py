@@ -40,7 +40,13 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from mbs_dynamics.multibody.parsers.urdf import RobotDescription, URDFError, parse_urdf_file, parse_urdf_string
+from mbs_dynamics.multibody.parsers.urdf import (
+    DEFAULT_STRIBECK_VELOCITY,
+    RobotDescription,
+    URDFError,
+    parse_urdf_file,
+    parse_urdf_string,
+)
 from mbs_dynamics.multibody.workspace import take, unbounded
 
 REVOLUTE, PRISMATIC, PLANAR, FLOATING = 0, 1, 2, 3
@@ -373,7 +379,10 @@ class _Builder:
             model.armature[model.v_index(master)] += multiplier**2 * value
 
     def _limits(self, by_name):
-        """Position limits (nq), velocity and effort limits, damping, friction (nv)."""
+        """Position limits (nq), velocity and effort limits, and the joint
+        friction (nv): viscous (damping), Coulomb (friction), static
+        (static_friction, >= friction), the Stribeck velocity and the offset
+        (friction_offset) of algorithms.joint_friction."""
         model, joints = self.model, self.description.joints
         model.lower_position_limit = np.full(model.nq, -np.inf)
         model.upper_position_limit = np.full(model.nq, np.inf)
@@ -381,6 +390,9 @@ class _Builder:
         model.effort_limit = np.full(model.nv, np.inf)
         model.damping = np.zeros(model.nv)
         model.friction = np.zeros(model.nv)
+        model.static_friction = np.zeros(model.nv)
+        model.stribeck_velocity = np.full(model.nv, DEFAULT_STRIBECK_VELOCITY)
+        model.friction_offset = np.zeros(model.nv)
         for name in model.joint_names:
             if name not in joints:  # root_joint
                 continue
@@ -393,6 +405,10 @@ class _Builder:
             model.effort_limit[v0:v0 + nv] = joint.effort
             model.damping[v0:v0 + nv] = joint.damping
             model.friction[v0:v0 + nv] = joint.friction
+            model.static_friction[v0:v0 + nv] = joint.friction if joint.static_friction is None \
+                else max(joint.static_friction, joint.friction)
+            model.stribeck_velocity[v0:v0 + nv] = joint.stribeck_velocity
+            model.friction_offset[v0:v0 + nv] = joint.friction_offset
 
 
 # The model as the compiled kernels read it: model.parent[i], model.mass[i], ...

@@ -28,8 +28,8 @@ position_gains or velocity_gains not all 0, the measured state is kept and
 a = a_ref + K_d (v_ref - v) + K_p (q_ref - q) on the joints the reference
 names (mbs_dynamics.algorithms.tracking); a floating base is not tracked (its rows are
 what the contacts must provide). friction_compensation adds the joint friction
-torques of the URDF's <dynamics> (mbs.joint_friction_torques) at the measured
-or the reference velocities; the armature (transmissions, or the
+torques of the URDF's <dynamics> and <mbs:friction> (mbs.joint_friction_torques:
+Coulomb, Stribeck, viscous, offset) at the measured or the reference velocities; the armature (transmissions, or the
 armature_joints and armature parameters) is part of the model.
 
 Bad input never stops the node: a message with a stamp older than the last
@@ -140,9 +140,10 @@ class InverseDynamicsNode(RobotNode):
                       "Frames in contact (floating base): contact-consistent inverse dynamics; "
                       "empty = none."),
         ParameterSpec("friction_compensation", "none",
-                      "Add the joint friction torques (URDF <dynamics friction damping>: Coulomb smoothed over "
-                      "friction_smoothing, and viscous): 'none', 'measured' (at the measured velocities) or "
-                      "'reference' (at the reference's velocities while it is fresh, else the measured)."),
+                      "Add the joint friction torques (URDF <dynamics friction damping> and <mbs:friction>: "
+                      "Coulomb and Stribeck smoothed over friction_smoothing, viscous, offset): 'none', "
+                      "'measured' (at the measured velocities) or 'reference' (at the reference's velocities while "
+                      "it is fresh, else the measured)."),
         ParameterSpec("friction_smoothing", SMOOTHING_VELOCITY,
                       "Velocity (rad/s or m/s) over which the Coulomb friction compensation goes from -friction "
                       "to +friction (tanh).", bounds=(1e-6, 100.0)),

@@ -22,13 +22,28 @@ the convention Drake's URDF parser established:
 ``<transmission><joint name="J"/><actuator name="A"><drake:rotor_inertia
 value="I"/><drake:gear_ratio value="N"/></actuator></transmission>``; the
 joint's reflected rotor inertia (armature) is I N^2 (N = 1 when absent).
+
+A joint's friction beyond <dynamics damping friction> is read from the
+project's own extension element, namespaced as Drake's are (other URDF
+parsers ignore it): ``<mbs:friction coulomb="F_c" viscous="F_v"
+static="F_s" stribeck_velocity="v_s" offset="o"/>`` inside the <joint>, with
+``xmlns:mbs="https://mbs-dynamics.org/urdf"`` (MBS_NAMESPACE) on the
+<robot>; every attribute optional (FRICTION_ATTRIBUTES). The friction
+torque it describes is algorithms.joint_friction's. Unlike the standard
+elements, it is the project's own, so what is wrong with it is refused, not
+loaded with a warning: an unknown attribute (a misspelt one would silently
+change the model), a value that is not a finite number, a negative coulomb
+or viscous, static below coulomb, a stribeck_velocity not above 0, two of
+them in one joint, coulomb or viscous that disagree with the joint's
+<dynamics friction> or damping. On a joint other than revolute, continuous
+or prismatic it is ignored with a warning.
 """
 from __future__ import annotations
 
 import math
 import threading
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from urdf_parser_py import urdf as urdf_parser
@@ -48,6 +63,14 @@ INERTIA_TOLERANCE = 1e-6
 MAX_MAGNITUDE = 1e12
 # The largest URDF read (bytes): real ones are well under 1 MB.
 MAX_URDF_BYTES = 64 * 2**20
+# The XML namespace of this project's URDF extension elements (<mbs:friction>).
+MBS_NAMESPACE = "https://mbs-dynamics.org/urdf"
+# <mbs:friction>'s attributes: Coulomb friction F_c (N m or N), viscous friction F_v (N m s/rad or N s/m),
+# static friction F_s (N m or N, >= F_c), Stribeck velocity v_s (rad/s or m/s) and the offset (N m or N).
+FRICTION_ATTRIBUTES = ("coulomb", "viscous", "static", "stribeck_velocity", "offset")
+# A joint's Stribeck velocity v_s where its <mbs:friction> gives none (rad/s or m/s): between the speeds at
+# which geared joints are measured sticking (~0.01) and the speeds of excitation trajectories (~1).
+DEFAULT_STRIBECK_VELOCITY = 0.1
 
 
 class URDFError(ValueError):
@@ -93,6 +116,11 @@ class JointDescription:
     damping: float  # viscous damping (N m s/rad or N s/m)
     friction: float  # Coulomb friction (N m or N)
     mimic: Mimic | None
+    # of <mbs:friction> (module docstring): the static friction (N m or N; None: the Coulomb friction, no
+    # Stribeck effect), the Stribeck velocity (rad/s or m/s), a constant friction torque (N m or N)
+    static_friction: float | None = None
+    stribeck_velocity: float = DEFAULT_STRIBECK_VELOCITY
+    friction_offset: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -142,7 +170,7 @@ def parse_urdf_string(xml: str, strict: bool = False) -> RobotDescription:
     robot, parser_notes = _read_with_urdf_parser_py(_dynamics_only(tree))
     notes: list[str] = []  # what is physically questionable, one per element
     links = _links(robot, notes)
-    joints = _joints(robot, links, notes)
+    joints = _friction_extension(tree, _joints(robot, links, notes), notes)
     root = _tree_root(robot.name, links, joints)
     ordered_links, ordered_joints = _depth_first(root, links, joints)
     mimic_problems = _mimic_problems(joints)
@@ -204,6 +232,61 @@ def _armature(tree: ET.Element, joints: dict[str, JointDescription], notes: list
     return armature
 
 
+def _ours(element: ET.Element) -> bool:
+    """Whether element is one of this project's extension elements (MBS_NAMESPACE)."""
+    return isinstance(element.tag, str) and element.tag.startswith(f"{{{MBS_NAMESPACE}}}")
+
+
+def _friction_extension(tree: ET.Element, joints: dict[str, JointDescription],
+                        notes: list[str]) -> dict[str, JointDescription]:
+    """joints with what each <joint>'s <mbs:friction> says (module docstring), checked."""
+    for element in tree.findall("joint"):
+        name = element.get("name")
+        found = element.findall(f"{{{MBS_NAMESPACE}}}friction")
+        if not found:
+            continue
+        what = f"joint '{name}' <mbs:friction>"
+        if len(found) > 1:
+            raise URDFError(f"joint '{name}' has {len(found)} <mbs:friction> elements; give one")
+        values = {}
+        for attribute, text in found[0].attrib.items():
+            if attribute not in FRICTION_ATTRIBUTES:
+                raise URDFError(f"{what}: unknown attribute '{attribute}' (known: "
+                                f"{', '.join(FRICTION_ATTRIBUTES)})")
+            try:
+                value = float(text)
+            except ValueError:
+                raise URDFError(f"{what}: {attribute} {text!r} is not a number") from None
+            values[attribute] = float(_finite(value, f"{what} {attribute}", MAX_MAGNITUDE))
+        for attribute in ("coulomb", "viscous"):
+            if values.get(attribute, 0.0) < 0.0:
+                raise URDFError(f"{what}: {attribute} {values[attribute]:g} is negative; friction opposes motion, "
+                                "so it is >= 0 (a constant torque either way is the offset)")
+        if not values.get("stribeck_velocity", 1.0) > 0.0:
+            raise URDFError(f"{what}: stribeck_velocity {values['stribeck_velocity']:g} must be above 0 (rad/s "
+                            "or m/s)")
+        joint = joints[name]
+        if joint.type not in ("revolute", "continuous", "prismatic"):
+            notes.append(f"{what}: a {joint.type} joint has no joint friction; ignored")
+            continue
+        dynamics = element.find("dynamics")
+        for attribute, standard in (("coulomb", "friction"), ("viscous", "damping")):
+            given = dynamics.get(standard) if dynamics is not None else None
+            if attribute in values and given is not None and float(given) != values[attribute]:
+                raise URDFError(f"{what}: {attribute} {values[attribute]!r} and <dynamics {standard}={given!r}> "
+                                "disagree; give them the same value (mbs_dynamics_identify writes both)")
+        coulomb = values.get("coulomb", joint.friction)
+        static = values.get("static", coulomb)
+        if static < coulomb:
+            raise URDFError(f"{what}: static {static:g} is below the Coulomb friction {coulomb:g}; the friction at "
+                            "rest is at least the friction when sliding")
+        joints[name] = replace(joint, friction=coulomb, damping=values.get("viscous", joint.damping),
+                               static_friction=static,
+                               stribeck_velocity=values.get("stribeck_velocity", DEFAULT_STRIBECK_VELOCITY),
+                               friction_offset=values.get("offset", 0.0))
+    return joints
+
+
 def _dynamics_only(tree: ET.Element) -> str:
     """The <robot> with only links (and their <inertial>) and joints."""
     robot = ET.Element("robot", {k: v for k, v in tree.attrib.items() if k == "name"})
@@ -220,7 +303,8 @@ def _dynamics_only(tree: ET.Element) -> str:
             if kind not in JOINT_TYPES:
                 raise URDFError(f"joint '{element.get('name')}' has unknown type '{kind}' "
                                 f"(known: {', '.join(JOINT_TYPES)})")
-            robot.append(element)
+            joint = ET.SubElement(robot, "joint", element.attrib)
+            joint.extend(child for child in element if not _ours(child))  # read by _friction_extension
     return ET.tostring(robot, encoding="unicode")
 
 

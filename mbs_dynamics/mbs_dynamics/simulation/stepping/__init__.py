@@ -48,7 +48,18 @@ fallen onto its collision meshes makes rows that no rigid solution obeys.
 
 The joints add rows of their own, one per coordinate with Coulomb friction or
 at (or reaching within the step) a position limit, G = the coordinate's unit
-row, whose law is coulomb.joint_impulse. The impulses come from
+row, whose law is coulomb.joint_impulse: the joint sticks while the impulse
+that holds it is within f dt, and otherwise slides with the impulse f dt
+against its motion. f is the friction's level at the coordinate's velocity v
+at the step's start (joint_friction.sliding_friction): the static friction
+F_s from rest, F_c + (F_s - F_c) exp(-(v/v_s)^2) while sliding. Stick or
+slip and the direction are implicit, the Stribeck level is taken at the
+start of the step: a step's law is then Coulomb's exact set-valued law with
+a bound fixed for the step (unique, a box, what the solvers solve), where a
+level implicit in v⁺ would decrease with the speed and let a step have
+several solutions (sticking and sliding both). With F_s = F_c it is the
+Coulomb law. The friction offset (algorithms.joint_friction) is a constant
+torque against the effort. The impulses come from
 coulomb.solve_coulomb on (W, c); the step reports its accuracy (the largest
 violation of the law, m/s) and its sweeps.
 

@@ -1,9 +1,10 @@
 """The actuators of a step, one ACTUATOR record (records.py) per velocity
 coordinate: a commanded effort, and PD gains toward targets applied
 implicitly (stepping's docstring), clamped at the effort limit; and the
-joints' own terms, one JOINT_TERMS record per coordinate (viscous damping,
-Coulomb friction) and one LIMIT record per coordinate with a position limit,
-from the URDF."""
+joints' own terms, one JOINT_TERMS record per coordinate (viscous damping;
+Coulomb, static friction and Stribeck velocity; the friction offset: a
+constant torque against the effort) and one LIMIT record per coordinate
+with a position limit, from the URDF."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -51,10 +52,14 @@ _NO_LIMITS.setflags(write=False)
 @lru_cache(maxsize=32)
 def joint_terms(model: Model, limits: bool, damping: bool, friction: bool) -> tuple[np.ndarray, np.ndarray]:
     """(JOINT_TERMS records (nv,), LIMIT records) of the joints' URDF damping,
-    friction and position limits, each zero or none where off. Read-only:
-    they are cached, and shared by every step of the model."""
+    friction (with friction: the Coulomb and static friction, the Stribeck
+    velocity and the offset) and position limits, each zero or none where
+    off. Read-only: they are cached, and shared by every step of the model."""
     terms = new_record(JOINT_TERMS, model.nv, damping=model.damping if damping else 0.0,
-                       friction=model.friction if friction else 0.0)
+                       friction=model.friction if friction else 0.0,
+                       static=model.static_friction if friction else 0.0,
+                       stribeck_velocity=model.stribeck_velocity,
+                       offset=model.friction_offset if friction else 0.0)
     terms.setflags(write=False)
     return terms, position_limits(model) if limits else _NO_LIMITS
 
@@ -70,20 +75,20 @@ def has_gains(actuation):
 @njit(cache=True, inline="always")
 def actuated_terms(actuation, terms, q, work, dt):
     """work.effort and work.damping: the commanded effort with the PD terms
-    K (q* - q) + B v*, and the joint damping with B + dt K (stepping's
-    docstring); an actuator clamped (work.clamp = ±1) applies its limit
-    instead."""
+    K (q* - q) + B v*, less the joint's friction offset, and the joint
+    damping with B + dt K (stepping's docstring); an actuator clamped
+    (work.clamp = ±1) applies its limit instead."""
     for r in range(work.effort.shape[0]):
         actuator = actuation[r]
         stiffness, damping = actuator.stiffness, actuator.damping
         if work.clamp[r] != 0.0:
-            work.effort[r] = work.clamp[r] * actuator.limit
+            work.effort[r] = work.clamp[r] * actuator.limit - terms[r].offset
             work.damping[r] = terms[r].damping
             continue
         effort = actuator.effort + damping * actuator.velocity_target
         if actuator.target_q >= 0:
             effort += stiffness * (actuator.position_target - q[actuator.target_q])
-        work.effort[r] = effort
+        work.effort[r] = effort - terms[r].offset
         work.damping[r] = terms[r].damping + damping + dt * stiffness
 
 

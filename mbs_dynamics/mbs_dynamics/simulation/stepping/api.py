@@ -226,8 +226,9 @@ def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground =
     The joints, from the URDF: joint_limits holds the position limits as
     unilateral constraints (entering the solver as the points do);
     joint_damping applies the viscous damping, implicitly; joint_friction the
-    Coulomb friction, as impulses bounded by friction x dt that stop a joint
-    they can hold."""
+    Coulomb friction, as impulses bounded by f dt that stop a joint they can
+    hold (f: the static friction from rest, the Stribeck curve's level while
+    sliding), and the friction offset as a constant torque."""
     # the cached record itself: the kernel only reads it
     settings = _settings(float(dt), float(stabilization), float(margin), float(tolerance), int(max_iterations), EULER,
                          0.0, 1)

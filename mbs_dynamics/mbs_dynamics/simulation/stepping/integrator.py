@@ -1,6 +1,6 @@
 """The smooth step, compiled: RK4 in the tangent space at q, or Munthe-Kaas
 RK4 (RKMK4) for a floating base (integrators.py's docstring), of
-q' = q v, v' = FD(q, v, effort - damping v). The simulation takes it where
+q' = q v, v' = FD(q, v, effort - damping v - friction offset). The simulation takes it where
 nothing acts by impulses or implicitly; integrators.step takes it for
 'rk4' and 'rkmk4'."""
 from __future__ import annotations
@@ -60,8 +60,9 @@ def increment_rate(model, increment, velocity, rate, lie_group):
 @njit(cache=True)
 def smooth_step(packed, q, v, actuation, terms, dt, lie_group, stages, q_out, v_out, buffer):
     """(q_out, v_out) one RK4 step (RKMK4 with lie_group) of q' = q v,
-    v' = FD(q, v, effort - damping v), the efforts of the ACTUATOR records,
-    the damping of the JOINT_TERMS records. Returns aba_kernel's status."""
+    v' = FD(q, v, effort - damping v - offset), the efforts of the ACTUATOR
+    records, the damping and friction offset of the JOINT_TERMS records.
+    Returns aba_kernel's status."""
     model = unpack_model(packed)
     nv = v.shape[0]
     no_force = np.empty((0, 6))
@@ -71,7 +72,7 @@ def smooth_step(packed, q, v, actuation, terms, dt, lie_group, stages, q_out, v_
         for r in range(nv):
             increment[r] = 0.0 if s == 0 else weights[s] * dt * stages.rate_x[s - 1, r]
             stages.v[r] = v[r] + (0.0 if s == 0 else weights[s] * dt * stages.rate_v[s - 1, r])
-            tau[r] = actuation[r].effort - terms[r].damping * stages.v[r]
+            tau[r] = actuation[r].effort - terms[r].damping * stages.v[r] - terms[r].offset
         integrate_kernel(packed, q, increment, 1.0, stages.q)
         increment_rate(model, increment, stages.v, stages.rate_x[s], lie_group)
         status = aba_kernel(packed, stages.q, stages.v, tau, no_force, stages.rate_v[s], buffer)

@@ -61,8 +61,11 @@ ACTUATOR = _record(
 )
 
 JOINT_TERMS = _record(
-    ("damping", _float),    # viscous (N m s/rad or N s/m), 0 where off
-    ("friction", _float),   # Coulomb (N m or N), 0 where off
+    ("damping", _float),             # viscous (N m s/rad or N s/m), 0 where off
+    ("friction", _float),            # Coulomb (N m or N), 0 where off
+    ("static", _float),              # static friction (N m or N, >= friction), 0 where off
+    ("stribeck_velocity", _float),   # (rad/s or m/s, > 0)
+    ("offset", _float),              # a constant friction torque (N m or N), 0 where off
 )
 
 LIMIT = _record(

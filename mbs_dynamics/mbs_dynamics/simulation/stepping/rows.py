@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit
 
 from mbs_dynamics.algorithms.crba import ltl_solve_lower, ltl_solve_transposed_paths
+from mbs_dynamics.algorithms.joint_friction import sliding_friction
 from mbs_dynamics.algorithms.kinematics import world_screws
 
 # The joints' velocity walls (nv,): -inf and inf where none; walls: how many are finite
@@ -55,10 +56,10 @@ def velocity_walls(q, v_free, limits, step, lowest, highest):
 @njit(cache=True, inline="always")
 def joint_row_coordinates(terms, walls, coordinates):
     """The coordinates that get a joint row: with friction (JOINT_TERMS
-    records) or a wall (laid out in coordinates (nv,))."""
+    records: static >= Coulomb) or a wall (laid out in coordinates (nv,))."""
     count = 0
     for iv in range(terms.shape[0]):
-        if terms[iv].friction > 0.0 or walls.lowest[iv] > -np.inf or walls.highest[iv] < np.inf:
+        if terms[iv].static > 0.0 or walls.lowest[iv] > -np.inf or walls.highest[iv] < np.inf:
             coordinates[count] = iv
             count += 1
     return coordinates[:count]
@@ -128,11 +129,14 @@ def pair_rows(model, dof_parent, rows, pairs, kinematics, v_free, screws, column
 
 
 @njit(cache=True, inline="always")
-def joint_rows(rows, first, coordinates, v_free, walls, terms, dt, previous):
+def joint_rows(rows, first, coordinates, v, v_free, walls, terms, dt, previous):
     """The joint rows from row `first` on, one per coordinate: G its unit row,
     c its free velocity; and their laws (coulomb.joint_impulse): the friction
-    impulse's bound f dt (JOINT_TERMS records) and the walls. The warm start
-    its previous impulse (COORDINATE records), within the friction bound on a
+    impulse's bound f dt and the walls. f is the friction's level at the
+    coordinate's velocity v at the step's start (joint_friction.sliding_friction
+    of the JOINT_TERMS records): the static friction from rest, the Stribeck
+    curve's level while sliding (stepping's docstring). The warm start its
+    previous impulse (COORDINATE records), within the friction bound on a
     side with no wall. Returns (bound, lowest, highest)."""
     G, deepest, other, c, impulses = rows
     count = coordinates.shape[0]
@@ -140,7 +144,8 @@ def joint_rows(rows, first, coordinates, v_free, walls, terms, dt, previous):
     for j in range(count):
         row, iv = first + j, coordinates[j]
         G[row, iv], deepest[row], other[row], c[row] = 1.0, iv, -1, v_free[iv]
-        bound[j], lowest[j], highest[j] = terms[iv].friction * dt, walls.lowest[iv], walls.highest[iv]
+        level = sliding_friction(terms[iv].friction, terms[iv].static, terms[iv].stribeck_velocity, v[iv])
+        bound[j], lowest[j], highest[j] = level * dt, walls.lowest[iv], walls.highest[iv]
         impulses[row] = min(max(previous[iv].joint_impulse, -bound[j] if highest[j] == np.inf else -np.inf),
                             bound[j] if lowest[j] == -np.inf else np.inf)
     return bound, lowest, highest

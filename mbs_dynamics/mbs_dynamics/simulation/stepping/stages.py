@@ -225,7 +225,7 @@ def implicit_step(packed, dof_parent, world, actuation, step, q, v, results, wor
             collision_warm_starts(pairs, point_pairs, results.collisions, results.report[0].collisions,
                                   rows.impulses)
             pair_rows(model, dof_parent, rows, pairs, kinematics, v_free, work.screws, work.columns)
-            bound, lowest, highest = joint_rows(rows, 3 * count, coordinates, v_free, walls, terms,
+            bound, lowest, highest = joint_rows(rows, 3 * count, coordinates, v, v_free, walls, terms,
                                                 step.dt, results.coordinates)
             transform_rows(M, dof_parent, rows)
             solved = solve_islands(rows, dof_parent, pairs.friction, bound, lowest, highest, step, u, diagonal)
@@ -277,7 +277,7 @@ def simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, result
     q_next, efforts = work.q_next, actuation["effort"]
     friction = False
     for r in range(nv):
-        friction = friction or world.terms[r].friction > 0.0
+        friction = friction or world.terms[r].static > 0.0
     smooth_possible = step.integrator != EULER and not has_gains(actuation) and not friction
     gaps = results.points["gap"]
     gaps[:] = np.inf  # no obstacle seen yet: each step sets them

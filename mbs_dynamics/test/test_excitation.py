@@ -111,7 +111,9 @@ def test_the_optimised_trajectory_keeps_its_limits_between_the_samples(ur5, opti
 def test_a_tight_effort_limit_is_kept(ur5):
     joints = ("shoulder_lift_joint", "elbow_joint")
     limits = ft.ExcitationLimits.from_model(ur5, joints, effort_scale=0.2)
-    trajectory = ex.optimise_excitation(ur5, joints, harmonics=HARMONICS, max_iterations=ITERATIONS, limits=limits)
+    # more iterations than the others: at 20 the solve is marginal, and tiny rounding differences (BLAS threads
+    # after other tests) decide whether it ends within the limits
+    trajectory = ex.optimise_excitation(ur5, joints, harmonics=HARMONICS, max_iterations=4 * ITERATIONS, limits=limits)
     times = np.linspace(0.0, trajectory.period, 2000)
     usage = np.max(np.abs(model_torques(ur5, trajectory, times)), axis=0) / limits.effort
     assert np.all(usage <= 1.02)  # held at 60 samples a period: 2 % between them

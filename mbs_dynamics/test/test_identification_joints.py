@@ -131,3 +131,37 @@ def test_efforts_that_are_not_the_joint_torques_are_named(panda_runs):
     result = identify([bag], nominal_xml, progress=False, held_joints=[FINGER])
     warning = next(w for w in result.warnings if "not joint torques" in w or "are those efforts" in w)
     assert "panda_joint2 (" in warning and "panda_joint4" not in warning and "opposite sign" in warning
+
+
+def test_efforts_scaled_per_joint_and_joints_left_out_that_never_move(panda_runs, tmp_path, capsys):
+    """Motor currents: --effort-scale turns a joint's recorded efforts into
+    torques (here undoing a gain of -1/50 put on panda_joint2), and without it
+    the warning names the joint; a finger left out that never moved is named
+    in the excitation message with the option to hold it instead."""
+    directory, fitted, _, nominal_xml = panda_runs
+    run = data.read_bag(fitted[0], progress=False)
+    currents = run.replace(effort=run.effort * np.where(np.array(run.joint_names) == "panda_joint2", -0.02, 1.0))
+    bag = data.write_bag(tmp_path / "currents", currents)
+    as_is = identify([bag], nominal_xml, progress=False, held_joints=[FINGER])
+    assert any("panda_joint2 (" in w for w in as_is.warnings)
+    scaled = identify([bag], nominal_xml, progress=False, held_joints=[FINGER], effort_scale={"panda_joint2": -50.0})
+    reference = identify([fitted[0]], nominal_xml, progress=False, held_joints=[FINGER])
+    np.testing.assert_allclose(scaled.errors.relative("identified"), reference.errors.relative("identified"),
+                               rtol=1e-6)
+    assert not any("are those efforts" in w for w in scaled.warnings)
+    # the finger recorded at rest, and left out rather than held
+    with_finger = run.replace(joint_names=run.joint_names + (FINGER,),
+                              **{quantity: np.hstack([getattr(run, quantity), np.zeros((len(run), 1))])
+                                 for quantity in ("position", "velocity", "effort")})
+    bag = data.write_bag(tmp_path / "finger", with_finger)
+    status = cli.main([str(bag), "--urdf", str(directory / "nominal.urdf"), "--output", str(tmp_path / "x.urdf"),
+                       "--quiet", "--exclude-joints", FINGER])
+    error = capsys.readouterr().err
+    assert status == EXIT_BAD_DATA and f"joints left out that barely moved: {FINGER}" in error, error
+    assert f"--fixed-joints {FINGER}" in error
+    try:
+        cli.main([str(bag), "--urdf", "x.urdf", "--output", str(tmp_path / "y.urdf"), "--effort-scale",
+                  "panda_joint2=0"])
+    except SystemExit as exit:
+        assert exit.code == 2
+    assert "the gain must be finite and not zero" in capsys.readouterr().err

@@ -62,6 +62,21 @@ def held_joints(text: str) -> tuple[tuple[str, float], ...]:
     return tuple(held)
 
 
+def effort_gains(text: str) -> tuple[tuple[str, float], ...]:
+    """--effort-scale: JOINT=GAIN, comma-separated."""
+    gains = []
+    for item in (item.strip() for item in text.split(",") if item.strip()):
+        name, _, gain = item.partition("=")
+        try:
+            value = float(gain)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{item}: JOINT=GAIN with GAIN a number") from None
+        if not (np.isfinite(value) and value != 0.0):
+            raise argparse.ArgumentTypeError(f"{item}: the gain must be finite and not zero")
+        gains.append((name.strip(), value))
+    return tuple(gains)
+
+
 def parser() -> argparse.ArgumentParser:
     arguments = OneLineErrorParser(
         prog=PROG, description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -95,6 +110,9 @@ def parser() -> argparse.ArgumentParser:
     arguments.add_argument("--exclude-joints", default="", metavar="JOINT,...",
                            help="joints whose torques are not used and whose parameters are not fitted, their "
                                 "recorded motion still used (a joint without a torque sensor)")
+    arguments.add_argument("--effort-scale", type=effort_gains, default=(), metavar="JOINT=GAIN,...",
+                           help="the recorded efforts of these joints times GAIN before anything else (motor "
+                                "currents to joint torques: gear ratio times torque constant; -1 flips a sign)")
     arguments.add_argument("--fixed-joints", type=held_joints, default=(), metavar="JOINT[=POSITION],...",
                            help="joints held at a position (default 0) throughout, whether recorded or not, left "
                                 "out like --exclude-joints with their mimic followers; the bodies they carry are "
@@ -132,7 +150,8 @@ def main(argv=None) -> int:
                        odometry_topic=options.odometry_topic if options.floating_base else None,
                        topic=options.topic, cutoff=options.cutoff, joint_parameters=options.joint_parameters,
                        excluded_joints=tuple(name for name in options.exclude_joints.split(",") if name),
-                       held_joints=options.fixed_joints, stribeck_velocity=options.stribeck_velocity)
+                       held_joints=options.fixed_joints, stribeck_velocity=options.stribeck_velocity,
+                       effort_scale=options.effort_scale)
         result = identify(options.recordings, urdf_xml, scheduler=options.scheduler, progress=not options.quiet,
                           prior_weight=options.prior_weight, robust=options.robust, **reading)
         when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")

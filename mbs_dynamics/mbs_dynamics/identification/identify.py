@@ -93,6 +93,7 @@ class Options:
     robust: bool = False
     excluded_joints: tuple[str, ...] = ()
     held_joints: tuple[tuple[str, float], ...] = ()  # (joint, position): ParameterLayout.held_joints
+    effort_scale: tuple[tuple[str, float], ...] = ()  # (joint, gain): its recorded efforts times gain
 
     def __post_init__(self):
         """held_joints also as {joint: position} or joint names (held at 0)."""
@@ -100,6 +101,11 @@ class Options:
         object.__setattr__(self, "held_joints", tuple((item, 0.0) if isinstance(item, str) else tuple(item)
                                                       for item in held))
         object.__setattr__(self, "excluded_joints", tuple(self.excluded_joints))
+        scale = self.effort_scale.items() if isinstance(self.effort_scale, dict) else self.effort_scale
+        object.__setattr__(self, "effort_scale", tuple((name, float(gain)) for name, gain in scale))
+        bad = [f"{name}={gain:g}" for name, gain in self.effort_scale if not (np.isfinite(gain) and gain != 0.0)]
+        if bad:
+            raise IdentificationError(f"effort gains must be finite and not zero, got {', '.join(bad)}")
 
 
 @dataclass(frozen=True)
@@ -222,6 +228,7 @@ def read_samples(source: str, urdf_xml: str, options: Options) -> Samples:
         if recording.effort is None:
             raise IdentificationError(f"{recording.source}: the joint states carry no efforts; identification "
                                       "needs the measured joint torques")
+        recording = _scaled_efforts(recording, options.effort_scale)
         _check_magnitudes(recording)
         recording = filtered(recording, options.cutoff, filter_effort=False)
         edge = EDGE_PERIODS / options.cutoff
@@ -231,6 +238,22 @@ def read_samples(source: str, urdf_xml: str, options: Options) -> Samples:
         raise IdentificationError(str(error)) from None
     return Samples(recording.source, recording.time, state.q, state.v, state.a, state.effort,
                    list(recording.warnings) + list(state.warnings))
+
+
+def _scaled_efforts(recording: Recording, effort_scale) -> Recording:
+    """The recording with each named joint's efforts times its gain (motor
+    currents to joint torques: gear ratio times torque constant; a negative
+    gain flips a sign); DataError for a joint it does not record."""
+    if not effort_scale:
+        return recording
+    missing = [name for name, _ in effort_scale if name not in recording.joint_names]
+    if missing:
+        raise DataError(f"{recording._what()} has no joints {missing} to scale the efforts of; it has "
+                        f"{list(recording.joint_names)}")
+    gains = np.ones(len(recording.joint_names))
+    for name, gain in effort_scale:
+        gains[recording.joint_names.index(name)] = gain
+    return recording.replace(effort=recording.effort * gains)
 
 
 def _check_magnitudes(recording: Recording) -> None:
@@ -359,6 +382,7 @@ def identify(sources, urdf_xml: str, scheduler: str | None = None, progress: boo
         samples = sum(sizes)
         torque_rms = np.sqrt(sum(s[0] for s in statistics) / max(samples, 1))
         moving = sum(s[1] for s in statistics)
+        excluded_moving = sum(s[3] for s in statistics)
         warnings = massless + [w for s in statistics for w in s[2]]
         _check_efforts(layout, torque_rms)
         _check_excitation(layout, samples, moving)
@@ -374,9 +398,13 @@ def identify(sources, urdf_xml: str, scheduler: str | None = None, progress: boo
             raise IdentificationError(f"the base regressor of the recordings is not finite (condition number "
                                       f"{condition}): look at the recorded positions and velocities")
         if not condition < MAX_CONDITION_NUMBER:
+            still = [name for name, count in zip(layout.excluded_joints, excluded_moving, strict=True)
+                     if count < MIN_MOVING_FRACTION * samples]
+            hint = (f"; joints left out that barely moved: {', '.join(still)}: hold them instead (--fixed-joints "
+                    f"{','.join(still)}, at their recorded position)") if still else ""
             raise IdentificationError(f"too little excitation: the base regressor's condition number is "
                                       f"{condition:.3g} (above {MAX_CONDITION_NUMBER:.0e}); record an excitation "
-                                      "trajectory (mbs_dynamics_excitation) that moves every joint")
+                                      f"trajectory (mbs_dynamics_excitation) that moves every joint{hint}")
         if condition > POOR_CONDITION_NUMBER:
             warnings.append(f"the base regressor's condition number is {condition:.3g}: some combinations of "
                             "parameters are barely excited and stay near their URDF values")
@@ -496,13 +524,17 @@ def _check_efforts(layout: ParameterLayout, torque_rms) -> None:
             "(--exclude-joints)")
 
 
-def _statistics(samples: Samples, urdf_xml: str, options: Options) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def _statistics(samples: Samples, urdf_xml: str, options: Options):
     """Sums of squares of the actuated joints' efforts, their numbers of fitted
-    rows, and the recording's warnings."""
+    rows, the recording's warnings, and the numbers of samples where each
+    excluded joint moves (as fitted_rows counts)."""
     layout = layout_of(urdf_xml, options)
     joints = layout.joint_coordinates()
+    excluded = [layout.model.v_index(name) for name in layout.excluded_joints]
+    speed = STICKING_VELOCITIES * layout.smoothing
     return (np.sum(samples.effort[:, joints] ** 2, axis=0), np.sum(fitted_rows(layout, samples.v[:, joints]), axis=0),
-            [f"{samples.source}: {w}" for w in samples.warnings])
+            [f"{samples.source}: {w}" for w in samples.warnings],
+            np.sum(np.abs(samples.v[:, excluded]) >= speed, axis=0))
 
 
 def _check_excitation(layout: ParameterLayout, samples: int, moving) -> None:

@@ -20,6 +20,7 @@ import argparse
 import sys
 import time
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -47,34 +48,22 @@ def joint_parameters(text: str) -> tuple[str, ...]:
     return names
 
 
-def held_joints(text: str) -> tuple[tuple[str, float], ...]:
-    """--fixed-joints: JOINT or JOINT=POSITION (rad or m; JOINT alone: 0), comma-separated."""
-    held = []
+def joint_values(text: str, quantity: str, default: float | None = None, nonzero: bool = False):
+    """JOINT=VALUE, comma-separated (JOINT alone: default, when there is one)
+    -> ((joint, value), ...); quantity names VALUE in the messages."""
+    values = []
     for item in (item.strip() for item in text.split(",") if item.strip()):
-        name, _, position = item.partition("=")
+        name, _, value = item.partition("=")
         try:
-            value = float(position) if position.strip() else 0.0
+            number = float(value) if value.strip() or default is None else default
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{item}: a joint, or JOINT=POSITION with POSITION a number") from None
-        if not np.isfinite(value):
-            raise argparse.ArgumentTypeError(f"{item}: the position must be finite")
-        held.append((name.strip(), value))
-    return tuple(held)
-
-
-def effort_gains(text: str) -> tuple[tuple[str, float], ...]:
-    """--effort-scale: JOINT=GAIN, comma-separated."""
-    gains = []
-    for item in (item.strip() for item in text.split(",") if item.strip()):
-        name, _, gain = item.partition("=")
-        try:
-            value = float(gain)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{item}: JOINT=GAIN with GAIN a number") from None
-        if not (np.isfinite(value) and value != 0.0):
-            raise argparse.ArgumentTypeError(f"{item}: the gain must be finite and not zero")
-        gains.append((name.strip(), value))
-    return tuple(gains)
+            alone = "a joint, or " if default is not None else ""
+            raise argparse.ArgumentTypeError(f"{item}: {alone}JOINT={quantity} with {quantity} a number") from None
+        if not (np.isfinite(number) and (number != 0.0 or not nonzero)):
+            raise argparse.ArgumentTypeError(f"{item}: the {quantity.lower()} must be finite"
+                                             + (" and not zero" if nonzero else ""))
+        values.append((name.strip(), number))
+    return tuple(values)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -110,10 +99,10 @@ def parser() -> argparse.ArgumentParser:
     arguments.add_argument("--exclude-joints", default="", metavar="JOINT,...",
                            help="joints whose torques are not used and whose parameters are not fitted, their "
                                 "recorded motion still used (a joint without a torque sensor)")
-    arguments.add_argument("--effort-scale", type=effort_gains, default=(), metavar="JOINT=GAIN,...",
+    arguments.add_argument("--effort-scale", type=partial(joint_values, quantity="GAIN", nonzero=True), default=(), metavar="JOINT=GAIN,...",
                            help="the recorded efforts of these joints times GAIN before anything else (motor "
                                 "currents to joint torques: gear ratio times torque constant; -1 flips a sign)")
-    arguments.add_argument("--fixed-joints", type=held_joints, default=(), metavar="JOINT[=POSITION],...",
+    arguments.add_argument("--fixed-joints", type=partial(joint_values, quantity="POSITION", default=0.0), default=(), metavar="JOINT[=POSITION],...",
                            help="joints held at a position (default 0) throughout, whether recorded or not, left "
                                 "out like --exclude-joints with their mimic followers; the bodies they carry are "
                                 "fitted with the body carrying them (a gripper's fingers the logs lack)")

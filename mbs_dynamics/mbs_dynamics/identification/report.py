@@ -23,10 +23,15 @@ def joint_table(result: Identification) -> str:
     rows = [(j.joint, f"{j.torque_rms:.4g}", f"{j.nominal_rms_error:.4g} ({percent(j.nominal_rms_error, j.torque_rms)})",
              f"{j.identified_rms_error:.4g} ({percent(j.identified_rms_error, j.torque_rms)})",
              ", ".join(j.identifiable) or "-") for j in result.joints]
+    return "\n".join(table(header, rows))
+
+
+def table(header, rows) -> list[str]:
+    """The lines of a table: the header, a rule, the rows; every column but the last padded to its widest."""
     widths = [max(len(row[k]) for row in [header, *rows]) for k in range(len(header) - 1)]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1]
+    lines = ["  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[-1]])
              for row in [header, *rows]]
-    return "\n".join([lines[0], "-" * len(lines[0]), *lines[1:]])
+    return [lines[0], "-" * len(lines[0]), *lines[1:]]
 
 
 def summary(result: Identification) -> str:
@@ -64,13 +69,9 @@ def validation_table(validation: Validation) -> str:
     rows = [(joint, f"{errors.torque_rms[k]:.4g}", *(percent(errors.relative(name)[k], 1.0) for name in names))
             for k, joint in enumerate(errors.joints)]
     rows.append(("all joints", "", *(percent(errors.overall(name), 1.0) for name in names)))
-    widths = [max(len(row[k]) for row in [header, *rows]) for k in range(len(header))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-             for row in [header, *rows]]
     title = (f"held-out validation: {validation.samples} samples from {', '.join(validation.sources)} (RMS error "
              "relative to the torques' RMS)")
-    return "\n".join([title, lines[0], "-" * len(lines[0]), *lines[1:]]
-                     + [f"note: {note}" for note in validation.warnings])
+    return "\n".join([title, *table(header, rows)] + [f"note: {note}" for note in validation.warnings])
 
 
 def _panels(series: dict, layout, names: dict, prefix: str = "", own_time: bool = False) -> list[Panel]:

@@ -4,7 +4,7 @@ which MoveIt's setup assistant writes for links that touch at every
 configuration or can never meet."""
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
+from mbs_dynamics.multibody.parsers.urdf import robot_element
 
 # The most characters of an SRDF (a large robot's is some 100 kB).
 MAX_SRDF_CHARACTERS = 16 * 2**20
@@ -18,12 +18,7 @@ def disabled_collisions(srdf_xml: str) -> tuple[tuple[str, str], ...]:
         raise ValueError(f"an SRDF must be XML text, got {type(srdf_xml).__name__}")
     if len(srdf_xml) > MAX_SRDF_CHARACTERS:
         raise ValueError(f"the SRDF has {len(srdf_xml)} characters: at most {MAX_SRDF_CHARACTERS}")
-    try:
-        robot = ET.fromstring(srdf_xml)
-    except ET.ParseError as error:
-        raise ValueError(f"the SRDF is not XML: {error}") from None
-    if robot.tag != "robot":
-        raise ValueError(f"the SRDF's root element must be <robot>, got <{robot.tag[:40]}>")
+    robot = robot_element(srdf_xml, "SRDF")
     pairs = []
     for element in robot.iter("disable_collisions"):
         first, second = element.get("link1"), element.get("link2")

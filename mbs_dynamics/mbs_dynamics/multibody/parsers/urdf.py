@@ -152,6 +152,18 @@ def parse_urdf_file(path, strict: bool = False) -> RobotDescription:
     return parse_urdf_string(xml, strict=strict)
 
 
+def robot_element(xml, document: str, error=ValueError) -> ET.Element:
+    """The <robot> root element of an XML document of the robot (a URDF, an
+    SRDF); `error` saying why not."""
+    try:
+        tree = ET.fromstring(xml)
+    except ET.ParseError as problem:
+        raise error(f"the {document} is not XML: {problem}") from None
+    if tree.tag != "robot":
+        raise error(f"the {document}'s root element must be <robot>, but this root element is <{tree.tag[:40]}>")
+    return tree
+
+
 def parse_urdf_string(xml: str, strict: bool = False) -> RobotDescription:
     """Parse and check a URDF document; raise URDFError if it is unusable."""
     if not isinstance(xml, (str, bytes)):
@@ -160,12 +172,7 @@ def parse_urdf_string(xml: str, strict: bool = False) -> RobotDescription:
         raise URDFError("the URDF is empty")
     if len(xml) > MAX_URDF_BYTES:
         raise URDFError(f"the URDF has {len(xml)} characters, more than the {MAX_URDF_BYTES} a URDF may have")
-    try:
-        tree = ET.fromstring(xml)
-    except ET.ParseError as error:
-        raise URDFError(f"the URDF is not XML: {error}") from error
-    if tree.tag != "robot":
-        raise URDFError(f"the URDF's root element is <{tree.tag}>, expected <robot>")
+    tree = robot_element(xml, "URDF", URDFError)
 
     robot, parser_notes = _read_with_urdf_parser_py(_dynamics_only(tree))
     notes: list[str] = []  # what is physically questionable, one per element

@@ -305,3 +305,68 @@ def test_full_rank_certificate_never_passes_a_deficient_set():
             assert full
         elif trial % 2 == 0:
             assert s[-1] < 1e-5 * s[0]  # only near-deficient rows are left to the SVD
+
+
+@pytest.mark.parametrize("robot", ["solo12", "talos"])
+def test_compiled_kkt_path_matches_the_general_one(robot, monkeypatch):
+    """The one-kernel "kkt" of point and frame contacts (block factorisation of
+    the saddle-point system) gives the general path's LU solution of it to
+    1e-12 (relative: the two round differently), with targets and Baumgarte
+    terms, frame contacts off their origins, points and frames mixed."""
+    from mbs_dynamics.contact import constraints
+
+    model, contacts = robot_with_contacts(robot)
+    frames = [c.frame for c in contacts]
+    sets = [contacts,
+            [mbs.PointContact(f, (0.01, -0.02, 0.03), target=(0.1, 0.0, 0.0)) for f in frames],
+            [mbs.FrameContact(frames[0], (0.02, 0.01, -0.01)), mbs.PointContact(frames[1], target=(0.0, 0.1, 0.0))]]
+    rng = np.random.default_rng(44)
+    q, v, tau = random_state(model, rng)
+    compiled = [[mbs.contact_forward_dynamics(model, q, v, tau, s, baumgarte=b) for b in ((0, 0), (3.0, 5.0))]
+                for s in sets]
+    assert constraints._compiled_contacts(model, tuple(sets[2])) is not None
+    monkeypatch.setattr(constraints, "_compiled_contacts", lambda model, contacts: None)
+    monkeypatch.setattr(constraints, "_last_contacts", (None, (), None))
+    for s, solutions in zip(sets, compiled, strict=True):
+        for b, solution in zip(((0, 0), (3.0, 5.0)), solutions, strict=True):
+            general = mbs.contact_forward_dynamics(model, q, v, tau, s, baumgarte=b)
+            scale = max(1.0, np.abs(general[0]).max())
+            assert np.abs(solution[0] - general[0]).max() <= 1e-12 * scale
+            forces, expected = np.concatenate(solution[1]), np.concatenate(general[1])
+            assert np.abs(forces - expected).max() <= 1e-12 * max(1.0, np.abs(expected).max())
+            assert [f.shape for f in solution[1]] == [f.shape for f in general[1]]
+            assert (solution.rank, solution.rows) == (general.rank, general.rows) and not solution.rank_deficient
+            assert solution.residual < 1e-9
+
+
+def test_compiled_kkt_path_leaves_deficient_sets_and_bad_inputs_to_the_general_one():
+    """The kernel declines (status 1) a G it cannot certify as of full rank:
+    the general path then answers with its SVD, flag and minimum-norm forces
+    (test_rank_deficient_contact_...); bad inputs keep their messages."""
+    from mbs_dynamics.contact import constraints
+    from mbs_dynamics.multibody.workspace import scratch
+
+    model = planar_arm()
+    rng = np.random.default_rng(42)
+    q, v, tau = rng.uniform(-1, 1, 3), rng.normal(size=3), rng.normal(size=3)
+    compiled = constraints._compiled_contacts(model, (mbs.PointContact("tip"),))
+    a, forces = np.empty(3), np.empty(3)
+    status, _ = constraints._contact_dynamics_kernel(model.packed, model.dof_parent, q, v, tau, *compiled[:7], 0.0,
+                                                     0.0, a, forces, scratch(model))
+    assert status == 1
+    solution = mbs.contact_forward_dynamics(model, q, v, tau, [mbs.PointContact("tip")])
+    assert solution.rank_deficient and solution.rank == 2 and abs(solution[1][0][1]) < 1e-12
+
+    model = solo12()
+    q, v = model.neutral_configuration(), np.zeros(model.nv)
+    feet = [mbs.PointContact(f) for f in FEET]
+    for bad, name, message in ((np.r_[q[:3], 0.5, 0.5, 0.5, 0.0, q[7:]], "q", "has norm 0.866"),
+                               (np.full(model.nv, np.nan), "v", "v has a non-finite value"),
+                               (np.full(model.nv, -np.inf), "tau", "tau has a non-finite value"),
+                               (np.zeros(model.nv + 1), "tau", r"tau must have shape \(18,\)")):
+        arguments = {"q": q, "v": v, "tau": v} | {name: bad}
+        with pytest.raises(ValueError, match=message):
+            mbs.contact_forward_dynamics(model, arguments["q"], arguments["v"], arguments["tau"], feet)
+    with pytest.raises(ValueError, match="cannot be computed: the inputs are too large"):
+        mbs.contact_forward_dynamics(model, q, np.full(model.nv, 1e200), v, feet)
+    assert np.all(np.isfinite(mbs.contact_forward_dynamics(model, q, v, v, feet)[0]))  # and it still answers

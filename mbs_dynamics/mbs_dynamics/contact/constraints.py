@@ -25,6 +25,7 @@ forces, and the solution says `rank_deficient`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
@@ -33,10 +34,12 @@ from scipy.optimize import minimize
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.aba import InverseMassMatrix, forward_dynamics
-from mbs_dynamics.algorithms.crba import ltl_factor, ltl_solve_lower, mass_matrix
-from mbs_dynamics.algorithms.kinematics import frames_motion
-from mbs_dynamics.algorithms.rnea import inverse_dynamics, nonlinear_effects
-from mbs_dynamics.multibody.model import Model
+from mbs_dynamics.algorithms.crba import crba_paths_kernel, ltl_factor, ltl_solve, ltl_solve_rows, mass_matrix
+from mbs_dynamics.algorithms.kinematics import frame_placements, frames_motion, frames_motion_kernel
+from mbs_dynamics.algorithms.rnea import inverse_dynamics, nonlinear_effects, rnea_kernel
+from mbs_dynamics.inputs import all_finite, invalid
+from mbs_dynamics.multibody.model import Model, unpack_model
+from mbs_dynamics.multibody.workspace import scratch
 from mbs_dynamics.spatial.lie import so3_log
 
 # Singular values of G below this, relative to the largest, count as zero.
@@ -262,8 +265,14 @@ def _certainly_full_rank(G):
     takes some 30 us here): σ_min(G)² = λ_min(G G^T) >= 1 / |(G G^T)⁻¹|_F and
     σ_max(G) <= |G|_F, so σ_min / σ_max is bounded below from a Cholesky of
     G G^T. False means "not certain": then the SVD decides."""
-    m = G.shape[0]
-    A = G @ G.T
+    m, n = G.shape
+    A = np.empty((m, m))  # G G^T, a loop: BLAS costs microseconds a call at these sizes
+    for r in range(m):
+        for c in range(r + 1):
+            total = 0.0
+            for j in range(n):
+                total += G[r, j] * G[c, j]
+            A[r, c] = A[c, r] = total
     scale = 0.0
     for i in range(m):
         scale += A[i, i]  # |G|_F²
@@ -271,12 +280,17 @@ def _certainly_full_rank(G):
     if ltl_factor(A, chain) >= 0:
         return False
     inverse_norm = 0.0  # |L⁻¹|_F² >= |L⁻¹|_2² = |A⁻¹|_2 = 1 / σ_min²
-    column = np.empty(m)
-    for c in range(m):
-        column[:] = 0.0
-        column[c] = 1.0
-        ltl_solve_lower(A, chain, column)
-        for i in range(m):
+    reciprocal, column = np.empty(m), np.empty(m)
+    for i in range(m):
+        reciprocal[i] = 1.0 / A[i, i]
+    for c in range(m):  # L⁻¹'s column c, zero above c: L x = e_c
+        column[c] = reciprocal[c]
+        inverse_norm += column[c] * column[c]
+        for i in range(c + 1, m):
+            total = 0.0
+            for j in range(c, i):
+                total += A[i, j] * column[j]
+            column[i] = -total * reciprocal[i]
             inverse_norm += column[i] * column[i]
     # σ_max² <= |G|_F²
     return 1.0 / (inverse_norm * scale) > (1e3 * RANK_TOLERANCE) ** 2
@@ -330,6 +344,134 @@ def _finite(model: Model, what: str, results, *named) -> None:
         raise inputs.overflow(model, what, *named)
 
 
+# The compiled KKT path of contact_forward_dynamics: constraint kinds.
+POINT_ROWS, FRAME_ROWS = 0, 1
+
+
+@njit(cache=True, inline="always")
+def _dot(x, y):
+    total = 0.0
+    for i in range(x.shape[0]):
+        total += x[i] * y[i]
+    return total
+
+
+@njit(cache=True)
+def _contact_dynamics_kernel(packed, dof_parent, q, v, tau, kinds, bodies, local_R, local_p, points, targets,
+                             aimed, alpha, beta, a, forces, buffer):
+    """contact_forward_dynamics's "kkt" for point and frame contacts whose G
+    is certainly of full rank, in one call: the rows as constraint_rows
+    stacks them, then the saddle-point system [[M, G^T], [G, 0]] [a; -λ] =
+    [tau - h; target] solved by its block factorisation (Pinocchio's
+    forwardDynamics solves it so): M = L^T L with the tree's sparsity
+    (ltl_factor), a_free = M⁻¹ (tau - h), Y = M⁻¹ G^T, (G Y) λ = target -
+    G a_free by a dense Cholesky, a = a_free + Y λ. Writes a (nv,) and the
+    forces (m,: each constraint's, stacked) and returns (0, |G a -
+    target|), or (1, 0) without a result where the general path decides
+    (and explains): invalid inputs, an overflow, a G not certainly of full
+    rank, a mass matrix or G M⁻¹ G^T not positive definite."""
+    model = unpack_model(packed)
+    if invalid(model, q, v, tau):
+        return 1, 0.0
+    k, nv, m = kinds.shape[0], v.shape[0], forces.shape[0]
+    J, motion = np.empty((k, 6, nv)), np.empty((k, 2, 6))
+    world_R, world_p = np.empty((k, 3, 3)), np.empty((k, 3))
+    if frames_motion_kernel(packed, q, v, bodies, local_R, local_p, J, motion, world_R, world_p, buffer):
+        return 1, 0.0
+    G, gamma, phi, position = np.empty((m, nv)), np.empty(m), np.zeros(m), np.empty(3)
+    start = 0
+    for i in range(k):
+        if kinds[i] == POINT_ROWS:
+            _point_rows(J[i], motion[i], world_R[i], world_p[i], points[i], G[start:start + 3],
+                        gamma[start:start + 3], position)
+            if aimed[i]:
+                for r in range(3):
+                    phi[start + r] = position[r] - targets[i, r]
+            start += 3
+        else:
+            _frame_rows(J[i], motion[i], world_R[i], points[i], G[start:start + 6], gamma[start:start + 6])
+            start += 6
+    # the small products as loops: BLAS costs microseconds a call here
+    target = np.empty(m)
+    for r in range(m):
+        target[r] = gamma[r] - 2.0 * alpha * _dot(G[r], v) - beta**2 * phi[r]
+    if not _certainly_full_rank(G):
+        return 1, 0.0
+    M, h = np.empty((nv, nv)), np.empty(nv)
+    if rnea_kernel(packed, q, v, np.zeros(nv), np.empty((0, 6)), h, buffer) \
+            or crba_paths_kernel(packed, dof_parent, q, M, buffer) or ltl_factor(M, dof_parent) >= 0:
+        return 1, 0.0
+    free = tau - h
+    ltl_solve(M, dof_parent, free)
+    Y = np.ascontiguousarray(G.T)
+    ltl_solve_rows(M, dof_parent, Y)
+    operational, multipliers = np.empty((m, m)), np.empty(m)
+    for r in range(m):
+        for c in range(r + 1):
+            total = 0.0
+            for j in range(nv):
+                total += G[r, j] * Y[j, c]
+            operational[r, c] = operational[c, r] = total
+        multipliers[r] = target[r] - _dot(G[r], free)
+    chain = np.arange(m) - 1  # dense
+    if ltl_factor(operational, chain) >= 0:
+        return 1, 0.0
+    ltl_solve(operational, chain, multipliers)
+    for j in range(nv):
+        a[j] = free[j] + _dot(Y[j], multipliers)
+    if not (all_finite(a) and all_finite(multipliers)):
+        return 1, 0.0
+    start = 0
+    for i in range(k):  # forces: a frame's multipliers are in its axes, its force world-aligned
+        if kinds[i] == POINT_ROWS:
+            forces[start:start + 3] = multipliers[start:start + 3]
+            start += 3
+        else:
+            for half in (start, start + 3):
+                for r in range(3):
+                    forces[half + r] = world_R[i, r, 0] * multipliers[half] + world_R[i, r, 1] \
+                        * multipliers[half + 1] + world_R[i, r, 2] * multipliers[half + 2]
+            start += 6
+    residual = 0.0
+    for r in range(m):
+        residual += (_dot(G[r], a) - target[r]) ** 2
+    return 0, np.sqrt(residual)
+
+
+@lru_cache(maxsize=64)
+def _compiled_contacts(model: Model, contacts: tuple):
+    """What _contact_dynamics_kernel reads of point and frame contacts, and
+    the number of rows and each one's slice of the stacked forces; None
+    for other sets (loop
+    closures, none, anything malformed: the general path says what)."""
+    if not contacts or any(type(c) not in (PointContact, FrameContact) for c in contacts):
+        return None
+    try:
+        bodies, local_R, local_p = frame_placements(model, tuple(c.frame for c in contacts))
+        points = np.array([c.point for c in contacts], dtype=float)
+        targets = np.array([c.target if isinstance(c, PointContact) and c.target is not None else (0.0,) * 3
+                            for c in contacts], dtype=float)
+    except (KeyError, ValueError, TypeError):
+        return None
+    if points.shape != (len(contacts), 3) or targets.shape != points.shape \
+            or not (np.all(np.isfinite(points)) and np.all(np.isfinite(targets))):
+        return None
+    kinds = np.array([POINT_ROWS if isinstance(c, PointContact) else FRAME_ROWS for c in contacts], dtype=np.int64)
+    aimed = np.array([isinstance(c, PointContact) and c.target is not None for c in contacts])
+    blocks, start = [], 0
+    for c in contacts:
+        blocks.append(slice(start, start + c.rows))
+        start += c.rows
+    for array in (kinds, bodies, local_R, local_p, points, targets, aimed):
+        array.setflags(write=False)
+    return kinds, bodies, local_R, local_p, points, targets, aimed, start, blocks
+
+
+# The last contact set's compiled form, for the calls of a loop that passes the
+# same set every time: (model, contacts, _compiled_contacts(model, contacts)).
+_last_contacts = (None, (), None)
+
+
 def contact_forward_dynamics(model: Model, q, v, tau, contacts, method: str = "kkt",
                              baumgarte=(0.0, 0.0)) -> ConstraintSolution:
     """(a, forces): the accelerations with the constraints held, G a = gamma -
@@ -343,6 +485,24 @@ def contact_forward_dynamics(model: Model, q, v, tau, contacts, method: str = "k
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     alpha, beta = (float(x) for x in baumgarte)
+    if method == "kkt":
+        global _last_contacts
+        contacts = tuple(contacts)
+        last_model, last_contacts, compiled = _last_contacts
+        if model is not last_model or contacts != last_contacts:
+            compiled = _compiled_contacts(model, contacts)
+            _last_contacts = (model, contacts, compiled)
+        if compiled is not None:
+            q_shaped = inputs.shaped(model, q, model.nq, "q", batch=False)
+            v_shaped = inputs.shaped(model, v, model.nv, "v", batch=False)
+            tau_shaped = inputs.shaped(model, tau, model.nv, "tau", batch=False)
+            a, forces = np.empty(model.nv), np.empty(compiled[7])
+            status, residual = _contact_dynamics_kernel(model.packed, model.dof_parent, q_shaped, v_shaped,
+                                                        tau_shaped, *compiled[:7], alpha, beta, a, forces,
+                                                        scratch(model))
+            if status == 0:
+                return ConstraintSolution(a, [forces[block] for block in compiled[8]], compiled[7], compiled[7],
+                                          residual)
     q = inputs.configuration(model, q, batch=False)
     v = inputs.vector(model, v, model.nv, "v", batch=False)
     tau = inputs.vector(model, tau, model.nv, "tau", batch=False)

@@ -7,17 +7,27 @@ MuJoCo on the same robots and states.
 1. contact_forward_dynamics per call, for each method: Solo-12 on its four
    point feet, TALOS on its two soles (frame contacts). Beside it, Pinocchio's
    KKT forwardDynamics with the same constraint rows (its frame Jacobians and
-   drifts computed in the same call).
-2. One simulation step with frictional ground contact (exact cones): our
-   contact_step against MuJoCo's mj_step (elliptic cones, Newton solver, its
-   defaults otherwise), the robot standing on the same contact points under
-   the same feedforward torques and joint PD: Solo-12 on four feet, TALOS on
-   the four corners of each sole. MuJoCo loads the URDF itself; its collision geometry
-   is replaced by small spheres at the contact points and a ground plane.
+   drifts computed in the same call); the ratio, ours (kkt, the default) /
+   Pinocchio's.
+2. One simulation step with frictional ground contact (exact cones), one
+   step per call from a Python loop: our contact_step against MuJoCo's
+   mj_step (elliptic cones, Newton solver, its defaults otherwise), the robot
+   standing on the same contact points under the same feedforward torques
+   and joint PD: Solo-12 on four feet, TALOS on the four corners of each
+   sole. Both loops compute the PD law in Python and hand the torques to the
+   step (MuJoCo: qfrc_applied); the `springs` column is MuJoCo with the PD
+   as its own joint springs and dampers instead (no Python in its loop but
+   mj_step). MuJoCo loads the URDF itself; its collision geometry is
+   replaced by small spheres at the contact points and a ground plane.
+
+Times are the calling thread's CPU time (time.thread_time), the best of
+several repeats: on a busy machine, wall-clock time also counts the time
+other processes hold the core, and moves the ratios by tens of per cent.
 """
 import argparse
 import importlib.metadata
 import sys
+import time
 import timeit
 from pathlib import Path
 
@@ -41,10 +51,13 @@ SOLE_CORNERS = [(x, y, 0.0) for x in (-0.1, 0.1) for y in (-0.065, 0.065)]
 DT = 1e-3
 FRICTION = 1.0
 SPHERE = 1e-3  # radius of MuJoCo's contact spheres
+# The calling thread's CPU time: what a call costs, without the time other
+# processes of a busy machine hold its core (each side is one thread).
+CLOCK = time.thread_time
 
 
 def per_call_us(function, calls: int) -> float:
-    return min(timeit.repeat(function, number=calls, repeat=5)) / calls * 1e6
+    return min(timeit.repeat(function, number=calls, repeat=5, timer=CLOCK)) / calls * 1e6
 
 
 def standing(model, points):
@@ -99,14 +112,15 @@ def contact_forward_dynamics_row(name, path, contacts, label, calls):
     pin_call, P = pinocchio_contact_forward_dynamics(path, model, q, v, tau, contacts)
     agreement = np.abs(P @ pin_call() - mbs.contact_forward_dynamics(model, q, v, tau, contacts)[0]).max()
     theirs = per_call_us(pin_call, calls)
-    print(f"{name:8} {model.nv:3d} {label:18} {ours[0]:8.1f} {ours[1]:8.1f} {ours[2]:9.1f} {theirs:9.1f}"
-          f"   (max |a - a_pin| = {agreement:.1e})")
+    print(f"{name:8} {model.nv:3d} {label:18} {ours[0]:8.1f} {ours[1]:8.1f} {ours[2]:9.1f} {theirs:9.1f} "
+          f"{ours[0] / theirs:6.2f}   (max |a - a_pin| = {agreement:.1e})")
 
 
 def contact_forward_dynamics_table(calls):
     print("contact_forward_dynamics, us per call (Pinocchio: its legacy KKT forwardDynamics, with its frame "
           "Jacobians and drifts)")
-    print(f"{'robot':8} {'nv':>3} {'contacts':18} {'kkt':>8} {'schur':>8} {'nullspace':>9} {'pinocchio':>9}")
+    print(f"{'robot':8} {'nv':>3} {'contacts':18} {'kkt':>8} {'schur':>8} {'nullspace':>9} {'pinocchio':>9} "
+          f"{'ratio':>6}")
     contact_forward_dynamics_row("solo12", SOLO12, [mbs.PointContact(f) for f in FEET], "4 points", calls)
     contact_forward_dynamics_row("talos", TALOS, [mbs.FrameContact(s) for s in SOLES], "2 sole frames", calls)
 
@@ -153,40 +167,54 @@ def simulation_row(name, path, points, steps):
         return q
 
     q_end = run(record=True)
-    ours = min(timeit.repeat(run, number=1, repeat=3)) / steps * 1e6
+    ours = min(timeit.repeat(run, number=1, repeat=3, timer=CLOCK)) / steps * 1e6
 
-    mj = mujoco_model(path, points)
-    data = mujoco.MjData(mj)
-    qpos0 = np.zeros(mj.nq)
-    qpos0[:3] = q0[:3] + np.array([0, 0, SPHERE])
-    qpos0[3:7] = (q0[6], *q0[3:6])
-    applied = np.zeros(mj.nv)
-    for joint in model.joint_names[1:]:
-        index, dof = mj.joint(joint).qposadr[0], mj.joint(joint).dofadr[0]
-        qpos0[index] = q0[model.q_index(joint)]
-        applied[dof] = feedforward[model.v_index(joint)]
-        mj.jnt_stiffness[mj.joint(joint).id] = stiffness[model.v_index(joint) - 6]
-        mj.qpos_spring[index] = qpos0[index]
-        mj.dof_damping[dof] = damping[model.v_index(joint) - 6]
+    def mujoco_run(python_pd):
+        """MuJoCo's loop: the same PD law computed in Python and applied as
+        generalised forces (python_pd), or applied by MuJoCo itself as joint
+        springs and dampers."""
+        mj = mujoco_model(path, points)
+        data = mujoco.MjData(mj)
+        qpos0 = np.zeros(mj.nq)
+        qpos0[:3] = q0[:3] + np.array([0, 0, SPHERE])
+        qpos0[3:7] = (q0[6], *q0[3:6])
+        applied = np.zeros(mj.nv)
+        for joint in model.joint_names[1:]:  # MuJoCo orders them as we do (base first): q[7:], v[6:] are the joints
+            index, dof = mj.joint(joint).qposadr[0], mj.joint(joint).dofadr[0]
+            assert (index, dof) == (model.q_index(joint), model.v_index(joint))
+            qpos0[index] = q0[model.q_index(joint)]
+            applied[dof] = feedforward[model.v_index(joint)]
+            if not python_pd:
+                mj.jnt_stiffness[mj.joint(joint).id] = stiffness[model.v_index(joint) - 6]
+                mj.qpos_spring[index] = qpos0[index]
+                mj.dof_damping[dof] = damping[model.v_index(joint) - 6]
 
-    def run_mujoco():
-        data.qpos[:], data.qvel[:] = qpos0, 0.0
-        data.qfrc_applied[:] = applied
-        for _ in range(steps):
-            mujoco.mj_step(mj, data)
+        def run_mujoco():
+            data.qpos[:], data.qvel[:] = qpos0, 0.0
+            data.qfrc_applied[:] = applied
+            for _ in range(steps):
+                if python_pd:
+                    tau = applied.copy()
+                    tau[6:] -= stiffness * (data.qpos[7:] - qpos0[7:]) + damping * data.qvel[6:]
+                    data.qfrc_applied[:] = tau
+                mujoco.mj_step(mj, data)
 
-    theirs = min(timeit.repeat(run_mujoco, number=1, repeat=3)) / steps * 1e6
+        per_step = min(timeit.repeat(run_mujoco, number=1, repeat=3, timer=CLOCK)) / steps * 1e6
+        return per_step, data.qpos[2] - qpos0[2]
+
+    theirs, height = mujoco_run(python_pd=True)
+    springs, _ = mujoco_run(python_pd=False)
     drift = np.abs(mbs.difference(model, q0, q_end)).max()
-    print(f"{name:8} {model.nv:3d} {len(points):6d} {ours:8.1f} {theirs:8.1f} {ours / theirs:6.2f} "
-          f"{max(sweeps):7d} {max(residuals):12.1e}   (after {steps * DT:g} s, ours moved {drift:.1e}; "
-          f"MuJoCo's base height {data.qpos[2] - qpos0[2]:+.1e} m)")
+    print(f"{name:8} {model.nv:3d} {len(points):6d} {ours:8.1f} {theirs:8.1f} {ours / theirs:6.2f} {springs:8.1f} "
+          f"{ours / springs:6.2f} {max(sweeps):7d} {max(residuals):12.1e}   (after {steps * DT:g} s, ours moved "
+          f"{drift:.1e}; MuJoCo's base height {height:+.1e} m)")
 
 
 def simulation_step_table(steps):
     print(f"\none simulation step with frictional ground contact (dt = {DT * 1e3:g} ms, mu = {FRICTION}), "
           f"us per step, mean over {steps} steps standing")
-    print(f"{'robot':8} {'nv':>3} {'points':>6} {'ours':>8} {'mj_step':>8} {'ratio':>6} {'sweeps':>7} "
-          f"{'residual m/s':>12}")
+    print(f"{'robot':8} {'nv':>3} {'points':>6} {'ours':>8} {'mj_step':>8} {'ratio':>6} {'springs':>8} {'ratio':>6} "
+          f"{'sweeps':>7} {'residual m/s':>12}")
     simulation_row("solo12", SOLO12, [mbs.PointContact(f) for f in FEET], steps)
     simulation_row("talos", TALOS, [mbs.PointContact(s, c) for s in SOLES for c in SOLE_CORNERS], steps)
 

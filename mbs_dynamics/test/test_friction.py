@@ -434,3 +434,66 @@ def test_joint_friction_and_limit_on_one_joint():
         q, v = np.array([start]), np.zeros(1)
         result = mbs.contact_step(sticky, q, v, np.zeros(1), DT, joint_limits=True, joint_friction=True)
         assert result.converged and abs(result[1][0]) < 1e-12 and abs(result[0][0] - start) < 1e-12
+
+
+def test_contact_step_repeated_set_up_gives_the_first_calls_results():
+    """contact_step keeps the last set-up per thread (its world, actuation and
+    the kernel's compiled entry): a loop of calls gives, bit for bit, what a
+    fresh set-up gives for each state; changing the points, the ground or a
+    joint option between calls is seen; a ground given its normal as an array
+    (not hashable) is stepped; another thread has its own set-up; bad inputs
+    keep their messages on the kept set-up, and it still steps afterwards."""
+    import threading
+
+    from mbs_dynamics.simulation.stepping import api
+
+    model, q0 = solo12_standing()
+    points = [mbs.PointContact(f) for f in FEET]
+    rng = np.random.default_rng(7)
+    tau = rng.normal(size=model.nv)
+    ground = mbs.Ground(friction=0.8)
+
+    def fresh(*arguments, **options):
+        api._last_step.key = (None, (), None, None)
+        return mbs.contact_step(*arguments, **options)
+
+    def same(a, b):
+        assert np.array_equal(a.q, b.q) and np.array_equal(a.v, b.v)
+        for name in ("points", "contacts", "coordinates", "bodies"):
+            assert getattr(a, name).tobytes() == getattr(b, name).tobytes()
+        assert a.report.tobytes() == b.report.tobytes()
+
+    q, v, warm = q0, np.zeros(model.nv), None
+    for _ in range(5):
+        result = mbs.contact_step(model, q, v, tau, DT, points, ground, warm_start=warm)
+        same(result, fresh(model, q, v, tau, DT, points, ground, warm_start=warm))
+        q, v, warm = result.q, result.v, result.impulses
+    # what changes between calls is seen
+    higher = mbs.Ground(height=-0.01, friction=0.8)
+    for call in (lambda: (model, q, v, tau, DT, points[:2], ground), lambda: (model, q, v, tau, DT, points, higher)):
+        mbs.contact_step(model, q, v, tau, DT, points, ground)
+        same(mbs.contact_step(*call()), fresh(*call()))
+    mbs.contact_step(model, q, v, tau, DT, points, ground)
+    same(mbs.contact_step(model, q, v, tau, DT, points, ground, joint_limits=True),
+         fresh(model, q, v, tau, DT, points, ground, joint_limits=True))
+    tilted = mbs.Ground(normal=np.array([0.0, 0.1, 1.0]), friction=0.8)
+    same(mbs.contact_step(model, q, v, tau, DT, points, tilted), fresh(model, q, v, tau, DT, points, tilted))
+    # another thread: its own set-up, the same results
+    expected, answers = fresh(model, q, v, tau, DT, points, ground), []
+    worker = threading.Thread(target=lambda: answers.append(mbs.contact_step(model, q, v, tau, DT, points, ground)))
+    worker.start()
+    worker.join(timeout=120)
+    same(answers[0], expected)
+    # bad inputs on the kept set-up
+    mbs.contact_step(model, q, v, tau, DT, points, ground)
+    bad_q = q.copy()
+    bad_q[3:7] = (0.5, 0.5, 0.5, 0.0)
+    for arguments, message in (((bad_q, v, tau), "has norm 0.866"),
+                               ((q, np.full(model.nv, np.nan), tau), "v has a non-finite value"),
+                               ((q, v, np.full(model.nv, np.inf)), "tau has a non-finite value"),
+                               ((q, v, np.zeros(model.nv + 1)), r"tau must have shape \(18,\)")):
+        with pytest.raises(ValueError, match=message):
+            mbs.contact_step(model, *arguments, DT, points, ground)
+    with pytest.raises(ValueError, match=r"warm_start must have shape \(4, 3\)"):
+        mbs.contact_step(model, q, v, tau, DT, points, ground, warm_start=np.zeros((3, 3)))
+    same(mbs.contact_step(model, q, v, tau, DT, points, ground), expected)

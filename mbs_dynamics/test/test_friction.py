@@ -454,7 +454,7 @@ def test_contact_step_repeated_set_up_gives_the_first_calls_results():
     ground = mbs.Ground(friction=0.8)
 
     def fresh(*arguments, **options):
-        api._last_step.key = (None, (), None, None)
+        api._last_step.key = api.NO_SET_UP
         return mbs.contact_step(*arguments, **options)
 
     def same(a, b):
@@ -468,6 +468,14 @@ def test_contact_step_repeated_set_up_gives_the_first_calls_results():
         result = mbs.contact_step(model, q, v, tau, DT, points, ground, warm_start=warm)
         same(result, fresh(model, q, v, tau, DT, points, ground, warm_start=warm))
         q, v, warm = result.q, result.v, result.impulses
+    # each call's records are its own, past the pool's rows (api.RESULTS_POOL made at once)
+    kept = [mbs.contact_step(model, q, v, tau, DT, points, ground, warm_start=warm)]
+    saved = [records.tobytes() for records in (kept[0].points, kept[0].contacts, kept[0].coordinates, kept[0].bodies)]
+    kept += [mbs.contact_step(model, q, v, -tau, DT, points, ground) for _ in range(2 * api.RESULTS_POOL + 1)]
+    for records, before in zip((kept[0].points, kept[0].contacts, kept[0].coordinates, kept[0].bodies), saved,
+                               strict=True):
+        assert records.tobytes() == before
+    assert not np.shares_memory(kept[1].points, kept[2].points)
     # what changes between calls is seen
     higher = mbs.Ground(height=-0.01, friction=0.8)
     for call in (lambda: (model, q, v, tau, DT, points[:2], ground), lambda: (model, q, v, tau, DT, points, higher)):

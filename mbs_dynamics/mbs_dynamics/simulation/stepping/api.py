@@ -253,17 +253,18 @@ class _LastStep(threading.local):
     """This thread's last set-up of contact_step, for a loop that passes the
     same model, points, ground and joint options every call: the key, the
     world, the actuation records it rewrites (its own: nothing else reads
-    them), their efforts' view, simulate_kernel's compiled entry, and the
+    them), their efforts' view, simulate_kernel's compiled entry, the
+    SETTINGS record of the last solver options (and their key), and the
     result records of the next calls (StepResults of RESULTS_POOL rows each,
     zero; each call takes the next row, none is taken twice), their
     impulses' and statuses' views and the rows taken."""
 
     key = NO_SET_UP
-    world = actuation = efforts = entry = pool = impulses = statuses = None
-    taken = RESULTS_POOL
+    world = actuation = efforts = entry = pool = impulses = statuses = settings = None
+    taken, settings_key = RESULTS_POOL, None
 
-    def results(self, npoints: int, nv: int, nbodies: int) -> StepResults:
-        """The next row's records (new_results'), their rows' pool made anew where used up."""
+    def results(self, npoints: int, nv: int, nbodies: int) -> tuple:
+        """The next row's records (new_results', a plain tuple), their rows' pool made anew where used up."""
         if self.taken == RESULTS_POOL:
             self.pool = StepResults(np.zeros((RESULTS_POOL, npoints), POINT),
                                     np.zeros((RESULTS_POOL, npoints, 1), CONTACT),
@@ -272,8 +273,8 @@ class _LastStep(threading.local):
             self.impulses, self.statuses, self.taken = self.pool.contacts["impulse"], self.pool.report["status"], 0
         pool, row = self.pool, self.taken
         self.taken = row + 1
-        return StepResults(pool.points[row], pool.contacts[row], pool.coordinates[row], pool.bodies[row],
-                           NO_COLLISIONS, pool.report[row])
+        return pool.points[row], pool.contacts[row], pool.coordinates[row], pool.bodies[row], NO_COLLISIONS, \
+            pool.report[row]
 
 
 _last_step = _LastStep()
@@ -298,18 +299,25 @@ def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground =
     Coulomb friction, as impulses bounded by f dt that stop a joint they can
     hold (f: the static friction from rest, the Stribeck curve's level while
     sliding), and the friction offset as a constant torque."""
-    # the cached record itself: the kernel only reads it
-    settings = _settings(float(dt), float(stabilization), float(margin), float(tolerance), int(max_iterations), EULER,
-                         0.0, 1)
-    q = np.array(inputs.shaped(model, q, model.nq, "q", batch=False), dtype=float)
-    v = np.array(inputs.shaped(model, v, model.nv, "v", batch=False), dtype=float)
-    tau = inputs.shaped(model, tau, model.nv, "tau", batch=False)
     last, points = _last_step, tuple(points)
-    key = (model, points, ground, (bool(joint_limits), bool(joint_damping), bool(joint_friction)))
-    same = last.key[0] is model and last.key[2] is ground and last.key[3] == key[3] and last.key[1] == points
+    # the cached record itself: the kernel only reads it
+    settings_key = (dt, stabilization, margin, tolerance, max_iterations)
+    if settings_key != last.settings_key:
+        last.settings = _settings(float(dt), float(stabilization), float(margin), float(tolerance),
+                                  int(max_iterations), EULER, 0.0, 1)
+        last.settings_key = settings_key
+    q, v = np.array(q, dtype=np.float64), np.array(v, dtype=np.float64)  # the kernel steps them in place
+    if q.shape != (model.nq,) or v.shape != (model.nv,):
+        inputs.shaped(model, q, model.nq, "q", batch=False)
+        inputs.shaped(model, v, model.nv, "v", batch=False)
+    tau = inputs.shaped(model, tau, model.nv, "tau", batch=False)
+    options = (bool(joint_limits), bool(joint_damping), bool(joint_friction))
+    key = last.key
+    same = key[0] is model and key[2] is ground and key[3] == options and key[1] == points
     if same:
         world, actuation = last.world, last.actuation
     else:  # set up anew; kept once the kernel has run
+        key = (model, points, ground, options)
         world, actuation = _world(*key), effort_actuation(model, tau)
         last.key, last.taken = NO_SET_UP, RESULTS_POOL
     npoints = world[0].shape[0]
@@ -320,9 +328,9 @@ def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground =
             raise ValueError(f"warm_start must have shape ({npoints}, 3), got {warm_start.shape}")
         last.impulses[last.taken - 1, :, 0] = warm_start
     if joint_warm_start is not None:
-        results.coordinates["joint_impulse"] = inputs.shaped(model, joint_warm_start, model.nv, "joint_warm_start",
-                                                             batch=False)
-    arguments = (model.packed, model.dof_parent, world, actuation, settings, q, v, tuple(results), scratch(model))
+        results[2]["joint_impulse"] = inputs.shaped(model, joint_warm_start, model.nv, "joint_warm_start",
+                                                    batch=False)
+    arguments = (model.packed, model.dof_parent, world, actuation, last.settings, q, v, results, scratch(model))
     if same:
         last.efforts[:] = tau
         last.entry(*arguments)
@@ -331,5 +339,5 @@ def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground =
         last.key, last.world, last.actuation, last.efforts = key, world, actuation, actuation["effort"]
         last.entry = _compiled_entry(simulate_kernel, arguments)
     if last.statuses[last.taken - 1, 0]:  # one step: a step it cannot take leaves q and v as they were
-        check_report(model, results.report, "the contact step", q, (v, "v"), (tau, "tau"))
-    return ContactStep(q, v, *results[:5], results.report[0], tolerance)
+        check_report(model, results[5], "the contact step", q, (v, "v"), (tau, "tau"))
+    return ContactStep(q, v, results[0], results[1], results[2], results[3], NO_COLLISIONS, results[5][0], tolerance)

@@ -270,7 +270,8 @@ class _LastStep(threading.local):
                                     np.zeros((RESULTS_POOL, npoints, 1), CONTACT),
                                     np.zeros((RESULTS_POOL, nv), COORDINATE), np.zeros((RESULTS_POOL, nbodies), BODY),
                                     None, np.zeros((RESULTS_POOL, 1), REPORT))
-            self.impulses, self.statuses, self.taken = self.pool.contacts["impulse"], self.pool.report["status"], 0
+            self.impulses = self.pool.contacts["impulse"][:, :, 0]  # (RESULTS_POOL, npoints, 3): the ground's
+            self.statuses, self.taken = self.pool.report["status"][:, 0], 0
         pool, row = self.pool, self.taken
         self.taken = row + 1
         return pool.points[row], pool.contacts[row], pool.coordinates[row], pool.bodies[row], NO_COLLISIONS, \
@@ -326,7 +327,7 @@ def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground =
         warm_start = np.asarray(warm_start, dtype=float)
         if warm_start.shape != (npoints, 3):
             raise ValueError(f"warm_start must have shape ({npoints}, 3), got {warm_start.shape}")
-        last.impulses[last.taken - 1, :, 0] = warm_start
+        last.impulses[last.taken - 1] = warm_start
     if joint_warm_start is not None:
         results[2]["joint_impulse"] = inputs.shaped(model, joint_warm_start, model.nv, "joint_warm_start",
                                                     batch=False)
@@ -338,6 +339,6 @@ def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground =
         simulate_kernel(*arguments)
         last.key, last.world, last.actuation, last.efforts = key, world, actuation, actuation["effort"]
         last.entry = _compiled_entry(simulate_kernel, arguments)
-    if last.statuses[last.taken - 1, 0]:  # one step: a step it cannot take leaves q and v as they were
+    if last.statuses[last.taken - 1]:  # one step: a step it cannot take leaves q and v as they were
         check_report(model, results[5], "the contact step", q, (v, "v"), (tau, "tau"))
     return ContactStep(q, v, results[0], results[1], results[2], results[3], NO_COLLISIONS, results[5][0], tolerance)

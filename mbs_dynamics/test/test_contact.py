@@ -326,7 +326,7 @@ def test_compiled_kkt_path_matches_the_general_one(robot, monkeypatch):
                 for s in sets]
     assert constraints._compiled_contacts(model, tuple(sets[2])) is not None
     monkeypatch.setattr(constraints, "_compiled_contacts", lambda model, contacts: None)
-    monkeypatch.setattr(constraints, "_last_contacts", (None, (), None))
+    monkeypatch.setattr(constraints, "_last_contacts", (None, (), None))  # nothing kept
     for s, solutions in zip(sets, compiled, strict=True):
         for b, solution in zip(((0, 0), (3.0, 5.0)), solutions, strict=True):
             general = mbs.contact_forward_dynamics(model, q, v, tau, s, baumgarte=b)

@@ -440,10 +440,10 @@ def _contact_dynamics_kernel(packed, dof_parent, q, v, tau, kinds, bodies, local
 
 @lru_cache(maxsize=64)
 def _compiled_contacts(model: Model, contacts: tuple):
-    """What _contact_dynamics_kernel reads of point and frame contacts, and
-    the number of rows and each one's slice of the stacked forces; None
-    for other sets (loop
-    closures, none, anything malformed: the general path says what)."""
+    """What _contact_dynamics_kernel reads of point and frame contacts, the
+    number of rows and each one's slice of the stacked forces; None for
+    other sets (loop closures, none, anything malformed: the general path
+    says what)."""
     if not contacts or any(type(c) not in (PointContact, FrameContact) for c in contacts):
         return None
     try:
@@ -472,13 +472,31 @@ def _compiled_contacts(model: Model, contacts: tuple):
 _last_contacts = (None, (), None)
 
 
+def _compiled_for(model: Model, contacts: tuple):
+    """_compiled_contacts(model, contacts), the last call's where the set is
+    the same (compared, not hashed: a dataclass hashes in ~0.4 us); None
+    where anything in it does not compare or hash."""
+    global _last_contacts
+    last_model, last_contacts, compiled = _last_contacts
+    try:
+        if model is last_model and contacts == last_contacts:
+            return compiled
+        compiled = _compiled_contacts(model, contacts)
+    except (TypeError, ValueError):
+        return None
+    _last_contacts = (model, contacts, compiled)
+    return compiled
+
+
 def contact_forward_dynamics(model: Model, q, v, tau, contacts, method: str = "kkt",
                              baumgarte=(0.0, 0.0)) -> ConstraintSolution:
     """(a, forces): the accelerations with the constraints held, G a = gamma -
     2 alpha G v - beta² phi (Baumgarte; phi is the position error where a
     constraint defines one), and one force per constraint (module docstring).
 
-    method: "kkt" (the full saddle-point system), "schur" (range space:
+    method: "kkt" (the full saddle-point system; for point and frame contacts
+    whose G is certainly of full rank, one compiled call that solves it by
+    its block factorisation, _contact_dynamics_kernel), "schur" (range space:
     (G M⁻¹ G^T) λ = gamma - G a_free with the O(n) M⁻¹ of the ABA), or
     "nullspace" (a = a_p + N y with G N = 0, N^T M N y = N^T (tau - h - M a_p)).
     """
@@ -486,12 +504,8 @@ def contact_forward_dynamics(model: Model, q, v, tau, contacts, method: str = "k
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     alpha, beta = (float(x) for x in baumgarte)
     if method == "kkt":
-        global _last_contacts
         contacts = tuple(contacts)
-        last_model, last_contacts, compiled = _last_contacts
-        if model is not last_model or contacts != last_contacts:
-            compiled = _compiled_contacts(model, contacts)
-            _last_contacts = (model, contacts, compiled)
+        compiled = _compiled_for(model, contacts)
         if compiled is not None:
             q_shaped = inputs.shaped(model, q, model.nq, "q", batch=False)
             v_shaped = inputs.shaped(model, v, model.nv, "v", batch=False)

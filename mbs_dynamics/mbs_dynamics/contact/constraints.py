@@ -259,20 +259,30 @@ def _rank(G):
     return rank, U, s, Vt
 
 
+@njit(cache=True, inline="always")
+def _symmetric_product(G, B):
+    """G B (m, m) for a product known to be symmetric (G G^T, G M⁻¹ G^T): its
+    lower triangle summed, the upper mirrored. A loop: BLAS costs microseconds
+    a call at these sizes."""
+    m, n = G.shape
+    product = np.empty((m, m))
+    for r in range(m):
+        for c in range(r + 1):
+            total = 0.0
+            for j in range(n):
+                total += G[r, j] * B[j, c]
+            product[r, c] = product[c, r] = total
+    return product
+
+
 @njit(cache=True)
 def _certainly_full_rank(G):
     """True when G's rows are independent by a margin, without an SVD (which
     takes some 30 us here): σ_min(G)² = λ_min(G G^T) >= 1 / |(G G^T)⁻¹|_F and
     σ_max(G) <= |G|_F, so σ_min / σ_max is bounded below from a Cholesky of
     G G^T. False means "not certain": then the SVD decides."""
-    m, n = G.shape
-    A = np.empty((m, m))  # G G^T, a loop: BLAS costs microseconds a call at these sizes
-    for r in range(m):
-        for c in range(r + 1):
-            total = 0.0
-            for j in range(n):
-                total += G[r, j] * G[c, j]
-            A[r, c] = A[c, r] = total
+    m = G.shape[0]
+    A = _symmetric_product(G, G.T)
     scale = 0.0
     for i in range(m):
         scale += A[i, i]  # |G|_F²
@@ -405,13 +415,8 @@ def _contact_dynamics_kernel(packed, dof_parent, q, v, tau, kinds, bodies, local
     ltl_solve(M, dof_parent, free)
     Y = np.ascontiguousarray(G.T)
     ltl_solve_rows(M, dof_parent, Y)
-    operational, multipliers = np.empty((m, m)), np.empty(m)
+    operational, multipliers = _symmetric_product(G, Y), np.empty(m)
     for r in range(m):
-        for c in range(r + 1):
-            total = 0.0
-            for j in range(nv):
-                total += G[r, j] * Y[j, c]
-            operational[r, c] = operational[c, r] = total
         multipliers[r] = target[r] - _dot(G[r], free)
     chain = np.arange(m) - 1  # dense
     if ltl_factor(operational, chain) >= 0:

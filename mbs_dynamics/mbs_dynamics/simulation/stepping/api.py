@@ -237,8 +237,12 @@ def _world(model: Model, points: tuple, ground, options: tuple) -> tuple:
 def _compiled_entry(dispatcher, arguments):
     """The compiled function a numba dispatcher chose for `arguments`, callable
     without its type resolution (a structured array or a named tuple costs
-    it about a microsecond each): only for arguments of exactly these types."""
-    return dispatcher.overloads[tuple(dispatcher.typeof_pyval(argument) for argument in arguments)].entry_point
+    it about a microsecond each): only for arguments of exactly these types.
+    The dispatcher itself where it keeps its overloads otherwise."""
+    try:
+        return dispatcher.overloads[tuple(dispatcher.typeof_pyval(argument) for argument in arguments)].entry_point
+    except (AttributeError, KeyError):
+        return dispatcher
 
 
 # contact_step's result records are made this many calls' at once: a structured array costs 0.3-0.6 us to

@@ -412,6 +412,8 @@ def _states(model: Model, q, v, x, x_name: str) -> tuple[np.ndarray, np.ndarray,
     q = inputs.shaped(model, q, model.nq, "q")
     v = inputs.shaped(model, v, model.nv, "v")
     x = inputs.shaped(model, x, model.nv, x_name)
+    if q.ndim == v.ndim == x.ndim == 1:  # one state, at no cost
+        return q, v, x, 0
     return q, v, x, inputs.same_batch(q, v, x)
 
 

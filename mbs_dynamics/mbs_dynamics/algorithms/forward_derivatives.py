@@ -10,6 +10,7 @@ from the same factor (ltl_inverse) and multiplies dID/dq and dID/dv (BLAS).
 """
 import numpy as np
 from numba import njit, prange
+from numba.extending import register_jitable
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.aba import SingularMassMatrix, forward_dynamics
@@ -22,10 +23,11 @@ from mbs_dynamics.multibody.workspace import FLOATS_FIXED, new_scratch, scratch,
 from mbs_dynamics.spatial.algebra import inertia_times
 
 
-@njit(cache=True)
+@register_jitable
 def fd_floats_per_body(n, nv):
     """Floats per body of the buffer of fd_derivatives_kernel and linearize_kernel:
-    the derivative kernels' layout, then three (nv, nv) matrices, a (nv,) and two (n, 6)."""
+    the derivative kernels' layout, then three (nv, nv) matrices, a (nv,) and two (n, 6).
+    Compiled where a kernel calls it, plain Python (no dispatch) elsewhere."""
     return FLOATS_PER_BODY + (3 * nv * nv + nv + 12 * n + n - 1) // n
 
 

@@ -224,10 +224,11 @@ def moved_by(kind, perturbed, column):
 
 
 @njit(cache=True)
-def column_inertias(packed, views):
+def column_inertias(packed, buffer):
     """Per column k of body i (columns[i, k]): S, U = I^C_i S and W = B^C_i^T S,
     which depend on q and v only."""
     model = unpack_model(packed)
+    views = derivative_views(buffer, model.parent.shape[0])
     mass_c, first_moment_c, inertia_c = views.mass_c, views.first_moment_c, views.inertia_c
     T, G, S_world, columns = views.T, views.G, views.S_world, views.columns
     for i in range(model.parent.shape[0]):
@@ -241,10 +242,11 @@ def column_inertias(packed, views):
 
 
 @njit(cache=True)
-def column_motions(packed, v, a, views):
+def column_motions(packed, v, a, buffer):
     """Per column (after column_inertias, with the accelerations of a): ψ, φ, χ
     (module docstring), dF/dq = S x* F - I^C φ - B^C ψ and dF/dv = B^C S + I^C χ."""
     model = unpack_model(packed)
+    views = derivative_views(buffer, model.parent.shape[0])
     gravity, velocity, acceleration = model.gravity, views.velocity, views.acceleration
     mass_c, first_moment_c, inertia_c = views.mass_c, views.first_moment_c, views.inertia_c
     T, G, F, S_world, columns = views.T, views.G, views.F, views.S_world, views.columns
@@ -271,38 +273,20 @@ def column_motions(packed, v, a, views):
 
 
 @njit(cache=True)
-def column_mass_matrix(packed, views, M):
-    """M = dtau/da: the sum of U_n . S_m over the columns n, m of a coordinate
-    pair (a coupled mimic shares its master's coordinate) with m on n's path to
-    the root (after column_inertias), plus the rotors' armature on the diagonal."""
+def column_pairs(packed, buffer, M, dtau_dq, dtau_dv, inertia, partials):
+    """Over the pairs of columns n, m with m on n's path to the root (a coupled
+    mimic shares its master's coordinate: pairs of a coordinate add up): when
+    `inertia`, M = dtau/da (U_n . S_m, after column_inertias) plus the rotors'
+    armature on the diagonal; when `partials`, dtau/dq and dtau/dv (after
+    column_motions; the module docstring's formulas). One pass for both."""
     model = unpack_model(packed)
-    parent, v_start, nv_joint, columns = model.parent, model.v_start, model.nv_joint, views.columns
-    M[:] = 0.0
-    for i in range(parent.shape[0]):
-        for kn in range(nv_joint[i]):
-            cn, out = v_start[i] + kn, columns[i, kn]
-            j = i
-            while j >= 0:
-                for km in range(nv_joint[j]):
-                    cm = v_start[j] + km
-                    inertia = _dot(out[_U], columns[j, km, _S])
-                    M[cn, cm] += inertia
-                    if j != i:
-                        M[cm, cn] += inertia
-                j = parent[j]
-    for k in range(M.shape[0]):
-        M[k, k] += model.armature[k]
-
-
-@njit(cache=True)
-def column_partials(packed, views, dtau_dq, dtau_dv):
-    """dtau/dq and dtau/dv from the columns (after column_motions): for column m on
-    column n's path to the root, the formulas of the module docstring."""
-    model = unpack_model(packed)
-    parent, kind, v_start, nv_joint, columns = model.parent, model.joint_type, model.v_start, model.nv_joint, \
-        views.columns
-    dtau_dq[:] = 0.0
-    dtau_dv[:] = 0.0
+    parent, kind, v_start, nv_joint = model.parent, model.joint_type, model.v_start, model.nv_joint
+    columns = derivative_views(buffer, parent.shape[0]).columns
+    if inertia:
+        M[:] = 0.0
+    if partials:
+        dtau_dq[:] = 0.0
+        dtau_dv[:] = 0.0
     for i in range(parent.shape[0]):
         for kn in range(nv_joint[i]):
             cn, out = v_start[i] + kn, columns[i, kn]
@@ -310,6 +294,13 @@ def column_partials(packed, views, dtau_dq, dtau_dv):
             while j >= 0:
                 for km in range(nv_joint[j]):
                     cm, moving = v_start[j] + km, columns[j, km]
+                    if inertia:
+                        inertia_nm = _dot(out[_U], moving[_S])
+                        M[cn, cm] += inertia_nm
+                        if j != i:
+                            M[cm, cn] += inertia_nm
+                    if not partials:
+                        continue
                     by_q = -(_dot(out[_U], moving[_PHI]) + _dot(out[_W], moving[_PSI]))
                     dtau_dv[cn, cm] += _dot(out[_W], moving[_S]) + _dot(out[_U], moving[_CHI])
                     if j == i:
@@ -321,6 +312,9 @@ def column_partials(packed, views, dtau_dq, dtau_dv):
                     dtau_dq[cm, cn] += _dot(moving[_S], out[_DFQ])
                     dtau_dv[cm, cn] += _dot(moving[_S], out[_DFV])
                 j = parent[j]
+    if inertia:
+        for k in range(M.shape[0]):
+            M[k, k] += model.armature[k]
 
 
 @njit(cache=True)
@@ -334,8 +328,8 @@ def id_derivatives_kernel(packed, q, v, a, tau, dtau_dq, dtau_dv, M, buffer):
     parent, v_start, nv_joint = model.parent, model.v_start, model.nv_joint
     views = derivative_views(buffer, parent.shape[0])
     subtree_quantities(packed, q, v, a, model.gravity, views)
-    column_inertias(packed, views)
-    column_motions(packed, v, a, views)
+    column_inertias(packed, buffer)
+    column_motions(packed, v, a, buffer)
     F, S_world = views.F, views.S_world
     tau[:] = 0.0
     for i in range(parent.shape[0]):
@@ -343,8 +337,7 @@ def id_derivatives_kernel(packed, q, v, a, tau, dtau_dq, dtau_dv, M, buffer):
             tau[v_start[i] + k] += _dot(S_world[i, k], F[i])
     for k in range(tau.shape[0]):  # the rotors (model.armature)
         tau[k] += model.armature[k] * a[k]
-    column_mass_matrix(packed, views, M)
-    column_partials(packed, views, dtau_dq, dtau_dv)
+    column_pairs(packed, buffer, M, dtau_dq, dtau_dv, True, True)
     return 0 if all_finite(dtau_dq) and all_finite(dtau_dv) and all_finite(M) else NONFINITE_RESULT
 
 

@@ -16,7 +16,7 @@ from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.aba import SingularMassMatrix, forward_dynamics
 from mbs_dynamics.algorithms.crba import ltl_factor, ltl_solve
 from mbs_dynamics.algorithms.derivatives import _U, FLOATS_PER_BODY, _dot, _states, column_inertias, \
-    column_mass_matrix, column_motions, column_partials, derivative_views, subtree_quantities
+    column_motions, column_pairs, derivative_views, subtree_quantities
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_MATRIX, all_finite, invalid
 from mbs_dynamics.multibody.model import FLOATING, Model, body_count, unpack_model
 from mbs_dynamics.multibody.workspace import FLOATS_FIXED, new_scratch, scratch, take
@@ -65,17 +65,33 @@ def ltl_inverse(L, dof_parent, Minv):
             Minv[i, c] = Minv[c, i]
 
 
+@njit(cache=True, inline="always")
+def _fd_matrices(buffer, n, nv):
+    """The (nv, nv) matrices M, dtau_dq, dtau_dv, a (nv,) and dA, D (n, 6)
+    after the derivative kernels' layout (fd_floats_per_body)."""
+    o = n * FLOATS_PER_BODY + FLOATS_FIXED
+    M, o = take(buffer, o, (nv, nv))
+    dtau_dq, o = take(buffer, o, (nv, nv))
+    dtau_dv, o = take(buffer, o, (nv, nv))
+    a, o = take(buffer, o, (nv,))
+    dA, o = take(buffer, o, (n, 6))
+    D, o = take(buffer, o, (n, 6))
+    return M, dtau_dq, dtau_dv, a, dA, D
+
+
 @njit(cache=True)
-def accelerations_from_factor(packed, dof_parent, tau, L, views, a, dA, D):
+def accelerations_from_factor(packed, dof_parent, tau, buffer):
     """a = M^-1 (tau - S^T F) from M's factor L, with F the subtree wrenches of
     subtree_quantities at a = 0; then the world accelerations and wrenches moved
     to a: ΔA_i = ΔA_λ + S_i a_i and ΔF_i = I^C_i ΔA_λ + Σ_{j in subtree i} U_j a_j
-    (U = I^C S, column_inertias). dA, D: (n, 6) scratch."""
+    (U = I^C S, column_inertias). M's factor L, a and the scratch dA, D: _fd_matrices."""
     model = unpack_model(packed)
     parent, v_start, nv_joint = model.parent, model.v_start, model.nv_joint
+    n = parent.shape[0]
+    views = derivative_views(buffer, n)
+    L, _, _, a, dA, D = _fd_matrices(buffer, n, tau.shape[0])
     mass_c, first_moment_c, inertia_c = views.mass_c, views.first_moment_c, views.inertia_c
     F, S_world, columns, acceleration = views.F, views.S_world, views.columns, views.acceleration
-    n = parent.shape[0]
     for k in range(a.shape[0]):
         a[k] = tau[k]
     for i in range(n):
@@ -110,20 +126,6 @@ def accelerations_from_factor(packed, dof_parent, tau, L, views, a, dA, D):
 
 
 @njit(cache=True)
-def _fd_matrices(buffer, n, nv):
-    """The (nv, nv) matrices M, dtau_dq, dtau_dv, a (nv,) and dA, D (n, 6)
-    after the derivative kernels' layout (fd_floats_per_body)."""
-    o = n * FLOATS_PER_BODY + FLOATS_FIXED
-    M, o = take(buffer, o, (nv, nv))
-    dtau_dq, o = take(buffer, o, (nv, nv))
-    dtau_dv, o = take(buffer, o, (nv, nv))
-    a, o = take(buffer, o, (nv,))
-    dA, o = take(buffer, o, (n, 6))
-    D, o = take(buffer, o, (n, 6))
-    return M, dtau_dq, dtau_dv, a, dA, D
-
-
-@njit(cache=True)
 def fd_partials(packed, dof_parent, q, v, tau, Minv, buffer):
     """a = FD(q, v, tau), M^-1 into Minv, and dtau/dq, dtau/dv of the inverse
     dynamics at a, left in the buffer (_fd_matrices; module docstring).
@@ -133,18 +135,18 @@ def fd_partials(packed, dof_parent, q, v, tau, Minv, buffer):
         return INVALID_INPUT
     n, nv = model.parent.shape[0], v.shape[0]
     views = derivative_views(buffer, n)
-    M, dtau_dq, dtau_dv, a, dA, D = _fd_matrices(buffer, n, nv)
+    M, dtau_dq, dtau_dv, a, _, _ = _fd_matrices(buffer, n, nv)
     a[:] = 0.0
     subtree_quantities(packed, q, v, a, model.gravity, views)
-    column_inertias(packed, views)
-    column_mass_matrix(packed, views, M)
+    column_inertias(packed, buffer)
+    column_pairs(packed, buffer, M, dtau_dq, dtau_dv, True, False)
     if not all_finite(M):
         return NONFINITE_RESULT
     if ltl_factor(M, dof_parent) >= 0:
         return SINGULAR_MASS_MATRIX
-    accelerations_from_factor(packed, dof_parent, tau, M, views, a, dA, D)
-    column_motions(packed, v, a, views)
-    column_partials(packed, views, dtau_dq, dtau_dv)
+    accelerations_from_factor(packed, dof_parent, tau, buffer)
+    column_motions(packed, v, a, buffer)
+    column_pairs(packed, buffer, M, dtau_dq, dtau_dv, False, True)
     ltl_inverse(M, dof_parent, Minv)
     return 0 if all_finite(dtau_dq) and all_finite(dtau_dv) and all_finite(Minv) else NONFINITE_RESULT
 

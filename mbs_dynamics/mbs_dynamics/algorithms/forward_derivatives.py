@@ -6,7 +6,7 @@ The inverse dynamics' derivative columns (derivatives.py) give M at no extra
 cost, so a is solved from M's tree-sparse factor, a = M^-1 (tau - ID(q, v, 0)),
 instead of by a separate ABA: the pass runs at a = 0, then moves the world
 accelerations and subtree wrenches to a (both are linear in a). M^-1 comes
-from the same factor (ltl_inverse) and multiplies dID/dq and dID/dv (BLAS).
+from the same factor and multiplies dID/dq and dID/dv (BLAS).
 """
 import numpy as np
 from numba import njit, prange
@@ -14,7 +14,7 @@ from numba.extending import register_jitable
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.aba import SingularMassMatrix, forward_dynamics
-from mbs_dynamics.algorithms.crba import ltl_factor, ltl_solve
+from mbs_dynamics.algorithms.crba import ltl_factor, ltl_solve, ltl_solve_rows
 from mbs_dynamics.algorithms.derivatives import _U, FLOATS_PER_BODY, _dot, _states, column_inertias, \
     column_motions, column_pairs, derivative_views, subtree_quantities
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_MATRIX, all_finite, invalid
@@ -29,40 +29,6 @@ def fd_floats_per_body(n, nv):
     the derivative kernels' layout, then three (nv, nv) matrices, a (nv,) and two (n, 6).
     Compiled where a kernel calls it, plain Python (no dispatch) elsewhere."""
     return FLOATS_PER_BODY + (3 * nv * nv + nv + 12 * n + n - 1) // n
-
-
-@njit(cache=True)
-def ltl_inverse(L, dof_parent, Minv):
-    """Minv = M^-1 = L^-1 L^-T from M's factor (crba.ltl_factor), symmetric:
-    crba.ltl_solve_rows on the identity, where row i of L^-T is zero left of i
-    and of M^-1 only the upper triangle is computed (then mirrored)."""
-    n = L.shape[0]
-    for r in range(n):
-        for c in range(n):
-            Minv[r, c] = 1.0 if r == c else 0.0
-    for i in range(n - 1, -1, -1):  # L^-T, row i zero left of i
-        pivot = 1.0 / L[i, i]
-        for c in range(i, n):
-            Minv[i, c] *= pivot
-        j = dof_parent[i]
-        while j >= 0:
-            factor = L[i, j]
-            for c in range(i, n):
-                Minv[j, c] -= factor * Minv[i, c]
-            j = dof_parent[j]
-    for i in range(n):  # L^-1, the upper triangle: row i's reads rows j < i right of i
-        j = dof_parent[i]
-        while j >= 0:
-            factor = L[i, j]
-            for c in range(i, n):
-                Minv[i, c] -= factor * Minv[j, c]
-            j = dof_parent[j]
-        pivot = 1.0 / L[i, i]
-        for c in range(i, n):
-            Minv[i, c] *= pivot
-    for i in range(n):
-        for c in range(i):
-            Minv[i, c] = Minv[c, i]
 
 
 @njit(cache=True, inline="always")
@@ -147,7 +113,10 @@ def fd_partials(packed, dof_parent, q, v, tau, Minv, buffer):
     accelerations_from_factor(packed, dof_parent, tau, buffer)
     column_motions(packed, v, a, buffer)
     column_pairs(packed, buffer, M, dtau_dq, dtau_dv, False, True)
-    ltl_inverse(M, dof_parent, Minv)
+    for r in range(nv):
+        for c in range(nv):
+            Minv[r, c] = 1.0 if r == c else 0.0
+    ltl_solve_rows(M, dof_parent, Minv)
     return 0 if all_finite(dtau_dq) and all_finite(dtau_dv) and all_finite(Minv) else NONFINITE_RESULT
 
 

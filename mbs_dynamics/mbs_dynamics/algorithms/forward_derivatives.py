@@ -28,7 +28,8 @@ def fd_floats_per_body(n, nv):
     """Floats per body of the buffer of fd_derivatives_kernel and linearize_kernel:
     the derivative kernels' layout, then three (nv, nv) matrices, a (nv,) and two (n, 6).
     Compiled where a kernel calls it, plain Python (no dispatch) elsewhere."""
-    return FLOATS_PER_BODY + (3 * nv * nv + nv + 12 * n + n - 1) // n
+    bodies = max(n, 1)  # a model of fixed joints only has none
+    return FLOATS_PER_BODY + (3 * nv * nv + nv + 12 * n + bodies - 1) // bodies
 
 
 @njit(cache=True, inline="always")

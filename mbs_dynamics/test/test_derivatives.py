@@ -283,6 +283,19 @@ def test_a_singular_mass_matrix_is_reported_by_name():
     assert np.all(np.isfinite(dtau_dq)) and M[1, 1] == 0.0  # inverse dynamics needs no inverse
 
 
+def test_a_model_without_coordinates_has_empty_derivatives():
+    """Fixed joints only (no bodies after merging): empty matrices, one state or a batch."""
+    model = mbs.Model.from_urdf_string(
+        '<robot name="r"><link name="a"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" '
+        'ixz="0" iyz="0"/></inertial></link><link name="b"/><joint name="j" type="fixed"><parent link="a"/>'
+        '<child link="b"/></joint></robot>')
+    assert model.nv == 0
+    for matrix in (*mbs.forward_dynamics_derivatives(model, [], [], []), *mbs.linearize(model, [], [], [])):
+        assert matrix.shape == (0, 0)
+    A, B = mbs.linearize(model, np.zeros((3, 0)), np.zeros((3, 0)), np.zeros((3, 0)))
+    assert A.shape == (3, 0, 0) and B.shape == (3, 0, 0)
+
+
 @pytest.mark.parametrize("name", ["talos", "chain_coupled"])
 def test_batches_of_derivatives_equal_one_state_at_a_time(name):
     """A horizon of states, as MPC linearises it: every batched result is the single-state one."""

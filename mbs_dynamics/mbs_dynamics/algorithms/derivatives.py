@@ -224,29 +224,37 @@ def moved_by(kind, perturbed, column):
 
 
 @njit(cache=True)
-def id_derivatives_kernel(packed, q, v, a, tau, dtau_dq, dtau_dv, M, buffer):
-    """tau = ID(q, v, a) and its partial derivatives dtau/dq (tangent space),
-    dtau/dv, dtau/da = M, O(n·depth) (module docstring). Returns INVALID_INPUT
-    without computing (inputs.invalid), NONFINITE_RESULT on overflow, else 0."""
+def column_inertias(packed, buffer):
+    """Per column k of body i (columns[i, k]): S, U = I^C_i S and W = B^C_i^T S,
+    which depend on q and v only."""
     model = unpack_model(packed)
-    if invalid(model, q, v, a):
-        return INVALID_INPUT
-    parent, kind, v_start, nv_joint = model.parent, model.joint_type, model.v_start, model.nv_joint
-    gravity = model.gravity
-    n = parent.shape[0]
-    views = derivative_views(buffer, n)
-    velocity, acceleration = views.velocity, views.acceleration
-    mass_c, first_moment_c = views.mass_c, views.first_moment_c
-    inertia_c = views.inertia_c
-    T, G, F, S_world = views.T, views.G, views.F, views.S_world
-    columns, work = views.columns, views.work
-    subtree_quantities(packed, q, v, a, gravity, views)
-    vp, ap, vj, sum_v = work[0], work[1], work[2], work[3]
-    for i in range(n):
-        for k in range(nv_joint[i]):
+    views = derivative_views(buffer, model.parent.shape[0])
+    mass_c, first_moment_c, inertia_c = views.mass_c, views.first_moment_c, views.inertia_c
+    T, G, S_world, columns = views.T, views.G, views.S_world, views.columns
+    for i in range(model.parent.shape[0]):
+        for k in range(model.nv_joint[i]):
+            col, s = columns[i, k], S_world[i, k]
+            store(col, _S, s)
+            for r in range(6):
+                col[_U, r] = 0.0
+            _composite_apply(mass_c, first_moment_c, inertia_c, i, s, col[_U], 1.0)
+            _b_transpose_apply(T, G, i, s, col[_W])
+
+
+@njit(cache=True)
+def column_motions(packed, v, a, buffer):
+    """Per column (after column_inertias, with the accelerations of a): ψ, φ, χ
+    (module docstring), dF/dq = S x* F - I^C φ - B^C ψ and dF/dv = B^C S + I^C χ."""
+    model = unpack_model(packed)
+    views = derivative_views(buffer, model.parent.shape[0])
+    gravity, velocity, acceleration = model.gravity, views.velocity, views.acceleration
+    mass_c, first_moment_c, inertia_c = views.mass_c, views.first_moment_c, views.inertia_c
+    T, G, F, S_world, columns = views.T, views.G, views.F, views.S_world, views.columns
+    vp, ap, vj, sum_v = views.work[0], views.work[1], views.work[2], views.work[3]
+    for i in range(model.parent.shape[0]):
+        for k in range(model.nv_joint[i]):
             col, s = columns[i, k], S_world[i, k]
             column_parent_motion(model, i, k, v, a, velocity, acceleration, gravity, S_world, vp, ap, vj)
-            store(col, _S, s)
             store(col, _PSI, motion_cross(s, vp))
             store(col, _PHI, motion_cross(s, ap))
             psi = col[_PSI]
@@ -255,10 +263,6 @@ def id_derivatives_kernel(packed, q, v, a, tau, dtau_dq, dtau_dv, M, buffer):
                 col[_PHI, r] -= e[r]
                 sum_v[r] = vj[r] + vp[r]
             store(col, _CHI, motion_cross(sum_v, s))
-            for r in range(6):
-                col[_U, r] = 0.0
-            _composite_apply(mass_c, first_moment_c, inertia_c, i, s, col[_U], 1.0)
-            _b_transpose_apply(T, G, i, s, col[_W])
             store(col, _DFQ, force_cross(s, row(F, i)))
             _composite_apply(mass_c, first_moment_c, inertia_c, i, col[_PHI], col[_DFQ], -1.0)
             _b_apply(T, G, i, col[_PSI], col[_DFQ], -1.0)
@@ -266,38 +270,74 @@ def id_derivatives_kernel(packed, q, v, a, tau, dtau_dq, dtau_dv, M, buffer):
                 col[_DFV, r] = 0.0
             _b_apply(T, G, i, s, col[_DFV], 1.0)
             _composite_apply(mass_c, first_moment_c, inertia_c, i, col[_CHI], col[_DFV], 1.0)
-    tau[:] = 0.0
-    dtau_dq[:] = 0.0
-    dtau_dv[:] = 0.0
-    M[:] = 0.0
-    for i in range(n):
+
+
+@njit(cache=True)
+def column_pairs(packed, buffer, M, dtau_dq, dtau_dv, inertia, partials):
+    """Over the pairs of columns n, m with m on n's path to the root (a coupled
+    mimic shares its master's coordinate: pairs of a coordinate add up): when
+    `inertia`, M = dtau/da (U_n . S_m, after column_inertias) plus the rotors'
+    armature on the diagonal; when `partials`, dtau/dq and dtau/dv (after
+    column_motions; the module docstring's formulas). One pass for both."""
+    model = unpack_model(packed)
+    parent, kind, v_start, nv_joint = model.parent, model.joint_type, model.v_start, model.nv_joint
+    columns = derivative_views(buffer, parent.shape[0]).columns
+    if inertia:
+        M[:] = 0.0
+    if partials:
+        dtau_dq[:] = 0.0
+        dtau_dv[:] = 0.0
+    for i in range(parent.shape[0]):
         for kn in range(nv_joint[i]):
             cn, out = v_start[i] + kn, columns[i, kn]
-            tau[cn] += _dot(out[_S], F[i])
             j = i
             while j >= 0:
                 for km in range(nv_joint[j]):
                     cm, moving = v_start[j] + km, columns[j, km]
+                    if inertia:
+                        inertia_nm = _dot(out[_U], moving[_S])
+                        M[cn, cm] += inertia_nm
+                        if j != i:
+                            M[cm, cn] += inertia_nm
+                    if not partials:
+                        continue
                     by_q = -(_dot(out[_U], moving[_PHI]) + _dot(out[_W], moving[_PSI]))
-                    by_v = _dot(out[_W], moving[_S]) + _dot(out[_U], moving[_CHI])
-                    inertia = _dot(out[_U], moving[_S])
+                    dtau_dv[cn, cm] += _dot(out[_W], moving[_S]) + _dot(out[_U], moving[_CHI])
                     if j == i:
                         if not moved_by(kind[i], km, kn):
                             by_q = _dot(out[_S], moving[_DFQ])
                         dtau_dq[cn, cm] += by_q
-                        dtau_dv[cn, cm] += by_v
-                        M[cn, cm] += inertia
                         continue
                     dtau_dq[cn, cm] += by_q
-                    dtau_dv[cn, cm] += by_v
-                    M[cn, cm] += inertia
                     dtau_dq[cm, cn] += _dot(moving[_S], out[_DFQ])
                     dtau_dv[cm, cn] += _dot(moving[_S], out[_DFV])
-                    M[cm, cn] += inertia
                 j = parent[j]
-    for k in range(tau.shape[0]):  # the rotors (model.armature): tau += armature a, dtau/da = M + diag(armature)
+    if inertia:
+        for k in range(M.shape[0]):
+            M[k, k] += model.armature[k]
+
+
+@njit(cache=True)
+def id_derivatives_kernel(packed, q, v, a, tau, dtau_dq, dtau_dv, M, buffer):
+    """tau = ID(q, v, a) and its partial derivatives dtau/dq (tangent space),
+    dtau/dv, dtau/da = M, O(n·depth) (module docstring). Returns INVALID_INPUT
+    without computing (inputs.invalid), NONFINITE_RESULT on overflow, else 0."""
+    model = unpack_model(packed)
+    if invalid(model, q, v, a):
+        return INVALID_INPUT
+    parent, v_start, nv_joint = model.parent, model.v_start, model.nv_joint
+    views = derivative_views(buffer, parent.shape[0])
+    subtree_quantities(packed, q, v, a, model.gravity, views)
+    column_inertias(packed, buffer)
+    column_motions(packed, v, a, buffer)
+    F, S_world = views.F, views.S_world
+    tau[:] = 0.0
+    for i in range(parent.shape[0]):
+        for k in range(nv_joint[i]):
+            tau[v_start[i] + k] += _dot(S_world[i, k], F[i])
+    for k in range(tau.shape[0]):  # the rotors (model.armature)
         tau[k] += model.armature[k] * a[k]
-        M[k, k] += model.armature[k]
+    column_pairs(packed, buffer, M, dtau_dq, dtau_dv, True, True)
     return 0 if all_finite(dtau_dq) and all_finite(dtau_dv) and all_finite(M) else NONFINITE_RESULT
 
 
@@ -365,6 +405,8 @@ def _states(model: Model, q, v, x, x_name: str) -> tuple[np.ndarray, np.ndarray,
     q = inputs.shaped(model, q, model.nq, "q")
     v = inputs.shaped(model, v, model.nv, "v")
     x = inputs.shaped(model, x, model.nv, x_name)
+    if q.ndim == v.ndim == x.ndim == 1:  # one state, at no cost
+        return q, v, x, 0
     return q, v, x, inputs.same_batch(q, v, x)
 
 

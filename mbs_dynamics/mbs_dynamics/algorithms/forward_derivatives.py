@@ -3,7 +3,7 @@ and -M^-1 dID/dq, -M^-1 dID/dv, M^-1 (dFD = -M^-1 dID at a = FD), from the
 inverse dynamics' derivatives (derivatives.py) and M's tree-sparse factor;
 the linearised state-space model (linearize)."""
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.aba import SingularMassMatrix, aba_kernel, forward_dynamics
@@ -12,6 +12,7 @@ from mbs_dynamics.algorithms.derivatives import FLOATS_PER_BODY, _buffer, _state
 from mbs_dynamics.inputs import NONFINITE_RESULT, SINGULAR_MASS_MATRIX, all_finite
 from mbs_dynamics.multibody.model import FLOATING, Model, body_count
 from mbs_dynamics.multibody.workspace import new_scratch
+from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.lie import ad
 
 
@@ -42,13 +43,14 @@ def fd_derivatives_kernel(packed, dof_parent, q, v, tau, a, use_aba, da_dq, da_d
     return 0 if all_finite(da_dq) and all_finite(da_dv) and all_finite(Minv) else NONFINITE_RESULT
 
 
-@njit(cache=True, parallel=True)
-def fd_derivatives_batch_kernel(packed, dof_parent, q, v, tau, a, use_aba, da_dq, da_dv, Minv, status):
+@njit(cache=True, nogil=True)
+def fd_derivatives_batch_kernel(packed, dof_parent, use_aba, q, v, tau, a, da_dq, da_dv, Minv, status):
+    """fd_derivatives_kernel for each state of a batch (parallel.run_batch)."""
     nv = v.shape[1]
-    for b in prange(q.shape[0]):
+    M, tau_work, buffer = np.empty((nv, nv)), np.empty(nv), new_scratch(body_count(packed), FLOATS_PER_BODY)
+    for b in range(q.shape[0]):
         status[b] = fd_derivatives_kernel(packed, dof_parent, q[b], v[b], tau[b], a[b], use_aba, da_dq[b], da_dv[b],
-                                          Minv[b], np.empty((nv, nv)), np.empty(nv),
-                                          new_scratch(body_count(packed), FLOATS_PER_BODY))
+                                          Minv[b], M, tau_work, buffer)
 
 
 def _forward_dynamics_derivatives(model: Model, q, v, tau, batch, da_dq, da_dv, Minv):
@@ -57,8 +59,8 @@ def _forward_dynamics_derivatives(model: Model, q, v, tau, batch, da_dq, da_dv, 
     a = np.empty(v.shape) if use_aba else forward_dynamics(model, q, v, tau)  # coupled mimics: M and a solve
     if batch:
         status = np.empty(batch, dtype=np.int64)
-        fd_derivatives_batch_kernel(model.packed, model.dof_parent, q, v, tau, a, use_aba, da_dq, da_dv, Minv,
-                                    status)
+        run_batch(fd_derivatives_batch_kernel, (model.packed, model.dof_parent, use_aba),
+                  (q, v, tau, a, da_dq, da_dv, Minv, status), model.nbodies)
         failed = np.flatnonzero(status)
         if failed.size:  # the single state says what is wrong
             b = failed[0]

@@ -8,13 +8,15 @@ Prints, per robot and function, microseconds per call from Python (the best
 of several repeats) and the ratio ours / Pinocchio; inverse dynamics also in
 each form of the RNEA (rows "inverse_dynamics body", "... spatial",
 "... hybrid", each against pin.rnea) and which of them is fastest (the default
-of mbs.inverse_dynamics should be); then a batch of 1000 inverse dynamics
-(ours: one batched call; Pinocchio: a Python loop). Goals:
-ratio <= 2 on TALOS for inverse dynamics, forward dynamics, mass matrix and
-centroidal momentum; the batch ahead of the Pinocchio loop.
+of mbs.inverse_dynamics should be); then batches of 1000 inverse and forward
+dynamics, ours (one batched call) against Pinocchio's threaded batch
+(rneaInParallel, abaInParallel over a ModelPool) on 1, 2, ... threads up to
+the cores available, and against a Python loop of Pinocchio's single calls.
+The load average is printed first: the batches need idle cores to scale.
 """
 import argparse
 import importlib.metadata
+import os
 import sys
 import timeit
 
@@ -77,6 +79,7 @@ def main():
     rng = np.random.default_rng(0)
     print(f"numpy {np.__version__}, pinocchio {pin.__version__}, mbs_dynamics {mbs.__version__}, "
           f"python {sys.version.split()[0]}")
+    print(f"{mbs.parallel.available_cores()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{'robot':8} {'nv':>3} {'function':28} {'ours us':>9} {'pin us':>8} {'ratio':>6}")
     for name in arguments.robots.split(","):
         benchmark_robot(name, arguments.calls, rng)
@@ -125,15 +128,40 @@ def benchmark_robot(name: str, calls: int, rng) -> None:
     print(f"{name:8} {model.nv:3d} fastest RNEA form: {fastest} "
           f"(default: {DEFAULT_RNEA_REPRESENTATION}; "
           + ", ".join(f"{form} {us / forms[fastest]:.2f}x" for form, us in forms.items()) + ")")
-    states = [random_state(model, rng) for _ in range(1000)]
+    benchmark_batches(name, model, pin_model, data, P, rng)
+
+
+def benchmark_batches(name: str, model, pin_model, data, P, rng, size: int = 1000) -> None:
+    """Batches of `size` inverse and forward dynamics: ours against Pinocchio's
+    threaded batch on the same threads, 1 to all cores, and its Python loop."""
+    states = [random_state(model, rng) for _ in range(size)]
     Q, V, A = (np.array(x) for x in zip(*states, strict=True))
     pin_states = [(to_pinocchio(model, pin_model, s[0], s[1])[0], P.T @ s[1], P.T @ s[2]) for s in states]
-    ours_ms = min(timeit.repeat(lambda: mbs.inverse_dynamics(model, Q, V, A), number=3, repeat=3)) / 3 * 1e3
-    theirs_ms = min(timeit.repeat(lambda: [pin.rnea(pin_model, data, *s) for s in pin_states],
-                                  number=3, repeat=3)) / 3 * 1e3
-    print(f"{name:8} {model.nv:3d} {'batch 1000 inverse_dynamics':28} {ours_ms * 1e3:9.0f} "
-          f"{theirs_ms * 1e3:8.0f} {ours_ms / theirs_ms:6.2f}   (us per batch; Pinocchio: Python loop)")
+    Qp, Vp, Ap = (np.asfortranarray(np.array(x).T) for x in zip(*pin_states, strict=True))  # (n, size) columns
+    out = np.empty((pin_model.nv, size), order="F")
 
+    def batch_us(function):
+        function()
+        return min(timeit.repeat(function, number=3, repeat=5)) / 3 * 1e6
+
+    cases = (("inverse_dynamics", mbs.inverse_dynamics, pin.rneaInParallel, pin.rnea),
+             ("forward_dynamics", mbs.forward_dynamics, pin.abaInParallel, pin.aba))
+    threads_default = mbs.get_num_threads()
+    for function, ours, theirs, theirs_single in cases:
+        for threads in range(1, mbs.parallel.available_cores() + 1):
+            mbs.set_num_threads(threads)
+            pool = pin.ModelPool(pin_model, threads)
+            ours_us = batch_us(lambda: ours(model, Q, V, A))
+            theirs_us = batch_us(lambda: theirs(threads, pool, Qp, Vp, Ap, out))
+            label = f"batch {size} {function}"
+            print(f"{name:8} {model.nv:3d} {label:28} {ours_us:9.0f} {theirs_us:8.0f} {ours_us / theirs_us:6.2f}   "
+                  f"(us per batch, {threads} thread{'s' if threads > 1 else ''}; Pinocchio: "
+                  f"{theirs.__name__})")
+        mbs.set_num_threads(threads_default)
+        ours_us = batch_us(lambda: ours(model, Q, V, A))
+        loop_us = batch_us(lambda: [theirs_single(pin_model, data, *s) for s in pin_states])
+        print(f"{name:8} {model.nv:3d} {label:28} {ours_us:9.0f} {loop_us:8.0f} {ours_us / loop_us:6.2f}   "
+              f"(us per batch, {threads_default} threads; Pinocchio: a Python loop of {theirs_single.__name__})")
 
 if __name__ == "__main__":
     main()

@@ -6,7 +6,7 @@ The core (this package minus ``mbs_dynamics.ros``) never imports ROS.
     model = mbs.Model.from_urdf_file(mbs.bundled_robot("arm7"))
     tau = mbs.inverse_dynamics(model, q, v, a)
 """
-from mbs_dynamics import simulation
+from mbs_dynamics import parallel, simulation
 from mbs_dynamics.algorithms.aba import InverseMassMatrix, SingularMassMatrix, forward_dynamics
 from mbs_dynamics.algorithms.centroidal import (
     center_of_mass,
@@ -51,6 +51,7 @@ from mbs_dynamics.multibody.parsers.urdf import (
     parse_urdf_file,
     parse_urdf_string,
 )
+from mbs_dynamics.parallel import get_num_threads, set_num_threads
 from mbs_dynamics.robots import BUNDLED_ROBOTS, bundled_robot
 from mbs_dynamics.simulation import sensors
 from mbs_dynamics.simulation.integrators import INTEGRATORS, step
@@ -103,6 +104,7 @@ __all__ = [
     "frame_jerk",
     "frame_pose",
     "frame_velocity",
+    "get_num_threads",
     "gravity_torques",
     "impact",
     "inertial_parameters",
@@ -117,10 +119,12 @@ __all__ = [
     "linearize",
     "mass_matrix",
     "nonlinear_effects",
+    "parallel",
     "parse_urdf_file",
     "parse_urdf_string",
     "potential_energy",
     "sensors",
+    "set_num_threads",
     "simulation",
     "step",
 ]

@@ -279,3 +279,57 @@ def test_invalid_values_are_reported_by_every_algorithm(batch):
         mbs.nonlinear_effects(model, q, bad_v)
     with pytest.raises(ValueError, match=r"a has a non-finite value"):
         mbs.inverse_dynamics(model, q, v, bad_v)
+
+
+@pytest.fixture
+def three_threads(monkeypatch):
+    """Batches split over 3 threads, however small (parallel.run_batch)."""
+    monkeypatch.setattr(mbs.parallel, "MIN_PARALLEL_WORK", 1)
+    threads = mbs.get_num_threads()
+    mbs.set_num_threads(3)
+    yield
+    mbs.set_num_threads(threads)
+
+
+def test_batches_split_over_threads_equal_one_state_at_a_time(three_threads):
+    pair = Pair(robot_path("talos"), floating_base=True)
+    model, rng = pair.model, np.random.default_rng(20)
+    q, v, x = (np.array(s) for s in zip(*[pair.random_state(rng) for _ in range(7)], strict=True))
+    batched = {
+        "inverse_dynamics": (mbs.inverse_dynamics, (q, v, x)),
+        "forward_dynamics": (mbs.forward_dynamics, (q, v, x)),
+        "mass_matrix": (mbs.mass_matrix, (q,)),
+        "centroidal_momentum": (mbs.centroidal_momentum, (q, v)),
+        "joint_torque_regressor": (mbs.joint_torque_regressor, (q, v, x)),
+        "inverse_dynamics_derivatives": (mbs.inverse_dynamics_derivatives, (q, v, x)),
+        "forward_dynamics_derivatives": (mbs.forward_dynamics_derivatives, (q, v, x)),
+        "linearize": (mbs.linearize, (q, v, x)),
+    }
+    for name, (function, states) in batched.items():
+        results = function(model, *states)
+        for k in range(len(q)):
+            single = function(model, *(s[k] for s in states))
+            for batch_result, one in zip(results if isinstance(results, tuple) else (results,),
+                                         single if isinstance(single, tuple) else (single,), strict=True):
+                np.testing.assert_array_equal(batch_result[k], one, err_msg=f"{name}, state {k}")
+    bad = v.copy()
+    bad[-1, 4] = np.nan  # in the last thread's slice
+    with pytest.raises(ValueError, match=r"v has a non-finite value \(nan\) at index \(6, 4\)"):
+        mbs.forward_dynamics(model, q, bad, x)
+    with pytest.raises(ValueError, match="threads must be a positive integer, got 0"):
+        mbs.set_num_threads(0)
+
+
+def test_batches_from_several_python_threads_at_once(three_threads):
+    """Callers in threads of their own (a node's executor, Dask's workers) share
+    the batch threads; each gets its own results."""
+    from concurrent.futures import ThreadPoolExecutor
+    model = mbs.Model.from_urdf_file(robot_path("ur5"))
+    rng = np.random.default_rng(21)
+    batches = [(rng.uniform(-3, 3, (50, model.nq)), rng.normal(size=(50, model.nv)), rng.normal(size=(50, model.nv)))
+               for _ in range(8)]
+    expected = [mbs.inverse_dynamics(model, *batch) for batch in batches]
+    with ThreadPoolExecutor(4) as callers:
+        results = list(callers.map(lambda batch: mbs.inverse_dynamics(model, *batch), batches * 5))
+    for k, tau in enumerate(results):
+        np.testing.assert_array_equal(tau, expected[k % 8])

@@ -9,7 +9,7 @@ forward dynamics solves M a = tau - h with M from the CRBA instead.
 from collections import namedtuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.crba import mass_matrix
@@ -19,6 +19,7 @@ from mbs_dynamics.multibody.joints import REST, body_inertias, body_velocity, fo
     parent_row, subspace_times
 from mbs_dynamics.multibody.model import Model, body_count, unpack_model
 from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
+from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import add, congruence_add, force_cross, force_to_parent, inertia_times, motion_cross, \
     motion_to_child, row, store, store_add
 
@@ -238,11 +239,12 @@ def aba_kernel(packed, q, v, tau, f_ext, qdd, buffer):
     return 0 if all_finite(qdd) else NONFINITE_RESULT
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def aba_batch_kernel(packed, q, v, tau, qdd, status):
-    no_force = np.empty((0, 6))
-    for b in prange(q.shape[0]):
-        status[b] = aba_kernel(packed, q[b], v[b], tau[b], no_force, qdd[b], new_scratch(body_count(packed)))
+    """aba_kernel for each state of a batch (parallel.run_batch)."""
+    no_force, buffer = np.empty((0, 6)), new_scratch(body_count(packed))
+    for b in range(q.shape[0]):
+        status[b] = aba_kernel(packed, q[b], v[b], tau[b], no_force, qdd[b], buffer)
 
 
 @njit(cache=True)
@@ -319,7 +321,7 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
     if batch:
         qdd = np.empty_like(v)
         status = np.empty(q.shape[0], dtype=np.int64)
-        aba_batch_kernel(model.packed, q, v, tau, qdd, status)
+        run_batch(aba_batch_kernel, (model.packed,), (q, v, tau, qdd, status), model.nbodies)
         failed = status.any()
     else:
         f_bodies = (external_wrenches_in_bodies(model, inputs.configuration(model, q), f_ext) if f_ext

@@ -10,7 +10,7 @@ force transform per body), with the first moments m c the same way, so no
 world placement is formed.
 """
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.crba import composite_momenta, composite_momentum
@@ -18,6 +18,7 @@ from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, inv
 from mbs_dynamics.multibody.joints import body_velocity, forward_pass
 from mbs_dynamics.multibody.model import Model, body_count, unpack_model
 from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
+from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import force_to_parent, inertia_times, rotate, row, store
 
 
@@ -92,10 +93,12 @@ def momentum_kernel(packed, q, v, out, buffer):
     return 0 if all_finite(out) else NONFINITE_RESULT
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def momentum_batch_kernel(packed, q, v, out, status):
-    for b in prange(q.shape[0]):
-        status[b] = momentum_kernel(packed, q[b], v[b], out[b], new_scratch(body_count(packed)))
+    """momentum_kernel for each state of a batch (parallel.run_batch)."""
+    buffer = new_scratch(body_count(packed))
+    for b in range(q.shape[0]):
+        status[b] = momentum_kernel(packed, q[b], v[b], out[b], buffer)
 
 
 @njit(cache=True)
@@ -134,7 +137,7 @@ def _momentum(model: Model, q, v) -> np.ndarray:
     if q.ndim == 2:
         out = np.empty((q.shape[0], 10))
         status = np.empty(q.shape[0], dtype=np.int64)
-        momentum_batch_kernel(model.packed, q, v, out, status)
+        run_batch(momentum_batch_kernel, (model.packed,), (q, v, out, status), model.nbodies)
         failed = status.any()
     else:
         out = np.empty(10)

@@ -11,13 +11,14 @@ composite inertias are sums of ten numbers, not 6x6 congruences.
 from collections import namedtuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.kinematics import body_poses_kernel
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
 from mbs_dynamics.multibody.model import Model, body_count, unpack_model
 from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
+from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import inertia_times, motion_to_parent, row
 
 
@@ -198,10 +199,12 @@ def crba_paths_kernel(packed, dof_parent, q, M, buffer):
     return 0
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def crba_batch_kernel(packed, q, M, status):
-    for b in prange(q.shape[0]):
-        status[b] = crba_kernel(packed, q[b], M[b], new_scratch(body_count(packed)))
+    """crba_kernel for each state of a batch (parallel.run_batch)."""
+    buffer = new_scratch(body_count(packed))
+    for b in range(q.shape[0]):
+        status[b] = crba_kernel(packed, q[b], M[b], buffer)
 
 
 def mass_matrix(model: Model, q) -> np.ndarray:
@@ -210,7 +213,7 @@ def mass_matrix(model: Model, q) -> np.ndarray:
     if q.ndim == 2:
         M = np.empty((q.shape[0], model.nv, model.nv))
         status = np.empty(q.shape[0], dtype=np.int64)
-        crba_batch_kernel(model.packed, q, M, status)
+        run_batch(crba_batch_kernel, (model.packed,), (q, M, status), model.nbodies)
         failed = status.any()
     else:
         M = np.empty((model.nv, model.nv))

@@ -35,7 +35,7 @@ columns turn with its parent, not with its body.
 from collections import namedtuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.crba import composite_sums, world_body_inertias, world_motion_subspaces
@@ -44,6 +44,7 @@ from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, inv
 from mbs_dynamics.multibody.joints import body_acceleration, body_jerk, body_velocity, forward_pass
 from mbs_dynamics.multibody.model import PLANAR, Model, body_count, unpack_model
 from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
+from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import add, force_cross, force_to_parent, inertia_times, motion_cross, motion_to_parent, \
     row, store, store_add
 
@@ -393,11 +394,12 @@ def _buffer(model: Model) -> np.ndarray:
     return scratch(model, FLOATS_PER_BODY)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def id_derivatives_batch_kernel(packed, q, v, a, dtau_dq, dtau_dv, M, status):
-    for b in prange(q.shape[0]):
-        status[b] = id_derivatives_kernel(packed, q[b], v[b], a[b], np.empty(v.shape[1]), dtau_dq[b], dtau_dv[b],
-                                          M[b], new_scratch(body_count(packed), FLOATS_PER_BODY))
+    """id_derivatives_kernel for each state of a batch (parallel.run_batch)."""
+    tau, buffer = np.empty(v.shape[1]), new_scratch(body_count(packed), FLOATS_PER_BODY)
+    for b in range(q.shape[0]):
+        status[b] = id_derivatives_kernel(packed, q[b], v[b], a[b], tau, dtau_dq[b], dtau_dv[b], M[b], buffer)
 
 
 def _states(model: Model, q, v, x, x_name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -423,7 +425,7 @@ def inverse_dynamics_derivatives(model: Model, q, v, a) -> tuple[np.ndarray, np.
     dtau_dq, dtau_dv, M = np.empty(shape), np.empty(shape), np.empty(shape)
     if batch:
         status = np.empty(batch, dtype=np.int64)
-        id_derivatives_batch_kernel(model.packed, q, v, a, dtau_dq, dtau_dv, M, status)
+        run_batch(id_derivatives_batch_kernel, (model.packed,), (q, v, a, dtau_dq, dtau_dv, M, status), model.nbodies)
         failed = np.flatnonzero(status)
         if failed.size:
             b = failed[0]

@@ -9,7 +9,7 @@ accelerations and subtree wrenches to a (both are linear in a). M^-1 comes
 from the same factor and multiplies dID/dq and dID/dv (BLAS).
 """
 import numpy as np
-from numba import njit, prange
+from numba import njit
 from numba.extending import register_jitable
 
 from mbs_dynamics import inputs
@@ -20,6 +20,7 @@ from mbs_dynamics.algorithms.derivatives import _U, FLOATS_PER_BODY, _dot, _stat
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_MATRIX, all_finite, invalid
 from mbs_dynamics.multibody.model import FLOATING, Model, body_count, unpack_model
 from mbs_dynamics.multibody.workspace import FLOATS_FIXED, new_scratch, scratch, take
+from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import inertia_times
 
 
@@ -176,20 +177,22 @@ def linearize_kernel(packed, dof_parent, q, v, tau, A, B, buffer):
     return 0 if all_finite(A) else NONFINITE_RESULT
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def fd_derivatives_batch_kernel(packed, dof_parent, q, v, tau, da_dq, da_dv, Minv, status):
+    """fd_derivatives_kernel for each state of a batch (parallel.run_batch)."""
     n, nv = body_count(packed), v.shape[1]
-    for b in prange(q.shape[0]):
-        status[b] = fd_derivatives_kernel(packed, dof_parent, q[b], v[b], tau[b], da_dq[b], da_dv[b], Minv[b],
-                                          new_scratch(n, fd_floats_per_body(n, nv)))
+    buffer = new_scratch(n, fd_floats_per_body(n, nv))
+    for b in range(q.shape[0]):
+        status[b] = fd_derivatives_kernel(packed, dof_parent, q[b], v[b], tau[b], da_dq[b], da_dv[b], Minv[b], buffer)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def linearize_batch_kernel(packed, dof_parent, q, v, tau, A, B, status):
+    """linearize_kernel for each state of a batch (parallel.run_batch)."""
     n, nv = body_count(packed), v.shape[1]
-    for b in prange(q.shape[0]):
-        status[b] = linearize_kernel(packed, dof_parent, q[b], v[b], tau[b], A[b], B[b],
-                                     new_scratch(n, fd_floats_per_body(n, nv)))
+    buffer = new_scratch(n, fd_floats_per_body(n, nv))
+    for b in range(q.shape[0]):
+        status[b] = linearize_kernel(packed, dof_parent, q[b], v[b], tau[b], A[b], B[b], buffer)
 
 
 def _fd_buffer(model: Model) -> np.ndarray:
@@ -224,7 +227,8 @@ def forward_dynamics_derivatives(model: Model, q, v, tau) -> tuple[np.ndarray, n
     if batch:
         da_dq, da_dv, Minv = np.empty((batch, nv, nv)), np.empty((batch, nv, nv)), np.empty((batch, nv, nv))
         status = np.empty(batch, dtype=np.int64)
-        fd_derivatives_batch_kernel(model.packed, model.dof_parent, q, v, tau, da_dq, da_dv, Minv, status)
+        run_batch(fd_derivatives_batch_kernel, (model.packed, model.dof_parent), (q, v, tau, da_dq, da_dv, Minv, status),
+                  model.nbodies)
         _refuse_first(model, status, q, v, tau)
         return da_dq, da_dv, Minv
     da_dq, da_dv, Minv = np.empty((nv, nv)), np.empty((nv, nv)), np.empty((nv, nv))
@@ -251,7 +255,7 @@ def linearize(model: Model, q, v, tau) -> tuple[np.ndarray, np.ndarray]:
     if batch:
         A, B = np.empty((batch, 2 * nv, 2 * nv)), np.empty((batch, 2 * nv, nv))
         status = np.empty(batch, dtype=np.int64)
-        linearize_batch_kernel(model.packed, model.dof_parent, q, v, tau, A, B, status)
+        run_batch(linearize_batch_kernel, (model.packed, model.dof_parent), (q, v, tau, A, B, status), model.nbodies)
         _refuse_first(model, status, q, v, tau)
         return A, B
     A, B = np.empty((2 * nv, 2 * nv)), np.empty((2 * nv, nv))

@@ -16,7 +16,7 @@ joint j carries every wrench of its subtree (F&O eqs. 5-6):
     Y[j, i] = S_j^T ^jX_i^* Y_i      for j on the path from body i to the root.
 """
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.rnea import body_motion_views
@@ -24,6 +24,7 @@ from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, inv
 from mbs_dynamics.multibody.joints import body_acceleration, body_velocity
 from mbs_dynamics.multibody.model import Model, body_count, unpack_model
 from mbs_dynamics.multibody.workspace import new_scratch, scratch
+from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import add, force_cross, force_to_parent
 
 # The 10 inertial parameters of a body, in the order of its columns of Y.
@@ -87,11 +88,12 @@ def regressor_kernel(packed, q, v, a, Y, buffer):
     return 0 if all_finite(Y) else NONFINITE_RESULT
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def regressor_batch_kernel(packed, q, v, a, Y, status):
-    """regressor_kernel for each state of a batch, in parallel."""
-    for b in prange(q.shape[0]):
-        status[b] = regressor_kernel(packed, q[b], v[b], a[b], Y[b], new_scratch(body_count(packed)))
+    """regressor_kernel for each state of a batch (parallel.run_batch)."""
+    buffer = new_scratch(body_count(packed))
+    for b in range(q.shape[0]):
+        status[b] = regressor_kernel(packed, q[b], v[b], a[b], Y[b], buffer)
 
 
 def joint_torque_regressor(model: Model, q, v, a) -> np.ndarray:
@@ -106,7 +108,7 @@ def joint_torque_regressor(model: Model, q, v, a) -> np.ndarray:
     if inputs.same_batch(q, v, a):
         Y = np.empty((q.shape[0], model.nv, columns))
         status = np.empty(q.shape[0], dtype=np.int64)
-        regressor_batch_kernel(model.packed, q, v, a, Y, status)
+        run_batch(regressor_batch_kernel, (model.packed,), (q, v, a, Y, status), model.nbodies)
         failed = status.any()
     else:
         Y = np.empty((model.nv, columns))

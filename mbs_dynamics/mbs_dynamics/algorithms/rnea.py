@@ -25,7 +25,7 @@ spatial form its world inertia, which the body form never forms.
 from collections import namedtuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.crba import world_body_inertias, world_motion_subspaces
@@ -42,6 +42,7 @@ from mbs_dynamics.multibody.joints import (
 )
 from mbs_dynamics.multibody.model import Model, body_count, unpack_model
 from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
+from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import (
     add,
     add3,
@@ -346,29 +347,30 @@ def rnea_hybrid_kernel(packed, q, v, a, f_ext, tau, buffer):
 
 # One batch kernel per form, not one that takes the form as an argument: that
 # one compiled all three forms wherever one was used (the dynamics server's
-# trajectories: some 20 s more of set-up).
-@njit(cache=True, parallel=True)
+# trajectories: some 20 s more of set-up). parallel.run_batch runs slices of a
+# batch on every core.
+@njit(cache=True, nogil=True)
 def rnea_batch_kernel(packed, q, v, a, tau, status):
-    """The body form (rnea_kernel) of each state of a batch, in parallel."""
-    no_force = np.empty((0, 6))
-    for b in prange(q.shape[0]):
-        status[b] = rnea_kernel(packed, q[b], v[b], a[b], no_force, tau[b], new_scratch(body_count(packed)))
+    """The body form (rnea_kernel) of each state of a batch."""
+    no_force, buffer = np.empty((0, 6)), new_scratch(body_count(packed))
+    for b in range(q.shape[0]):
+        status[b] = rnea_kernel(packed, q[b], v[b], a[b], no_force, tau[b], buffer)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def rnea_spatial_batch_kernel(packed, q, v, a, tau, status):
-    """The spatial form (rnea_spatial_kernel) of each state of a batch, in parallel."""
-    no_force = np.empty((0, 6))
-    for b in prange(q.shape[0]):
-        status[b] = rnea_spatial_kernel(packed, q[b], v[b], a[b], no_force, tau[b], new_scratch(body_count(packed)))
+    """The spatial form (rnea_spatial_kernel) of each state of a batch."""
+    no_force, buffer = np.empty((0, 6)), new_scratch(body_count(packed))
+    for b in range(q.shape[0]):
+        status[b] = rnea_spatial_kernel(packed, q[b], v[b], a[b], no_force, tau[b], buffer)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def rnea_hybrid_batch_kernel(packed, q, v, a, tau, status):
-    """The hybrid form (rnea_hybrid_kernel) of each state of a batch, in parallel."""
-    no_force = np.empty((0, 6))
-    for b in prange(q.shape[0]):
-        status[b] = rnea_hybrid_kernel(packed, q[b], v[b], a[b], no_force, tau[b], new_scratch(body_count(packed)))
+    """The hybrid form (rnea_hybrid_kernel) of each state of a batch."""
+    no_force, buffer = np.empty((0, 6)), new_scratch(body_count(packed))
+    for b in range(q.shape[0]):
+        status[b] = rnea_hybrid_kernel(packed, q[b], v[b], a[b], no_force, tau[b], buffer)
 
 
 # --- the functions -----------------------------------------------------------
@@ -394,7 +396,7 @@ def _rnea(model: Model, q, v, a, form: int, f_ext_bodies=_NO_FORCE, names=("v", 
     if q.ndim == 2:
         tau = np.empty((q.shape[0], model.nv))
         status = np.empty(q.shape[0], dtype=np.int64)
-        _BATCH_KERNELS[form](model.packed, q, v, a, tau, status)
+        run_batch(_BATCH_KERNELS[form], (model.packed,), (q, v, a, tau, status), model.nbodies)
         failed = status.any()
     else:
         tau = np.empty(model.nv)

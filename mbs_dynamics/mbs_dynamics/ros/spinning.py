@@ -34,7 +34,7 @@ from rclpy.task import Future
 
 from mbs_dynamics.files import read_file
 from mbs_dynamics.ros.parameters import ParameterError
-from mbs_dynamics.ros.robot_node import ProcessNode
+from mbs_dynamics.ros.robot_node import ProcessNode, freeze_start_up_objects, start_up_done
 
 # The longest a thread waits for the GIL that another holds (Python's default:
 # 5 ms). The nodes' threads (the simulator's stepping, its commands) give it
@@ -205,6 +205,7 @@ def spin_nodes(node_factories: Sequence[Callable[[Future], ProcessNode]], args=N
         print(f"{program}: error: --ros-args: {reason}", file=sys.stderr)
         return 2
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
+    freeze_start_up_objects()
     stop = Future()
     interrupted = threading.Event()
     first_interrupt: list[float] = []
@@ -236,6 +237,7 @@ def spin_nodes(node_factories: Sequence[Callable[[Future], ProcessNode]], args=N
             if stop.done() or interrupted.is_set():
                 break
         if not (stop.done() or interrupted.is_set()):
+            start_up_done()
             company = any(essential(node) for node in nodes)
             served = sorted(nodes, key=lambda node: id(executor_kind(node)))
             for kind, group in groupby(served, key=executor_kind):

@@ -4,6 +4,10 @@
 
     .venv/bin/python benchmarks/inverse_dynamics_latency.py [--seconds 30] [--rate 1000]
         [--contacts]   (contact-consistent torques on the two soles)
+        [--realtime-priority N]   (SCHED_FIFO at N for the node's joint_states
+                       thread, the publisher and the receiver, with their Fast
+                       DDS threads, as a real-time driver and controller would
+                       run; needs the permission)
 
 Prints the latency from the input's stamp (the publisher's wall clock) to the
 receipt of the efforts with that stamp (p50, p99, max), the messages lost,
@@ -45,7 +49,7 @@ def cpu_seconds(pid: int) -> float:
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-def receive(seconds: float, capacity: int, ready, results) -> None:
+def receive(seconds: float, capacity: int, priority: int, ready, results) -> None:
     """The receiving process: latency of every ~/joint_efforts message (at
     most `capacity` of them)."""
     import rclpy
@@ -56,6 +60,7 @@ def receive(seconds: float, capacity: int, ready, results) -> None:
     from sensor_msgs.msg import JointState
 
     from mbs_dynamics.ros.inverse_dynamics_node import COMMAND_QOS
+    from mbs_dynamics.ros.spinning import schedule_realtime
 
     rclpy.init()
     node = rclpy.create_node("latency_receiver")
@@ -92,6 +97,8 @@ def receive(seconds: float, capacity: int, ready, results) -> None:
     executor.add_node(monitor)
     gc.collect()
     gc.freeze()
+    if priority:
+        schedule_realtime(priority)
     ready.set()
     executor.spin_until_future_complete(Future(), timeout_sec=seconds + 1.0)  # (+1 s: the last diagnostics)
     executor.shutdown()
@@ -106,6 +113,7 @@ def main():
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--contacts", action="store_true")
+    parser.add_argument("--realtime-priority", type=int, default=0)
     arguments = parser.parse_args()
     # a domain of its own, on this machine only: another run beside it (or any node on domain 0) would publish
     # joint_states into this one (the node dropped 463 foreign messages in one run)
@@ -118,11 +126,14 @@ def main():
 
     import mbs_dynamics as mbs
     from mbs_dynamics.ros.inverse_dynamics_node import STREAM_QOS
+    from mbs_dynamics.ros.spinning import schedule_realtime
 
     model = mbs.Model.from_urdf_file(TALOS, floating_base=True)
     parameters = ["-p", f"robot_description_file:={TALOS}", "-p", "floating_base:=true"]
     if arguments.contacts:
         parameters += ["-p", "contact_frames:=[left_sole_link,right_sole_link]", "-p", "contact_type:=frame"]
+    if arguments.realtime_priority:
+        parameters += ["-p", f"realtime_priority:={arguments.realtime_priority}"]
     executable = os.environ.get("MBS_NODE_EXECUTABLE", Path(sys.executable).parent / "inverse_dynamics_node")
     node_process = subprocess.Popen([str(executable), "--ros-args", "-r", f"__node:={NODE}", *parameters],
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -130,7 +141,8 @@ def main():
     count = int(arguments.seconds * arguments.rate)
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: its own rclpy
     ready, results = context.Event(), context.Queue()
-    receiver = context.Process(target=receive, args=(arguments.seconds + 8.0, count + 1000, ready, results))
+    receiver = context.Process(target=receive, args=(arguments.seconds + 8.0, count + 1000,
+                                                     arguments.realtime_priority, ready, results))
     receiver.start()
 
     rclpy.init()
@@ -158,6 +170,8 @@ def main():
     sent_ns = np.zeros(count, dtype=np.int64)
     gc.collect()
     gc.freeze()
+    if arguments.realtime_priority:
+        schedule_realtime(arguments.realtime_priority)
     # the schedule starts now: a start before the set-up above sent its first 200 messages in one burst
     cpu_start, wall_start = cpu_seconds(node_process.pid), time.monotonic()
     next_time = time.monotonic()

@@ -455,3 +455,45 @@ def test_serialized_messages_deserialize_to_the_messages_they_stand_for():
     assert (message.wrench.torque.x, message.header.frame_id) == (0.0, "base_link")
     empty = SerializedMessage(Float64MultiArray(data=array("d")), ["data"], stamp=None)
     assert list(deserialize_message(empty.data(), Float64MultiArray).data) == []
+
+
+def fifo_threads(pid: int) -> list[tuple[str, int]]:
+    """(name, priority) of the threads of process `pid` that run SCHED_FIFO."""
+    import os
+    from pathlib import Path
+
+    threads = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            if os.sched_getscheduler(int(task.name)) == os.SCHED_FIFO:
+                threads.append((task.joinpath("comm").read_text().strip(),
+                                os.sched_getparam(int(task.name)).sched_priority))
+        except (ProcessLookupError, FileNotFoundError):  # a thread that ended meanwhile
+            pass
+    return threads
+
+
+def test_realtime_priority_schedules_the_serving_thread_or_says_why_not(start_process, test_node):
+    """realtime_priority: the one thread that serves joint_states and Fast
+    DDS's (dds.*) run SCHED_FIFO at it from the first message on, no other
+    (numba's workers never), or (without the permission) the node says why
+    not and serves at normal priority."""
+    model = mbs.Model.from_urdf_file(robot_path("panda"))
+    node, exchange = start(start_process, test_node, "panda", "id_realtime", "realtime_priority:=7")
+    assert fifo_threads(node.process.pid) == []  # not before the first message
+    q, v, _ = random_state(model, np.random.default_rng(4))
+    for k in range(2):
+        reply = exchange.ask(exchange.joint_state(*joint_values(model, q, v), 1.0 + k))
+        assert reply is not None, node.output
+        close([efforts_by_name(reply)[n] for n in model.joint_names],
+              mbs.inverse_dynamics(model, q, v, np.zeros(model.nv)), 1e-9)
+    said = node.wait_for("serving joint_states at real-time priority 7 \\(SCHED_FIFO\\)|realtime_priority 7: not "
+                         "permitted \\(.+\\): needs root, CAP_SYS_NICE or an rtprio limit")
+    threads = fifo_threads(node.process.pid)
+    if "serving joint_states" in said[0]:
+        assert {priority for _, priority in threads} == {7}, threads
+        assert len([name for name, _ in threads if not name.startswith("dds.")]) == 1, threads
+        assert any(name.startswith("dds.") for name, _ in threads), threads
+    else:
+        assert threads == []
+    assert node.interrupt() == 0

@@ -187,9 +187,9 @@ class Exchange:
         message.name, message.position, message.velocity = list(names), list(positions), list(velocities)
         return message
 
-    def send_odometry(self, q, v):
+    def send_odometry(self, q, v, frame_id: str = "odom"):
         message = self.messages["Odometry"]()
-        message.header.frame_id, message.child_frame_id = "odom", "base_link"
+        message.header.frame_id, message.child_frame_id = frame_id, "base_link"
         pose, twist = message.pose.pose, message.twist.twist
         pose.position.x, pose.position.y, pose.position.z = q[:3]
         pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w = q[3:7]

@@ -56,6 +56,17 @@ def test_efforts_and_momentum_match_the_core_on_panda(start_process, test_node):
     assert node.output.count("ignoring joints the model does not have: ['conveyor']") == 1
     counts = exchange.counts()
     assert counts["published"] == "20" and counts["dropped"] == "0"
+    # command_joints changed at run time: ~/effort_command in the new order and size
+    subset = command_joints[:3]
+    assert set_parameters(test_node, "/id_panda", command_joints=subset)["command_joints"][0]
+    q, v, _ = random_state(model, rng)
+    message = exchange.joint_state(*joint_values(model, q, v), 200.0)
+    assert exchange.ask(message) is not None, node.output
+    expected = mbs.inverse_dynamics(model, q, v, np.zeros(model.nv))
+    deadline = time.monotonic() + 30.0
+    while len(exchange.received["command"][-1].data) != len(subset) and time.monotonic() < deadline:
+        exchange.spin(0.02)
+    close(exchange.received["command"][-1].data, [expected[model.v_index(name)] for name in subset], 1e-9)
     assert node.interrupt() == 0
 
 
@@ -76,14 +87,20 @@ def test_floating_base_with_and_without_contacts_on_talos(start_process, test_no
     for k in range(5):
         q, v = talos_state(model, rng)
         names, positions, velocities = joint_values(model, q, v)
+        frame = "odom" if k < 3 else "world"  # the momentum follows the odometry's frame
         for exchange in (free, contact):
-            exchange.send_odometry(q, v)
+            exchange.send_odometry(q, v, frame)
         free.spin(0.1)
         stamp = 10.0 + k
         reply = free.ask(free.joint_state(names, positions, velocities, stamp))
         tau = mbs.inverse_dynamics(model, q, v, np.zeros(model.nv))
         got = efforts_by_name(reply)
         close([got[n] for n in names], tau[6:], 1e-9)
+        momentum = free.wait_for("momentum", stamp_key(reply))
+        assert momentum.header.frame_id == frame and momentum.total_mass == model.total_mass
+        close([momentum.angular_momentum.x, momentum.angular_momentum.y, momentum.angular_momentum.z,
+               momentum.linear_momentum.x, momentum.linear_momentum.y, momentum.linear_momentum.z],
+              mbs.centroidal_momentum(model, q, v), 1e-9)
         wrench = free.wait_for("wrench", stamp_key(reply)).wrench
         close([wrench.torque.x, wrench.torque.y, wrench.torque.z, wrench.force.x, wrench.force.y, wrench.force.z],
               tau[:6], 1e-9)
@@ -393,3 +410,90 @@ def test_armature_parameters_that_do_not_fit_stop_the_node(start_process):
                               *[a for p in parameters for a in ("-p", p)]])
         node.wait_for(f"{message}.*; stopping")
         assert node.wait_exit() == 1
+
+
+def test_serialized_messages_deserialize_to_the_messages_they_stand_for():
+    """The node publishes its outputs as bytes (ros.serialized): with the
+    stamp and the float64 fields written in place, they are the message the
+    middleware would have made, whatever else it carries (names, frame)."""
+    from array import array
+
+    from builtin_interfaces.msg import Time
+    from geometry_msgs.msg import WrenchStamped
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    from mbs_dynamics.ros.serialized import SerializedMessage
+    from mbs_dynamics_interfaces.msg import CentroidalMomentum
+
+    names = [f"joint_{k}" * (k % 4 + 1) for k in range(32)]  # names of every length: any padding
+    efforts = SerializedMessage(JointState(name=names, effort=array("d", bytes(8 * 32))), ["effort"])
+    values = np.random.default_rng(3).normal(size=32)
+    for k, stamp in enumerate((Time(sec=1, nanosec=2), Time(sec=2**31 - 1, nanosec=999_999_999))):
+        efforts.values["effort"][:] = values + k
+        efforts.set_stamp(stamp)
+        message = deserialize_message(efforts.data(), JointState)
+        assert list(message.name) == names and message.header.stamp == stamp
+        assert list(message.effort) == list(values + k) and not message.position and not message.velocity
+    momentum = CentroidalMomentum(total_mass=90.25)
+    momentum.header.frame_id = "odom"
+    fields = ["com_position", "com_velocity", "linear_momentum", "angular_momentum"]
+    serialized = SerializedMessage(momentum, fields)
+    for k, field in enumerate(fields):
+        serialized.values[field][:] = (k, k + 0.5, -k)
+    message = deserialize_message(serialized.data(), CentroidalMomentum)
+    assert message.total_mass == 90.25 and message.header.frame_id == "odom"
+    assert [[getattr(message, f).x, getattr(message, f).y, getattr(message, f).z] for f in fields] == [
+        [k, k + 0.5, -k] for k in range(len(fields))]
+    wrench = WrenchStamped()
+    wrench.header.frame_id = "base_link"
+    serialized = SerializedMessage(wrench, ["wrench.torque", "wrench.force"])
+    serialized.values["wrench.force"][:] = (1.0, 2.0, 3.0)
+    message = deserialize_message(serialized.data(), WrenchStamped)
+    assert (message.wrench.force.x, message.wrench.force.y, message.wrench.force.z) == (1.0, 2.0, 3.0)
+    assert (message.wrench.torque.x, message.header.frame_id) == (0.0, "base_link")
+    empty = SerializedMessage(Float64MultiArray(data=array("d")), ["data"], stamp=None)
+    assert list(deserialize_message(empty.data(), Float64MultiArray).data) == []
+
+
+def fifo_threads(pid: int) -> list[tuple[str, int]]:
+    """(name, priority) of the threads of process `pid` that run SCHED_FIFO."""
+    import os
+    from pathlib import Path
+
+    threads = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            if os.sched_getscheduler(int(task.name)) == os.SCHED_FIFO:
+                threads.append((task.joinpath("comm").read_text().strip(),
+                                os.sched_getparam(int(task.name)).sched_priority))
+        except (ProcessLookupError, FileNotFoundError):  # a thread that ended meanwhile
+            pass
+    return threads
+
+
+def test_realtime_priority_schedules_the_serving_thread_or_says_why_not(start_process, test_node):
+    """realtime_priority: the one thread that serves joint_states and Fast
+    DDS's (dds.*) run SCHED_FIFO at it from the first message on, no other
+    (numba's workers never), or (without the permission) the node says why
+    not and serves at normal priority."""
+    model = mbs.Model.from_urdf_file(robot_path("panda"))
+    node, exchange = start(start_process, test_node, "panda", "id_realtime", "realtime_priority:=7")
+    assert fifo_threads(node.process.pid) == []  # not before the first message
+    q, v, _ = random_state(model, np.random.default_rng(4))
+    for k in range(2):
+        reply = exchange.ask(exchange.joint_state(*joint_values(model, q, v), 1.0 + k))
+        assert reply is not None, node.output
+        close([efforts_by_name(reply)[n] for n in model.joint_names],
+              mbs.inverse_dynamics(model, q, v, np.zeros(model.nv)), 1e-9)
+    said = node.wait_for("serving joint_states at real-time priority 7 \\(SCHED_FIFO\\)|realtime_priority 7: not "
+                         "permitted \\(.+\\): needs root, CAP_SYS_NICE or an rtprio limit")
+    threads = fifo_threads(node.process.pid)
+    if "serving joint_states" in said[0]:
+        assert {priority for _, priority in threads} == {7}, threads
+        assert len([name for name, _ in threads if not name.startswith("dds.")]) == 1, threads
+        assert any(name.startswith("dds.") for name, _ in threads), threads
+    else:
+        assert threads == []
+    assert node.interrupt() == 0

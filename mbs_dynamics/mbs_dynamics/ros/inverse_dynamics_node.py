@@ -49,6 +49,11 @@ messages lost on the way (gaps in each publisher's sequence numbers: 'lost_*'),
 and the messages missing from the joint_states stream at its rate, estimated
 from the stamps of the messages in order (expected_rate, or the period
 learned from them: 'input_gaps', 'missed_estimate', 'input_pauses').
+
+The outputs are published as their serialized bytes (ros.serialized); with
+realtime_priority the thread that serves joint_states and the middleware's
+run SCHED_FIFO (spinning.schedule_realtime), ahead of every normally
+scheduled process, when the node may (else it says so).
 """
 from __future__ import annotations
 
@@ -69,13 +74,13 @@ import mbs_dynamics as mbs
 from mbs_dynamics import warmup
 from mbs_dynamics.algorithms.differentiation import FilteredDerivative
 from mbs_dynamics.algorithms.joint_friction import SMOOTHING_VELOCITY
-from mbs_dynamics.ros.conversions import (InvalidInput, base_state, listed, measured_state, set_vector,
-                                         stamp_seconds)
+from mbs_dynamics.ros.conversions import InvalidInput, base_state, listed, measured_state, stamp_seconds
 from mbs_dynamics.algorithms.tracking import computed_torque_acceleration
 from mbs_dynamics.ros.input_loss import StampGaps
 from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values, timings
-from mbs_dynamics.ros.spinning import node_main
+from mbs_dynamics.ros.serialized import SerializedMessage
+from mbs_dynamics.ros.spinning import node_main, schedule_realtime
 from mbs_dynamics.warmup import preload
 from mbs_dynamics_interfaces.msg import CentroidalMomentum
 
@@ -165,6 +170,11 @@ class InverseDynamicsNode(RobotNode):
         ParameterSpec("expected_rate", 0.0,
                       "Rate (Hz) of joint_states, by which the messages missing from the stream are counted "
                       "(missed_estimate in the diagnostics); 0 = learned from the stamps.", bounds=(0.0, 1e6)),
+        ParameterSpec("realtime_priority", 0,
+                      "Real-time priority (SCHED_FIFO, 1-99) of the thread that serves joint_states and of the "
+                      "middleware's (Fast DDS) threads: ahead of every normally scheduled process (a build, CPU "
+                      "hogs); 0 = the normal scheduler. Needs the permission (root, CAP_SYS_NICE or an rtprio "
+                      "limit); without it the node says so and runs normally.", read_only=True, bounds=(0, 99)),
         diagnostics_period(),
     )
 
@@ -179,6 +189,7 @@ class InverseDynamicsNode(RobotNode):
         self._reference = None
         self._reference_stale = False
         self._velocity_derivative = FilteredDerivative(self.settings.differentiation_cutoff)
+        self._priority_pending = self.parameter("realtime_priority")  # set by the first joint_states callback
         self._messages()
         self.check_parameters_at_run_time()
         self.efforts_publisher = self.create_publisher(JointState, "~/joint_efforts", COMMAND_QOS)
@@ -280,6 +291,8 @@ class InverseDynamicsNode(RobotNode):
 
     def _process(self, message: JointState) -> None:
         start = time.perf_counter()
+        if self._priority_pending:
+            self._raise_priority()
         self.counts["received"] += 1
         try:
             self._compute_and_publish(message, self._stamp(message))
@@ -292,8 +305,24 @@ class InverseDynamicsNode(RobotNode):
             self.drop("error", f"joint_states: {type(error).__name__}: {error}")
         self.compute_times.append(time.perf_counter() - start)
 
+    def _raise_priority(self) -> None:
+        """The calling thread (the one that serves joint_states) scheduled
+        SCHED_FIFO at realtime_priority, or said why not."""
+        priority, self._priority_pending = self._priority_pending, 0
+        try:
+            middleware = schedule_realtime(priority)
+        except OSError as error:
+            self.get_logger().warning(
+                f"realtime_priority {priority}: not permitted ({error.strerror}): needs root, CAP_SYS_NICE or an "
+                "rtprio limit (ulimit -r); serving at normal priority")
+            return
+        self.get_logger().info(f"serving joint_states at real-time priority {priority} (SCHED_FIFO), with "
+                               f"{middleware} threads of the middleware")
+
     def apply_settings(self, settings: InverseDynamicsSettings, changed: set) -> None:
         super().apply_settings(settings, changed)
+        if "command_joints" in changed:
+            self._command = self._command_message(settings)
         self._velocity_derivative.cutoff = settings.differentiation_cutoff
         self._stamp_gaps.given_period = self._expected_period(settings)
 
@@ -411,40 +440,58 @@ class InverseDynamicsNode(RobotNode):
         self._publish(message.header.stamp, tau, h, c)
 
     def _messages(self) -> None:
-        """The outgoing messages, built once and refilled for each input (a
-        message's constructor and its list setters cost more than the dynamics;
-        publish() serialises at once, so reuse is safe)."""
+        """The outgoing messages' bytes, made once and refilled for each input
+        (SerializedMessage: rclpy's conversion of a message object at each
+        publish() cost more than the dynamics)."""
         model = self.model
-        self._efforts = JointState(name=list(self.joints.names))
-        self._command = Float64MultiArray()
-        self._momentum = CentroidalMomentum(total_mass=model.total_mass)
-        self._momentum.header.frame_id = model.description.root
-        self._wrench = WrenchStamped()
-        self._wrench.header.frame_id = model.description.root
+        self._efforts = SerializedMessage(
+            JointState(name=list(self.joints.names), effort=array("d", bytes(8 * len(self.joints.names)))), ["effort"])
+        self._command = self._command_message(self.settings)
+        self._momentum, self._momentum_frame = None, None  # made for the frame of the first output (_momentum_for)
+        wrench = WrenchStamped()
+        wrench.header.frame_id = model.description.root
+        self._wrench = SerializedMessage(wrench, ["wrench.torque", "wrench.force"])
+
+    @staticmethod
+    def _command_message(settings: InverseDynamicsSettings) -> SerializedMessage:
+        """~/effort_command's bytes: one value per command joint."""
+        return SerializedMessage(Float64MultiArray(data=array("d", bytes(8 * settings.command_order.size))), ["data"],
+                                 stamp=None)
+
+    def _momentum_for(self, frame_id: str) -> SerializedMessage:
+        """~/centroidal_momentum's bytes in `frame_id` (made again when the frame changes)."""
+        if self._momentum is None or frame_id != self._momentum_frame:
+            momentum = CentroidalMomentum(total_mass=self.model.total_mass)
+            momentum.header.frame_id = frame_id
+            self._momentum = SerializedMessage(
+                momentum, ["com_position", "com_velocity", "linear_momentum", "angular_momentum"])
+            self._momentum_frame = frame_id
+        return self._momentum
 
     def _publish(self, stamp, tau, h, c) -> None:
         model = self.model
-        self._efforts.header.stamp = stamp
-        self._efforts.effort = array("d", tau[self.joints.v_index].tobytes())
-        self.efforts_publisher.publish(self._efforts)
-        self._command.data = array("d", tau[self.settings.command_order].tobytes())
-        self.command_publisher.publish(self._command)
-        momentum = self._momentum
-        momentum.header.stamp = stamp
-        if model.floating_base:
-            momentum.header.frame_id = self._odometry[2]
-        velocity = h[3:] / model.total_mass if model.total_mass > 0 else np.zeros(3)
-        set_vector(momentum.com_position, c)
-        set_vector(momentum.com_velocity, velocity)
-        set_vector(momentum.linear_momentum, h[3:])
-        set_vector(momentum.angular_momentum, h[:3])
-        self.momentum_publisher.publish(momentum)
+        efforts = self._efforts
+        efforts.set_stamp(stamp)
+        np.take(tau, self.joints.v_index, out=efforts.values["effort"])
+        self.efforts_publisher.publish(efforts.data())
+        command = self._command
+        np.take(tau, self.settings.command_order, out=command.values["data"])
+        self.command_publisher.publish(command.data())
+        momentum = self._momentum_for(self._odometry[2] if model.floating_base else model.description.root)
+        momentum.set_stamp(stamp)
+        values = momentum.values
+        values["com_position"][:] = c
+        values["com_velocity"][:] = h[3:] / model.total_mass if model.total_mass > 0 else 0.0
+        values["linear_momentum"][:] = h[3:]
+        values["angular_momentum"][:] = h[:3]
+        self.momentum_publisher.publish(momentum.data())
         if self.wrench_publisher is not None and not self.settings.contacts:
             base = model.v_index("root_joint")
-            self._wrench.header.stamp = stamp
-            set_vector(self._wrench.wrench.torque, tau[base:base + 3])
-            set_vector(self._wrench.wrench.force, tau[base + 3:base + 6])
-            self.wrench_publisher.publish(self._wrench)
+            wrench = self._wrench
+            wrench.set_stamp(stamp)
+            wrench.values["wrench.torque"][:] = tau[base:base + 3]
+            wrench.values["wrench.force"][:] = tau[base + 3:base + 6]
+            self.wrench_publisher.publish(wrench.data())
 
     # --- reporting ----------------------------------------------------------
 

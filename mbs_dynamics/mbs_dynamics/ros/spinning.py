@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from itertools import groupby
+from pathlib import Path
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
@@ -34,7 +35,7 @@ from rclpy.task import Future
 
 from mbs_dynamics.files import read_file
 from mbs_dynamics.ros.parameters import ParameterError
-from mbs_dynamics.ros.robot_node import ProcessNode
+from mbs_dynamics.ros.robot_node import ProcessNode, freeze_start_up_objects, start_up_done
 
 # The longest a thread waits for the GIL that another holds (Python's default:
 # 5 ms). The nodes' threads (the simulator's stepping, its commands) give it
@@ -99,6 +100,32 @@ def check_params_files(args: Sequence[str]) -> None:
                     values.pop()
         except yaml.YAMLError as error:
             raise ValueError(f"params file {path} is not YAML: {' '.join(str(error).split())}") from None
+
+
+def schedule_realtime(priority: int) -> int:
+    """The calling thread and the middleware's (Fast DDS names its threads
+    dds.*: they take the messages in and wake the executor) scheduled
+    SCHED_FIFO at `priority`, ahead of every normally scheduled thread of the
+    machine; the process's other threads (other executors, numba's workers)
+    keep theirs. Returns the middleware's threads raised; OSError when not
+    permitted (root, CAP_SYS_NICE or an rtprio limit is needed)."""
+    middleware = []
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            if task.joinpath("comm").read_text().startswith("dds."):
+                middleware.append(int(task.name))
+        except OSError:  # a thread that ended meanwhile
+            pass
+    parameter = os.sched_param(priority)
+    os.sched_setscheduler(0, os.SCHED_FIFO, parameter)
+    raised = 0
+    for thread in middleware:
+        try:
+            os.sched_setscheduler(thread, os.SCHED_FIFO, parameter)
+            raised += 1
+        except ProcessLookupError:
+            pass
+    return raised
 
 
 def executor_kind(node: ProcessNode) -> Callable:
@@ -205,6 +232,7 @@ def spin_nodes(node_factories: Sequence[Callable[[Future], ProcessNode]], args=N
         print(f"{program}: error: --ros-args: {reason}", file=sys.stderr)
         return 2
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
+    freeze_start_up_objects()
     stop = Future()
     interrupted = threading.Event()
     first_interrupt: list[float] = []
@@ -236,6 +264,7 @@ def spin_nodes(node_factories: Sequence[Callable[[Future], ProcessNode]], args=N
             if stop.done() or interrupted.is_set():
                 break
         if not (stop.done() or interrupted.is_set()):
+            start_up_done()
             company = any(essential(node) for node in nodes)
             served = sorted(nodes, key=lambda node: id(executor_kind(node)))
             for kind, group in groupby(served, key=executor_kind):

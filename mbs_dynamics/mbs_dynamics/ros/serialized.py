@@ -1,0 +1,100 @@
+"""Messages published as their serialized bytes: a message of fixed layout
+serialized once, then for each publication its stamp and float64 fields
+written into those bytes in place (numpy views), and the bytes published.
+
+rclpy converts a message object to C at every publish(), field by field and
+each string on its own: a TALOS JointState (32 names) took 19 us to publish,
+its bytes 3 us; the four outputs of the inverse dynamics node 58 us against
+16. publish() takes serialized bytes as they are (rclpy's Publisher.publish).
+
+The fields are found by their values, not by the middleware's encoding: each
+is set to numbers nothing else in the message holds, the message serialized
+(rclpy.serialization, the middleware's own serializer) and their bytes
+looked for once; only fields of fixed size can be written so (float64
+arrays of a fixed length, Points and Vector3s, the stamp).
+"""
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Sequence
+
+import numpy as np
+from rclpy.serialization import serialize_message
+
+# Values the fields are found by: the k-th float64 of all is (k + 1) * pi * 1e-200
+# (no count, length or ordinary value has its bytes), the stamp these two.
+MARKER_SCALE = math.pi * 1e-200
+MARKER_SECONDS = 1_588_000_123
+MARKER_NANOSECONDS = 987_654_321
+
+
+class SerializedMessage:
+    """The serialized bytes of `message` with its header stamp and the float64
+    `fields` writable: `values[field]` (float64 array views into the bytes,
+    one per field path such as "effort" or "wrench.force"), set_stamp(), and
+    data(), the bytes to publish. Everything else (names, frame_id, sizes)
+    is as in `message` when it was made."""
+
+    def __init__(self, message, fields: Sequence[str], stamp: str | None = "header.stamp"):
+        """fields: attribute paths of float64 arrays (their length as in
+        `message`) or of Points and Vector3s; stamp: the path of the
+        builtin_interfaces/Time (None: none). ValueError when a field cannot
+        be found in the bytes (a field of variable size)."""
+        count = 0
+        markers = {}
+        for field in fields:
+            target = _attribute(message, field)
+            if isinstance(target, (array, list, np.ndarray)):
+                size = len(target)
+                _set_attribute(message, field, array("d", [(count + k + 1) * MARKER_SCALE for k in range(size)]))
+            else:
+                size = 3
+                target.x, target.y, target.z = ((count + k + 1) * MARKER_SCALE for k in range(3))
+            markers[field] = np.array([(count + k + 1) * MARKER_SCALE for k in range(size)])
+            count += size
+        if stamp is not None:
+            time = _attribute(message, stamp)
+            time.sec, time.nanosec = MARKER_SECONDS, MARKER_NANOSECONDS
+        self._buffer = bytearray(serialize_message(message))
+        self.values: dict[str, np.ndarray] = {}
+        for field, marker in markers.items():
+            if not marker.size:
+                self.values[field] = np.zeros(0)
+                continue
+            offset = _offset(self._buffer, marker.tobytes(), field)
+            self.values[field] = np.frombuffer(self._buffer, dtype=np.float64, count=marker.size, offset=offset)
+            self.values[field][:] = 0.0
+        self._seconds = self._nanoseconds = None
+        if stamp is not None:
+            offset = _offset(self._buffer, np.array([MARKER_SECONDS], dtype=np.int32).tobytes()
+                             + np.array([MARKER_NANOSECONDS], dtype=np.uint32).tobytes(), stamp)
+            self._seconds = np.frombuffer(self._buffer, dtype=np.int32, count=1, offset=offset)
+            self._nanoseconds = np.frombuffer(self._buffer, dtype=np.uint32, count=1, offset=offset + 4)
+            self._seconds[0] = self._nanoseconds[0] = 0
+
+    def set_stamp(self, stamp) -> None:
+        """The stamp, from a builtin_interfaces/Time."""
+        self._seconds[0], self._nanoseconds[0] = stamp.sec, stamp.nanosec
+
+    def data(self) -> bytes:
+        """The message's bytes as they are now, for publish()."""
+        return bytes(self._buffer)
+
+
+def _attribute(message, path: str):
+    for name in path.split("."):
+        message = getattr(message, name)
+    return message
+
+
+def _set_attribute(message, path: str, value) -> None:
+    *parents, name = path.split(".")
+    setattr(_attribute(message, ".".join(parents)) if parents else message, name, value)
+
+
+def _offset(buffer: bytearray, marker: bytes, field: str) -> int:
+    offset = buffer.find(marker)
+    if offset < 0 or buffer.find(marker, offset + 1) >= 0:
+        raise ValueError(f"field {field} is not at one fixed place in the serialized message")
+    return offset

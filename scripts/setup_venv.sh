@@ -9,7 +9,8 @@
 #   3. meanwhile the ROS 2 kilted wheels and the other dependencies, at the
 #      exact versions of constraints.txt (with --test, the test oracles);
 #   4. mbs_dynamics_interfaces, compiled by its own CMake + rosidl build,
-#      driven from pip (scikit-build-core), installed into the venv prefix;
+#      driven from pip (scikit-build-core), installed into the venv prefix
+#      (only what rclpy loads: no C++ typesupports; colcon builds them all);
 #   5. then it waits for the kernels.
 # Each step runs again only when its inputs changed (stamps in .venv/.stamps).
 #
@@ -97,10 +98,11 @@ install_test_dependencies() {
 }
 
 install_interfaces() {
-  say "building mbs_dynamics_interfaces (CMake + rosidl)"
+  say "building mbs_dynamics_interfaces (CMake + rosidl: the C and Python interfaces rclpy loads)"
   # pip's CMake build runs make serially where there is no ninja: one job per core
   CMAKE_PREFIX_PATH="$venv" AMENT_PREFIX_PATH="$venv" CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
-    pip_install --no-build-isolation --no-deps --force-reinstall "$root/mbs_dynamics_interfaces"
+    pip_install --no-build-isolation --no-deps --force-reinstall \
+      --config-settings=cmake.define.MBS_INTERFACES_PYTHON_ONLY=ON "$root/mbs_dynamics_interfaces"
 }
 
 install_package() {
@@ -128,7 +130,7 @@ install_package() {
 warmup_pid=""
 warmup_log="$venv/.warmup.log"
 start_warmup() {
-  if [ "$1" = --all ]; then
+  if [ "${1:-}" = --all ]; then
     say "compiling all the kernels in the background, for the tests (numba cache, one process per core)"
   else
     say "compiling the kernels the nodes use in the background (numba cache, one process per core)"

@@ -59,7 +59,10 @@ py="$venv/bin/python"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 # Every install is held to constraints.txt; builds run without isolation, in
 # this environment, so nothing is resolved outside it.
-pip_install() { "$py" -m pip install --quiet --no-warn-script-location -c "$root/constraints.txt" "$@"; }
+# While the kernels compile (the longest step, on one core), the installs and
+# the interfaces' build run below them ($lower).
+lower=""
+pip_install() { $lower "$py" -m pip install --quiet --no-warn-script-location -c "$root/constraints.txt" "$@"; }
 
 # stale NAME "input files...": true unless the stamp NAME records the same
 # hash of the inputs (left in $hash for `stamp`).
@@ -136,7 +139,7 @@ start_warmup() {
     say "compiling the kernels the nodes use in the background (numba cache, one process per core)"
   fi
   setsid "$py" -m mbs_dynamics.warmup "$@" > "$warmup_log" 2>&1 &
-  warmup_pid=$!
+  warmup_pid=$! lower="nice -n 10"
   trap 'kill -- -$warmup_pid 2>/dev/null || true' EXIT
 }
 finish_warmup() {
@@ -146,6 +149,7 @@ finish_warmup() {
     die "compiling the kernels failed (above)"
   fi
   trap - EXIT
+  lower=""
   cat "$warmup_log"
 }
 

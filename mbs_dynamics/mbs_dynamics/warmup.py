@@ -168,10 +168,6 @@ def contact_step(model, frame):
     mbs.contact_step(model, q, v, v, 1e-3, [mbs.PointContact(frame)], mbs.Ground(height=1.0))
 
 
-# What the nodes call, then the rest, in the order the processes take them up:
-# the long tasks first, and the kernels that others call (aba, kinematics, rnea,
-# crba) before those others (simulation, contact), which then load them from
-# the cache rather than compile them a second time.
 def regressor(model, frame):
     """mbs_dynamics_identify (a batch per chunk), and one state."""
     q, v, qs, vs = _state(model)
@@ -179,8 +175,15 @@ def regressor(model, frame):
     mbs.joint_torque_regressor(model, qs, vs, vs)
 
 
+# What the nodes call, then the rest, in the order the processes take them up.
+# The simulation first: it is the longest by far (its step kernel inlines the
+# stepping: about two thirds of the nodes' compile time) and calls aba, rnea and
+# crba in signatures of its own, so one process compiles it from the start while
+# the others take the rest in turn. Then the kernels that others call (aba,
+# kinematics, rnea, crba) before those others (contact), which then load them
+# from the cache rather than compile them a second time.
 # (mbs_dynamics_identify is a command a user runs like a node: its regressor is warmed with them)
-NODE_TASKS = (forward_dynamics, kinematics, inverse_dynamics, mass_matrix, centroidal, simulation, contact_forward,
+NODE_TASKS = (simulation, forward_dynamics, kinematics, inverse_dynamics, mass_matrix, centroidal, contact_forward,
               contact_inverse, regressor)
 OTHER_TASKS = (derivatives, rnea_forms, id_rate, frame_motion, coriolis, batches, contact_step)
 TASKS = {task.__name__: task for task in NODE_TASKS + OTHER_TASKS}

@@ -356,7 +356,7 @@ class _Builder:
         float_size, int_size = packed_sizes(*dimensions)
         floats, ints = np.empty(float_size), np.empty(int_size, dtype=np.int64)
         views = model_arrays(floats, ints, *dimensions)
-        views.header[:] = dimensions + (model.nq,)
+        views.header[:] = dimensions
         for name in ModelArrays._fields[1:]:
             getattr(views, name)[...] = np.reshape(getattr(model, name), getattr(views, name).shape)
         floats.setflags(write=False)
@@ -421,13 +421,14 @@ class _Builder:
 # The model as the compiled kernels read it: model.parent[i], model.mass[i], ...
 # (the fields of the module docstring, plus quaternion_starts, gravity,
 # armature and inertia_scale (1,)), after the header (nbodies, number of
-# quaternions, nv, nq). Built inside the kernels from model.packed by unpack_model:
+# quaternions, nv); nq last of the ints (ints[-1]), where appending it moved
+# no other field. Built inside the kernels from model.packed by unpack_model:
 # a namedtuple of views costs nothing there, while one passed in from Python
 # costs a microsecond a call to unbox.
 ModelArrays = namedtuple("ModelArrays", (
     "header", "parent", "joint_type", "q_start", "v_start", "coupling", "tree_rotation", "tree_translation", "axis",
     "plane", "mass", "first_moment", "rotational_inertia", "quaternion_starts", "nv_joint", "gravity", "armature",
-    "inertia_scale"))
+    "inertia_scale", "nq"))
 
 
 @njit(cache=True, inline="always")
@@ -441,13 +442,14 @@ def model_arrays(floats, ints, n, nquat, nv):
 @njit(cache=True, inline="always")
 def lay_out_model(floats, ints, n, nquat, nv):
     """(ModelArrays, float end, int end) laid out in (floats, ints)."""
-    header, o = take(ints, 0, (4,))
+    header, o = take(ints, 0, (3,))
     parent, o = take(ints, o, (n,))
     joint_type, o = take(ints, o, (n,))
     q_start, o = take(ints, o, (n,))
     v_start, o = take(ints, o, (n,))
     quaternion_starts, o = take(ints, o, (nquat,))
-    nv_joint, int_end = take(ints, o, (n,))
+    nv_joint, o = take(ints, o, (n,))
+    nq, int_end = take(ints, o, (1,))
     coupling, o = take(floats, 0, (n, 2))
     tree_rotation, o = take(floats, o, (n, 3, 3))
     tree_translation, o = take(floats, o, (n, 3))
@@ -461,7 +463,7 @@ def lay_out_model(floats, ints, n, nquat, nv):
     inertia_scale, float_end = take(floats, o, (1,))
     return ModelArrays(header, parent, joint_type, q_start, v_start, coupling, tree_rotation, tree_translation, axis,
                        plane, mass, first_moment, rotational_inertia, quaternion_starts, nv_joint, gravity, armature,
-                       inertia_scale), float_end, int_end
+                       inertia_scale, nq), float_end, int_end
 
 
 @njit(cache=True)

@@ -110,10 +110,9 @@ class ExactKernel:
 @njit(cache=True, inline="always")
 def vectors_fit(ints, q, v, a):
     """True when q has the model's nq elements and v and a its nv (model.packed's
-    ints: nv in the header, nq last, multibody.model.lay_out_model); a of no
-    elements: not passed."""
+    ints: nv in the header, nq last, multibody.model.lay_out_model)."""
     nq, nv = ints[ints.shape[0] - 1], ints[2]
-    return q.shape[0] == nq and v.shape[0] == nv and (a.shape[0] == nv or a.shape[0] == 0)
+    return q.shape[0] == nq and v.shape[0] == nv and a.shape[0] == nv
 
 
 def overflow(model: Model, what: str, *named) -> ValueError:

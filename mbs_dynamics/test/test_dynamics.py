@@ -327,6 +327,10 @@ def test_fast_paths_take_any_array_like_and_compile_one_version(function):
         call(model, q[:-1], v)
     with pytest.raises(ValueError, match=r"q has a non-finite value \(nan\) at index \(9,\)"):
         call(model, np.where(np.arange(model.nq) == 9, np.nan, q), v)
+    if function in ("inverse_dynamics", "forward_dynamics", "nonlinear_effects", "centroidal_momentum"):
+        for short in (v[:0], v[:-1]):
+            with pytest.raises(ValueError, match=rf"v must have shape \({model.nv},\)"):
+                call(model, q, short)
 
 
 def test_coupled_mimic_forward_dynamics_in_one_call_solves_the_dense_system():

@@ -149,7 +149,7 @@ def _centroidal_momentum_matrix_call(flat, q, A):
     scratch buffer of its own: centroidal_momentum_matrix's fast path
     (inputs.ExactKernel). A wrong length: INVALID_INPUT."""
     packed = unflatten(flat)
-    if not vectors_fit(packed[1], q, A[0], q[:0]):
+    if not vectors_fit(packed[1], q, A[0], A[0]):
         return INVALID_INPUT
     buffer = new_scratch(body_count(packed))
     com, _ = take(buffer, buffer.shape[0] - 3, (3,))  # past the kernel's layout

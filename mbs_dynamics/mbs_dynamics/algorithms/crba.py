@@ -209,7 +209,7 @@ def _mass_matrix_call(flat, q, M):
     """crba_kernel on model.packed_flat and a scratch buffer of its own:
     mass_matrix's fast path (inputs.ExactKernel). A wrong length: INVALID_INPUT."""
     packed = unflatten(flat)
-    if not (vectors_fit(packed[1], q, M[0], q[:0]) and M.shape[0] == M.shape[1]):
+    if not (vectors_fit(packed[1], q, M[0], M[0]) and M.shape[0] == M.shape[1]):
         return INVALID_INPUT
     return crba_kernel(packed, q, M, new_scratch(body_count(packed)))
 

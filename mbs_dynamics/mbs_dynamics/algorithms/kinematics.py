@@ -229,7 +229,7 @@ def _frame_jacobian_call(flat, q, target, J):
     """frame_jacobian_kernel on model.packed_flat and a scratch buffer of its
     own: frame_jacobian's path (inputs.ExactKernel). A wrong length: INVALID_INPUT."""
     packed = unflatten(flat)
-    if not vectors_fit(packed[1], q, J[0], q[:0]):
+    if not vectors_fit(packed[1], q, J[0], J[0]):
         return INVALID_INPUT
     return frame_jacobian_kernel(packed, q, target, J, new_scratch(body_count(packed)))
 

@@ -9,7 +9,8 @@ from mbs_dynamics import inputs
 
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RESULT_MATRIX, VECTOR, ExactKernel, \
     all_finite, invalid, vectors_fit
-from mbs_dynamics.multibody.joints import body_acceleration, body_jerk, body_velocity, forward_pass
+from mbs_dynamics.multibody.joints import body_acceleration, body_jerk, body_velocity, forward_pass, joint_placement, \
+    motion_subspace
 from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
 from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
 from mbs_dynamics.spatial.algebra import cross, motion_cross, motion_to_parent, rotate, rotate_back
@@ -188,8 +189,9 @@ def frame_jacobian_kernel(packed, q, target, J, buffer):
     number in REPRESENTATIONS] (frame_target): the hybrid Jacobian of the
     origin o (add_point_jacobian), then in spatial its linear rows plus o x w,
     in body and mixed the angular rows (and in body the linear ones) turned
-    into frame axes. Body -1 (fixed to the world): zero. Returns the status
-    of rnea_kernel."""
+    into frame axes. Only the bodies on the body's path to the root are
+    placed (as body_poses_kernel places them): a foot of TALOS is 7 of its 38.
+    Body -1 (fixed to the world): zero. Returns the status of rnea_kernel."""
     model = unpack_model(packed)
     if invalid(model, q, q[:0], q[:0]):
         return INVALID_INPUT
@@ -201,7 +203,27 @@ def frame_jacobian_kernel(packed, q, target, J, buffer):
     R, p, S, body_R, body_p = kinematics.R, kinematics.p, kinematics.S, kinematics.world_R, kinematics.world_p
     frame_R, o = take(buffer, o, (3, 3))
     origin, o = take(buffer, o, (3,))
-    body_poses_kernel(packed, q, R, p, S, body_R, body_p)
+    path, o = take(buffer, o, (model.parent.shape[0],))  # the bodies from `body` to the root
+    depth, j = 0, body
+    while j >= 0:
+        path[depth] = j
+        depth += 1
+        j = model.parent[j]
+    for d in range(depth - 1, -1, -1):  # from the root down: body_poses_kernel's steps
+        i = int(path[d])
+        joint_placement(model, i, q, R, p)
+        motion_subspace(model, i, q, S)
+        lam = model.parent[i]
+        if lam < 0:
+            body_R[i] = R[i]
+            body_p[i] = p[i]
+            continue
+        for r in range(3):
+            for c in range(3):
+                body_R[i, r, c] = (body_R[lam, r, 0] * R[i, 0, c] + body_R[lam, r, 1] * R[i, 1, c]
+                                   + body_R[lam, r, 2] * R[i, 2, c])
+            body_p[i, r] = body_p[lam, r] + (body_R[lam, r, 0] * p[i, 0] + body_R[lam, r, 1] * p[i, 1]
+                                             + body_R[lam, r, 2] * p[i, 2])
     Rb = body_R[body]
     for r in range(3):
         for c in range(3):

@@ -14,8 +14,8 @@ from numba import njit, prange, types
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.crba import composite_momenta, composite_momentum
-from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RESULT, RESULT_MATRIX, VECTOR, ExactKernel, \
-    all_finite, invalid, vectors_fit
+from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RESULT, RESULT_MATRIX, VECTOR, \
+    ExactKernel, all_finite, invalid, vectors_fit
 from mbs_dynamics.multibody.joints import body_velocity, forward_pass
 from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
 from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take

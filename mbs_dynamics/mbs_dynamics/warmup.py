@@ -133,6 +133,23 @@ def batches(model, frame):
     mbs.centroidal_momentum(model, qs, vs)
 
 
+# Two links, the second's joint following the first's: a model with a coupled mimic joint.
+COUPLED_PAIR = (
+    '<robot name="coupled"><link name="a"/>'
+    + "".join(f'<link name="{link}"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" '
+              f'ixz="0" iyz="0"/></inertial></link>' for link in "bc")
+    + '<joint name="j1" type="continuous"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/></joint>'
+    '<joint name="j2" type="continuous"><parent link="b"/><child link="c"/><axis xyz="1 0 0"/>'
+    '<mimic joint="j1" multiplier="2"/></joint></robot>')
+
+
+def coupled_mimic(model, frame):
+    """Beyond the nodes (whose preload runs forward_dynamics on their own
+    robot): forward dynamics of a model with a coupled mimic joint."""
+    coupled = mbs.Model.from_urdf_string(COUPLED_PAIR)
+    mbs.forward_dynamics(coupled, np.zeros(1), np.zeros(1), np.zeros(1))
+
+
 def frame_motion(model, frame):
     """Beyond the nodes: frame accelerations and jerks."""
     q, v, _, _ = _state(model)
@@ -185,7 +202,7 @@ def regressor(model, frame):
 # (mbs_dynamics_identify is a command a user runs like a node: its regressor is warmed with them)
 NODE_TASKS = (simulation, forward_dynamics, kinematics, inverse_dynamics, mass_matrix, centroidal, contact_forward,
               contact_inverse, regressor)
-OTHER_TASKS = (derivatives, rnea_forms, id_rate, frame_motion, coriolis, batches, contact_step)
+OTHER_TASKS = (derivatives, rnea_forms, id_rate, frame_motion, coriolis, batches, contact_step, coupled_mimic)
 TASKS = {task.__name__: task for task in NODE_TASKS + OTHER_TASKS}
 # The tasks of dense computations (O(nv^2) memory, O(nv^3) time), and the most coordinates of a model a node
 # preloads them for: a 5000-joint model's contact forward dynamics took 368 s at start-up.

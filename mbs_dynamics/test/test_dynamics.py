@@ -333,3 +333,82 @@ def test_batches_from_several_python_threads_at_once(three_threads):
         results = list(callers.map(lambda batch: mbs.inverse_dynamics(model, *batch), batches * 5))
     for k, tau in enumerate(results):
         np.testing.assert_array_equal(tau, expected[k % 8])
+
+
+FAST_PATHS = {  # each function with a per-call fast path (inputs.ExactKernel), its arguments by what they are
+    "inverse_dynamics": lambda model, q, v: mbs.inverse_dynamics(model, q, v, v),
+    "nonlinear_effects": lambda model, q, v: mbs.nonlinear_effects(model, q, v),
+    "forward_dynamics": lambda model, q, v: mbs.forward_dynamics(model, q, v, v),
+    "mass_matrix": lambda model, q, v: mbs.mass_matrix(model, q),
+    "centroidal_momentum": lambda model, q, v: mbs.centroidal_momentum(model, q, v),
+    "centroidal_momentum_matrix": lambda model, q, v: mbs.centroidal_momentum_matrix(model, q),
+    "frame_jacobian": lambda model, q, v: mbs.frame_jacobian(model, q, "FL_FOOT"),
+}
+
+
+@pytest.mark.parametrize("function", sorted(FAST_PATHS))
+def test_fast_paths_take_any_array_like_and_compile_one_version(function):
+    """The fast path takes float64 vectors as they are and refuses every other
+    type (list, float32, integers, read-only, strided, Fortran-ordered 2-D)
+    to the checked path, which converts them: the same numbers to the last
+    bit, one compiled signature of the fast path, and fresh results (a
+    later call leaves an earlier result alone)."""
+    from mbs_dynamics.algorithms import aba, centroidal, crba, kinematics, rnea
+
+    kernels = {"inverse_dynamics": rnea._INVERSE_DYNAMICS, "nonlinear_effects": rnea._NONLINEAR_EFFECTS,
+               "forward_dynamics": aba._FORWARD_DYNAMICS, "mass_matrix": crba._MASS_MATRIX,
+               "centroidal_momentum": centroidal._CENTROIDAL_MOMENTUM,
+               "centroidal_momentum_matrix": centroidal._CENTROIDAL_MOMENTUM_MATRIX,
+               "frame_jacobian": kinematics._FRAME_JACOBIAN}
+    model = mbs.Model.from_urdf_file(robot_path("solo12"), floating_base=True)
+    rng = np.random.default_rng(23)
+    q = model.neutral_configuration() + np.r_[rng.normal(size=3), 0, 0, 0, 0, rng.uniform(-1, 1, model.nq - 7)]
+    v = rng.normal(size=model.nv)
+    call = FAST_PATHS[function]
+    expected = call(model, q, v)
+    kept = expected.copy()
+    readonly_q, readonly_v = q.copy(), v.copy()
+    readonly_q.setflags(write=False)
+    readonly_v.setflags(write=False)
+    strided_q, strided_v = np.repeat(q, 2)[::2], np.repeat(v, 2)[::2]
+    for other_q, other_v in [(list(q), list(v)), (tuple(q), v), (readonly_q, readonly_v), (strided_q, strided_v),
+                             (q.astype(np.longdouble), v.astype(np.longdouble))]:
+        np.testing.assert_array_equal(call(model, other_q, other_v), expected)
+    call(model, np.r_[q[:7], q[7:] + 0.1], v + 0.1)
+    np.testing.assert_array_equal(expected, kept)  # not overwritten by the later calls
+    assert len(kernels[function].call.signatures) == 1
+    with pytest.raises(ValueError, match=rf"q must have shape \({model.nq},\)"):
+        call(model, q[:-1], v)
+    with pytest.raises(ValueError, match=r"q has a non-finite value \(nan\) at index \(9,\)"):
+        call(model, np.where(np.arange(model.nq) == 9, np.nan, q), v)
+    if function in ("inverse_dynamics", "forward_dynamics", "nonlinear_effects", "centroidal_momentum"):
+        for short in (v[:0], v[:-1]):
+            with pytest.raises(ValueError, match=rf"v must have shape \({model.nv},\)"):
+                call(model, q, short)
+
+
+def test_coupled_mimic_forward_dynamics_in_one_call_solves_the_dense_system():
+    """The compiled path (M = L^T L along dof_parent) gives numpy's dense
+    solve of M a = tau - h to rounding, the same numbers whatever array-like
+    the inputs come as, and still names the joint of a singular M."""
+    model = mbs.Model.from_urdf_file(robot_path("panda"))
+    assert model.has_coupled_joints
+    rng = np.random.default_rng(29)
+    for _ in range(20):
+        q, v, tau = rng.uniform(-1, 1, model.nq), rng.normal(size=model.nv), rng.normal(size=model.nv)
+        a = mbs.forward_dynamics(model, q, v, tau)
+        dense = np.linalg.solve(mbs.mass_matrix(model, q), tau - mbs.nonlinear_effects(model, q, v))
+        close(a, dense, 1e-12)
+        np.testing.assert_array_equal(mbs.forward_dynamics(model, list(q), tuple(v), tau.astype(np.longdouble)), a)
+        close(mbs.inverse_dynamics(model, q, v, a), tau, 1e-10)
+    singular = mbs.Model.from_urdf_string(  # j2 moves a massless link; j3 follows j1
+        '<robot name="r"><link name="a"/><link name="b"><inertial><mass value="1"/>'
+        '<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link><link name="c"/>'
+        '<link name="d"/>'
+        '<joint name="j1" type="continuous"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/></joint>'
+        '<joint name="j2" type="continuous"><parent link="b"/><child link="c"/><axis xyz="0 0 1"/></joint>'
+        '<joint name="j3" type="continuous"><parent link="b"/><child link="d"/><axis xyz="1 0 0"/>'
+        '<mimic joint="j1"/></joint></robot>')
+    assert singular.has_coupled_joints
+    with pytest.raises(mbs.SingularMassMatrix, match="joint 'j2' moves no mass or inertia"):
+        mbs.forward_dynamics(singular, np.zeros(2), np.zeros(2), np.ones(2))

@@ -4,21 +4,24 @@ algorithm), and M⁻¹x in O(n) reusing the articulated inertias, which depend o
 q only (RBDL §5.3, §8.2).
 
 A model with coupled (mimic) joints is not a tree in its coordinates: its
-forward dynamics solves M a = tau - h with M from the CRBA instead.
+forward dynamics solves M a = tau - h with M from the CRBA instead, in one
+compiled call (M = L^T L, crba.ltl_factor) for one state without applied
+wrenches, else with numpy's solve.
 """
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from mbs_dynamics import inputs
-from mbs_dynamics.algorithms.crba import mass_matrix
-from mbs_dynamics.algorithms.rnea import external_wrenches_in_bodies, inverse_dynamics
-from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
+from mbs_dynamics.algorithms.crba import crba_kernel, ltl_factor, ltl_solve, mass_matrix
+from mbs_dynamics.algorithms.rnea import external_wrenches_in_bodies, inverse_dynamics, rnea_kernel
+from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RESULT, SINGULAR_MASS_MATRIX, VECTOR, \
+    ExactKernel, all_finite, invalid, vectors_fit
 from mbs_dynamics.multibody.joints import REST, body_inertias, body_velocity, forward_pass, gravity_acceleration, joint_bias, \
     parent_row, subspace_times
-from mbs_dynamics.multibody.model import Model, body_count, unpack_model
-from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
+from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
+from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, readonly, scratch, take
 from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import add, congruence_add, force_cross, force_to_parent, inertia_times, motion_cross, \
     motion_to_child, row, store, store_add
@@ -277,6 +280,53 @@ def inverse_mass_apply_columns(packed, buffer, X, Y):
         Y[:, k] = y
 
 
+def _forward_dynamics_call(flat, q, v, tau, qdd):
+    """aba_kernel without applied wrenches, on model.packed_flat and a scratch
+    buffer of its own: forward_dynamics' fast path (inputs.ExactKernel).
+    Wrong lengths: INVALID_INPUT."""
+    packed = unflatten(flat)
+    if not vectors_fit(packed[1], q, v, tau):
+        return INVALID_INPUT
+    buffer = new_scratch(body_count(packed))
+    return aba_kernel(packed, q, v, tau, take(buffer, 0, (0, 6))[0], qdd, buffer)
+
+
+def _coupled_forward_dynamics_call(flat, dof_parent, q, v, tau, qdd):
+    """qdd = M^-1 (tau - h) for a model with coupled (mimic) joints, in one
+    compiled call: M by crba_kernel, h by rnea_kernel at a = 0, M = L^T L
+    factored along dof_parent (crba.ltl_factor). forward_dynamics' fast path
+    for such models (inputs.ExactKernel); any trouble (wrong lengths, a
+    pivot that is not positive, a result that is not finite) returns a
+    status, and forward_dynamics' dense path says what it is."""
+    packed = unflatten(flat)
+    nv = v.shape[0]
+    if not (vectors_fit(packed[1], q, v, tau) and dof_parent.shape[0] == nv):
+        return INVALID_INPUT
+    buffer = new_scratch(body_count(packed))
+    M = np.empty((nv, nv))
+    status = crba_kernel(packed, q, M, buffer)
+    if status:
+        return status
+    zero, _ = take(buffer, buffer.shape[0] - nv, (nv,))  # past the RNEA's layout
+    zero[:] = 0.0
+    status = rnea_kernel(packed, q, v, readonly(zero), take(buffer, 0, (0, 6))[0], qdd, buffer)
+    if status:
+        return status
+    for k in range(nv):
+        qdd[k] = tau[k] - qdd[k]
+    if ltl_factor(M, dof_parent) >= 0:
+        return SINGULAR_MASS_MATRIX
+    ltl_solve(M, dof_parent, qdd)
+    return 0 if all_finite(qdd) else NONFINITE_RESULT
+
+
+_COUPLED_FORWARD_DYNAMICS = ExactKernel(_coupled_forward_dynamics_call, types.int64, PACKED_FLAT,
+                                        types.Array(types.int64, 1, "C", readonly=True), VECTOR, VECTOR, VECTOR,
+                                        RESULT)
+_FORWARD_DYNAMICS = ExactKernel(_forward_dynamics_call, types.int64, PACKED_FLAT, VECTOR, VECTOR, VECTOR, RESULT)
+_empty = np.empty  # a global, not an attribute of np: 20 ns a call
+
+
 def singular_mass_matrix(model: Model, joint: str | None) -> SingularMassMatrix:
     """The error of a singular mass matrix, naming the joint that moves nothing."""
     where = f": joint '{joint}' moves no mass or inertia (a massless link at the end of a chain?)" if joint else ""
@@ -298,13 +348,28 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
     dimension (then f_ext must be None). A singular mass matrix raises
     SingularMassMatrix (a ValueError) naming the joint.
     """
+    if f_ext is None:
+        qdd = _empty(model.nv)
+        try:
+            if model.has_coupled_joints:
+                status = _COUPLED_FORWARD_DYNAMICS.call(model.packed_flat, model.dof_parent, q, v, tau, qdd)
+            else:
+                status = _FORWARD_DYNAMICS.call(model.packed_flat, q, v, tau, qdd)
+            if not status:
+                return qdd
+        except TypeError:  # not arrays of float64: the checked path converts them
+            pass
     q = inputs.shaped(model, q, model.nq, "q")
     v = inputs.shaped(model, v, model.nv, "v")
     tau = inputs.shaped(model, tau, model.nv, "tau")
     batch = inputs.same_batch(q, v, tau)
     if f_ext and batch:
         raise ValueError("f_ext is not supported with a batch of states")
-    if model.has_coupled_joints:
+    if model.has_coupled_joints and not (batch or f_ext):  # the compiled path, on converted inputs
+        qdd = _empty(model.nv)
+        if not _COUPLED_FORWARD_DYNAMICS.call(model.packed_flat, model.dof_parent, q, v, tau, qdd):
+            return qdd
+    if model.has_coupled_joints:  # a batch, applied wrenches, or an error to explain
         M = mass_matrix(model, q)
         bias = inverse_dynamics(model, q, v, np.zeros_like(v), f_ext)
         inputs.vector(model, tau, model.nv, "tau")

@@ -10,13 +10,14 @@ force transform per body), with the first moments m c the same way, so no
 world placement is formed.
 """
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.crba import composite_momenta, composite_momentum
-from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
+from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RESULT, RESULT_MATRIX, VECTOR, \
+    ExactKernel, all_finite, invalid, vectors_fit
 from mbs_dynamics.multibody.joints import body_velocity, forward_pass
-from mbs_dynamics.multibody.model import Model, body_count, unpack_model
+from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
 from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
 from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import force_to_parent, inertia_times, rotate, row, store
@@ -132,6 +133,38 @@ def momentum_matrix_kernel(packed, q, A, com, buffer):
     return 0 if all_finite(A) and all_finite(com) else NONFINITE_RESULT
 
 
+def _centroidal_momentum_call(flat, q, v, h):
+    """h = h_G (6,) by momentum_kernel on model.packed_flat and a scratch buffer
+    of its own: centroidal_momentum's fast path (inputs.ExactKernel). Wrong
+    lengths: INVALID_INPUT."""
+    packed = unflatten(flat)
+    if not vectors_fit(packed[1], q, v, v):
+        return INVALID_INPUT
+    buffer = new_scratch(body_count(packed))
+    out, _ = take(buffer, buffer.shape[0] - 10, (10,))  # past the kernel's layout
+    status = momentum_kernel(packed, q, v, out, buffer)
+    h[:] = out[:6]
+    return status
+
+
+def _centroidal_momentum_matrix_call(flat, q, A):
+    """A = A_G (6, nv) by momentum_matrix_kernel on model.packed_flat and a
+    scratch buffer of its own: centroidal_momentum_matrix's fast path
+    (inputs.ExactKernel). A wrong length: INVALID_INPUT."""
+    packed = unflatten(flat)
+    if not vectors_fit(packed[1], q, A[0], A[0]):
+        return INVALID_INPUT
+    buffer = new_scratch(body_count(packed))
+    com, _ = take(buffer, buffer.shape[0] - 3, (3,))  # past the kernel's layout
+    return momentum_matrix_kernel(packed, q, A, com, buffer)
+
+
+_CENTROIDAL_MOMENTUM = ExactKernel(_centroidal_momentum_call, types.int64, PACKED_FLAT, VECTOR, VECTOR, RESULT)
+_CENTROIDAL_MOMENTUM_MATRIX = ExactKernel(_centroidal_momentum_matrix_call, types.int64, PACKED_FLAT, VECTOR,
+                                          RESULT_MATRIX)
+_empty = np.empty  # a global, not an attribute of np: 20 ns a call
+
+
 def _momentum(model: Model, q, v) -> np.ndarray:
     """[h_G (6); c (3); kinetic energy] of shaped q and v, one state or a batch."""
     if q.ndim == 2:
@@ -165,6 +198,12 @@ def center_of_mass_velocity(model: Model, q, v) -> np.ndarray:
 def centroidal_momentum(model: Model, q, v) -> np.ndarray:
     """h_G = [k_G; l] (6,): angular momentum about the CoM and linear momentum,
     world-aligned axes. q, v may carry a leading batch dimension."""
+    h = _empty(6)
+    try:
+        if not _CENTROIDAL_MOMENTUM.call(model.packed_flat, q, v, h):
+            return h
+    except TypeError:  # not arrays of float64: the checked path converts them
+        pass
     q = inputs.shaped(model, q, model.nq, "q")
     v = inputs.shaped(model, v, model.nv, "v")
     inputs.same_batch(q, v)
@@ -198,6 +237,12 @@ def potential_energy(model: Model, q):
 
 def centroidal_momentum_matrix(model: Model, q) -> np.ndarray:
     """A_G (6, nv) with h_G = A_G v."""
+    A = _empty((6, model.nv))
+    try:
+        if not _CENTROIDAL_MOMENTUM_MATRIX.call(model.packed_flat, q, A):
+            return A
+    except TypeError:  # not an array of float64: the checked path converts it
+        pass
     q = inputs.shaped(model, q, model.nq, "q", batch=False)
     A = np.empty((6, model.nv))
     status = momentum_matrix_kernel(model.packed, q, A, np.empty(3), scratch(model))

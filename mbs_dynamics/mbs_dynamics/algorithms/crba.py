@@ -11,12 +11,13 @@ composite inertias are sums of ten numbers, not 6x6 congruences.
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.kinematics import body_poses_kernel
-from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
-from mbs_dynamics.multibody.model import Model, body_count, unpack_model
+from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RESULT_MATRIX, VECTOR, ExactKernel, \
+    all_finite, invalid, vectors_fit
+from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
 from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
 from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import inertia_times, motion_to_parent, row
@@ -207,8 +208,27 @@ def crba_batch_kernel(packed, q, M, status):
         status[b] = crba_kernel(packed, q[b], M[b], buffer)
 
 
+def _mass_matrix_call(flat, q, M):
+    """crba_kernel on model.packed_flat and a scratch buffer of its own:
+    mass_matrix's fast path (inputs.ExactKernel). A wrong length: INVALID_INPUT."""
+    packed = unflatten(flat)
+    if not (vectors_fit(packed[1], q, M[0], M[0]) and M.shape[0] == M.shape[1]):
+        return INVALID_INPUT
+    return crba_kernel(packed, q, M, new_scratch(body_count(packed)))
+
+
+_MASS_MATRIX = ExactKernel(_mass_matrix_call, types.int64, PACKED_FLAT, VECTOR, RESULT_MATRIX)
+_empty = np.empty  # a global, not an attribute of np: 20 ns a call
+
+
 def mass_matrix(model: Model, q) -> np.ndarray:
     """M(q), (nv, nv), full and symmetric (CRBA); q may carry a leading batch dimension."""
+    M = _empty((model.nv, model.nv))
+    try:
+        if not _MASS_MATRIX.call(model.packed_flat, q, M):
+            return M
+    except TypeError:  # not an array of float64: the checked path converts it
+        pass
     q = inputs.shaped(model, q, model.nq, "q")
     if q.ndim == 2:
         M = np.empty((q.shape[0], model.nv, model.nv))

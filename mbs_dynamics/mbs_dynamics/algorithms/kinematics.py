@@ -3,15 +3,18 @@ RBDL §6): ^0T_i = ^0T_λ(i) ^λT_i."""
 from functools import lru_cache
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from mbs_dynamics import inputs
-from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
-from mbs_dynamics.multibody.joints import body_acceleration, body_jerk, body_velocity, forward_pass
-from mbs_dynamics.multibody.model import Model, unpack_model
-from mbs_dynamics.multibody.workspace import kinematic_views, scratch, take
+
+from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RESULT_MATRIX, VECTOR, ExactKernel, \
+    all_finite, invalid, vectors_fit
+from mbs_dynamics.multibody.joints import body_acceleration, body_jerk, body_velocity, forward_pass, joint_placement, \
+    motion_subspace
+from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
+from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
 from mbs_dynamics.spatial.algebra import cross, motion_cross, motion_to_parent, rotate, rotate_back
-from mbs_dynamics.spatial.lie import pose, skew
+from mbs_dynamics.spatial.lie import pose
 
 
 @njit(cache=True)
@@ -179,6 +182,97 @@ def frames_motion(model: Model, q, v, frames: tuple):
     return J, motion, world_R, world_p
 
 
+@njit(cache=True)
+def frame_jacobian_kernel(packed, q, target, J, buffer):
+    """J (6, nv): the Jacobian of a frame fixed in a body, target = [body, its
+    rotation (9, by rows) and origin (3) in the body, the representation's
+    number in REPRESENTATIONS] (frame_target): the hybrid Jacobian of the
+    origin o (add_point_jacobian), then in spatial its linear rows plus o x w,
+    in body and mixed the angular rows (and in body the linear ones) turned
+    into frame axes. Only the bodies on the body's path to the root are
+    placed (as body_poses_kernel places them): a foot of TALOS is 7 of its 38.
+    Body -1 (fixed to the world): zero. Returns the status of rnea_kernel."""
+    model = unpack_model(packed)
+    if invalid(model, q, q[:0], q[:0]):
+        return INVALID_INPUT
+    J[:] = 0.0
+    body, representation = int(target[0]), int(target[13])
+    if body < 0:
+        return 0
+    kinematics, o = kinematic_views(buffer, model.parent.shape[0])
+    R, p, S, body_R, body_p = kinematics.R, kinematics.p, kinematics.S, kinematics.world_R, kinematics.world_p
+    frame_R, o = take(buffer, o, (3, 3))
+    origin, o = take(buffer, o, (3,))
+    path, o = take(buffer, o, (model.parent.shape[0],))  # the bodies from `body` to the root
+    depth, j = 0, body
+    while j >= 0:
+        path[depth] = j
+        depth += 1
+        j = model.parent[j]
+    for d in range(depth - 1, -1, -1):  # from the root down: body_poses_kernel's steps
+        i = int(path[d])
+        joint_placement(model, i, q, R, p)
+        motion_subspace(model, i, q, S)
+        lam = model.parent[i]
+        if lam < 0:
+            body_R[i] = R[i]
+            body_p[i] = p[i]
+            continue
+        for r in range(3):
+            for c in range(3):
+                body_R[i, r, c] = (body_R[lam, r, 0] * R[i, 0, c] + body_R[lam, r, 1] * R[i, 1, c]
+                                   + body_R[lam, r, 2] * R[i, 2, c])
+            body_p[i, r] = body_p[lam, r] + (body_R[lam, r, 0] * p[i, 0] + body_R[lam, r, 1] * p[i, 1]
+                                             + body_R[lam, r, 2] * p[i, 2])
+    Rb = body_R[body]
+    for r in range(3):
+        for c in range(3):
+            frame_R[r, c] = Rb[r, 0] * target[1 + c] + Rb[r, 1] * target[4 + c] + Rb[r, 2] * target[7 + c]
+        origin[r] = body_p[body, r] + Rb[r, 0] * target[10] + Rb[r, 1] * target[11] + Rb[r, 2] * target[12]
+    add_point_jacobian(model, S, body_R, body_p, body, origin, J)
+    if representation == 1:  # the body point at the world origin: do/dt + o x w
+        o0, o1, o2 = origin[0], origin[1], origin[2]
+        for c in range(J.shape[1]):
+            w0, w1, w2 = J[0, c], J[1, c], J[2, c]
+            J[3, c] += o1 * w2 - o2 * w1
+            J[4, c] += o2 * w0 - o0 * w2
+            J[5, c] += o0 * w1 - o1 * w0
+    elif representation != 2:
+        rows = 6 if representation == 0 else 3
+        for c in range(J.shape[1]):
+            for start in range(0, rows, 3):
+                x0, x1, x2 = J[start, c], J[start + 1, c], J[start + 2, c]
+                for r in range(3):
+                    J[start + r, c] = frame_R[0, r] * x0 + frame_R[1, r] * x1 + frame_R[2, r] * x2
+    return 0 if all_finite(J) else NONFINITE_RESULT
+
+
+def _frame_jacobian_call(flat, q, target, J):
+    """frame_jacobian_kernel on model.packed_flat and a scratch buffer of its
+    own: frame_jacobian's path (inputs.ExactKernel). A wrong length: INVALID_INPUT."""
+    packed = unflatten(flat)
+    if not vectors_fit(packed[1], q, J[0], J[0]):
+        return INVALID_INPUT
+    return frame_jacobian_kernel(packed, q, target, J, new_scratch(body_count(packed)))
+
+
+_FRAME_JACOBIAN = ExactKernel(_frame_jacobian_call, types.int64, PACKED_FLAT, VECTOR, VECTOR, RESULT_MATRIX)
+_empty = np.empty  # a global, not an attribute of np: 20 ns a call
+
+
+@lru_cache(maxsize=256)
+def frame_target(model: Model, frame: str, representation: str) -> np.ndarray:
+    """frame_jacobian_kernel's target: [body, rotation in the body (9), origin
+    in the body (3), representation number]. Unknown names raise ValueError."""
+    if representation not in REPRESENTATIONS:
+        raise ValueError(f"representation must be one of {', '.join(REPRESENTATIONS)}, got {representation!r}")
+    placement = model.frame(frame)
+    target = np.concatenate(([placement.body], placement.rotation.ravel(), placement.translation,
+                             [REPRESENTATIONS.index(representation)])).astype(np.float64)
+    target.setflags(write=False)
+    return target
+
+
 def frame_jacobian(model: Model, q, frame: str, representation: str = "body") -> np.ndarray:
     """(6, nv) map from v to the frame's twist [w; v] (Müller kinematics §3):
 
@@ -187,19 +281,19 @@ def frame_jacobian(model: Model, q, frame: str, representation: str = "body") ->
     hybrid   [w; dr/dt]  world axes, velocity of the frame origin
     mixed    [w_b; dr/dt] angular in frame axes, linear = velocity of the frame origin in world axes
     """
+    J = _empty((6, model.nv))
+    try:
+        if not _FRAME_JACOBIAN.call(model.packed_flat, q, frame_target(model, frame, representation), J):
+            return J
+    except TypeError:  # q not an array of float64, or a name not a string: checked below
+        pass
     if representation not in REPRESENTATIONS:
         raise ValueError(f"representation must be one of {', '.join(REPRESENTATIONS)}, got {representation!r}")
+    target = frame_target(model, frame, representation)
     q = inputs.configuration(model, q, batch=False)
-    J, _, world_R, world_p = frames_motion(model, q, np.zeros(model.nv), (frame,))
-    J, R_frame, origin = J[0], world_R[0], world_p[0]
-    if representation == "hybrid":
-        return J
-    if representation == "spatial":
-        J[3:] += skew(origin) @ J[:3]  # the body point at the world origin: do/dt - w x o
-        return inputs.finite(model, J, f"the spatial Jacobian of frame '{frame}'", (q, "q"))
-    J[:3] = R_frame.T @ J[:3]
-    if representation == "body":
-        J[3:] = R_frame.T @ J[3:]
+    status = _FRAME_JACOBIAN.call(model.packed_flat, q, target, J)
+    if status:
+        inputs.refuse(model, status, f"the {representation} Jacobian of frame '{frame}'", q)
     return J
 
 

@@ -25,12 +25,13 @@ spatial form its world inertia, which the body form never forms.
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.crba import world_body_inertias, world_motion_subspaces
 from mbs_dynamics.algorithms.kinematics import body_poses, body_poses_kernel
-from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, all_finite, invalid
+from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RESULT, VECTOR, ExactKernel, all_finite, \
+    invalid, vectors_fit
 from mbs_dynamics.multibody.joints import (
     REST,
     body_acceleration,
@@ -40,8 +41,8 @@ from mbs_dynamics.multibody.joints import (
     joint_bias,
     parent_row,
 )
-from mbs_dynamics.multibody.model import Model, body_count, unpack_model
-from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
+from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
+from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, readonly, scratch, take
 from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import (
     add,
@@ -373,9 +374,39 @@ def rnea_hybrid_batch_kernel(packed, q, v, a, tau, status):
         status[b] = rnea_hybrid_kernel(packed, q[b], v[b], a[b], no_force, tau[b], buffer)
 
 
+# --- one state from Python (inputs.ExactKernel) ---------------------------------
+
+
+def _inverse_dynamics_call(flat, q, v, a, tau):
+    """rnea_kernel, body form, no applied wrench, on model.packed_flat and a
+    scratch buffer of its own: inverse_dynamics' fast path. Wrong lengths:
+    INVALID_INPUT."""
+    packed = unflatten(flat)
+    if not vectors_fit(packed[1], q, v, a):
+        return INVALID_INPUT
+    buffer = new_scratch(body_count(packed))
+    return rnea_kernel(packed, q, v, a, take(buffer, 0, (0, 6))[0], tau, buffer)
+
+
+def _nonlinear_effects_call(flat, q, v, tau):
+    """_inverse_dynamics_call at a = 0: nonlinear_effects' fast path."""
+    packed = unflatten(flat)
+    if not vectors_fit(packed[1], q, v, v):
+        return INVALID_INPUT
+    buffer = new_scratch(body_count(packed))
+    zero, _ = take(buffer, buffer.shape[0] - v.shape[0], (v.shape[0],))  # past the RNEA's layout
+    zero[:] = 0.0
+    return rnea_kernel(packed, q, v, readonly(zero), take(buffer, 0, (0, 6))[0], tau, buffer)
+
+
+_INVERSE_DYNAMICS = ExactKernel(_inverse_dynamics_call, types.int64, PACKED_FLAT, VECTOR, VECTOR, VECTOR, RESULT)
+_NONLINEAR_EFFECTS = ExactKernel(_nonlinear_effects_call, types.int64, PACKED_FLAT, VECTOR, VECTOR, RESULT)
+
+
 # --- the functions -----------------------------------------------------------
 
 _NO_FORCE = np.empty((0, 6))
+_empty = np.empty  # a global, not an attribute of np: 20 ns a call
 _KERNELS = (rnea_kernel, rnea_spatial_kernel, rnea_hybrid_kernel)  # by form number
 _BATCH_KERNELS = (rnea_batch_kernel, rnea_spatial_batch_kernel, rnea_hybrid_batch_kernel)
 _FORMS = {name: form for form, name in enumerate(RNEA_REPRESENTATIONS)}
@@ -419,6 +450,13 @@ def inverse_dynamics(model: Model, q, v, a, f_ext=None,
     in, one of RNEA_REPRESENTATIONS (body, spatial, hybrid: MD §4); all give the
     same torques, the default is the fastest.
     """
+    if f_ext is None and representation == "body":
+        tau = _empty(model.nv)
+        try:
+            if not _INVERSE_DYNAMICS.call(model.packed_flat, q, v, a, tau):
+                return tau
+        except TypeError:  # not arrays of float64: the checked path converts them
+            pass
     form = _form(representation)
     q = inputs.shaped(model, q, model.nq, "q")
     v = inputs.shaped(model, v, model.nv, "v")
@@ -434,6 +472,13 @@ def inverse_dynamics(model: Model, q, v, a, f_ext=None,
 
 def nonlinear_effects(model: Model, q, v, representation: str = DEFAULT_RNEA_REPRESENTATION) -> np.ndarray:
     """h(q, v) = C(q, v) v + g(q) = RNEA(q, v, 0), in `representation` (inverse_dynamics)."""
+    if representation == "body":
+        tau = _empty(model.nv)
+        try:
+            if not _NONLINEAR_EFFECTS.call(model.packed_flat, q, v, tau):
+                return tau
+        except TypeError:
+            pass
     form = _form(representation)
     q = inputs.shaped(model, q, model.nq, "q")
     v = inputs.shaped(model, v, model.nv, "v")

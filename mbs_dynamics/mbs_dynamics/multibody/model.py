@@ -29,7 +29,8 @@ path (branch-induced sparsity, Featherstone RBDA §6.5); a plain chain
 k - 1 when mimic couplings put nonzeros elsewhere.
 
 The kernels receive them packed into two arrays, model.packed, and read them
-by name (ModelArrays, unpack_model).
+by name (ModelArrays, unpack_model); the functions' fast paths from Python,
+in one (model.packed_flat, unflatten).
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ from mbs_dynamics.multibody.parsers.urdf import (
     parse_urdf_file,
     parse_urdf_string,
 )
-from mbs_dynamics.multibody.workspace import take, unbounded
+from mbs_dynamics.multibody.workspace import float_view, readonly, take, unbounded
 
 REVOLUTE, PRISMATIC, PLANAR, FLOATING = 0, 1, 2, 3
 JOINT_TYPE_CODES = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC,
@@ -361,6 +362,12 @@ class _Builder:
         floats.setflags(write=False)
         ints.setflags(write=False)
         model.packed = (floats, ints)
+        flat = np.empty(2 + int_size + float_size, dtype=np.int64)  # one argument to unbox, not two
+        flat[:2] = int_size, float_size
+        flat[2:2 + int_size] = ints
+        flat[2 + int_size:].view(np.float64)[:] = floats
+        flat.setflags(write=False)
+        model.packed_flat = flat
 
     def _armature(self, coupled):
         """model.armature (nv,): the reflected rotor inertia on each coordinate (RNEA,
@@ -414,13 +421,14 @@ class _Builder:
 # The model as the compiled kernels read it: model.parent[i], model.mass[i], ...
 # (the fields of the module docstring, plus quaternion_starts, gravity,
 # armature and inertia_scale (1,)), after the header (nbodies, number of
-# quaternions, nv). Built inside the kernels from model.packed by unpack_model:
+# quaternions, nv); nq last of the ints (ints[-1]), where appending it moved
+# no other field. Built inside the kernels from model.packed by unpack_model:
 # a namedtuple of views costs nothing there, while one passed in from Python
 # costs a microsecond a call to unbox.
 ModelArrays = namedtuple("ModelArrays", (
     "header", "parent", "joint_type", "q_start", "v_start", "coupling", "tree_rotation", "tree_translation", "axis",
     "plane", "mass", "first_moment", "rotational_inertia", "quaternion_starts", "nv_joint", "gravity", "armature",
-    "inertia_scale"))
+    "inertia_scale", "nq"))
 
 
 @njit(cache=True, inline="always")
@@ -440,7 +448,8 @@ def lay_out_model(floats, ints, n, nquat, nv):
     q_start, o = take(ints, o, (n,))
     v_start, o = take(ints, o, (n,))
     quaternion_starts, o = take(ints, o, (nquat,))
-    nv_joint, int_end = take(ints, o, (n,))
+    nv_joint, o = take(ints, o, (n,))
+    nq, int_end = take(ints, o, (1,))
     coupling, o = take(floats, 0, (n, 2))
     tree_rotation, o = take(floats, o, (n, 3, 3))
     tree_translation, o = take(floats, o, (n, 3))
@@ -454,7 +463,7 @@ def lay_out_model(floats, ints, n, nquat, nv):
     inertia_scale, float_end = take(floats, o, (1,))
     return ModelArrays(header, parent, joint_type, q_start, v_start, coupling, tree_rotation, tree_translation, axis,
                        plane, mass, first_moment, rotational_inertia, quaternion_starts, nv_joint, gravity, armature,
-                       inertia_scale), float_end, int_end
+                       inertia_scale, nq), float_end, int_end
 
 
 @njit(cache=True)
@@ -470,6 +479,15 @@ def unpack_model(packed):
     """The model's arrays (ModelArrays), as views of model.packed."""
     floats, ints = packed
     return model_arrays(floats, ints, ints[0], ints[1], ints[2])
+
+
+@njit(cache=True, inline="always")
+def unflatten(flat):
+    """model.packed from model.packed_flat (its sizes, then the ints, then the
+    floats' bits): views typed as model.packed's arrays, read-only."""
+    int_size, float_size = flat[0], flat[1]
+    ints, _ = take(flat, 2, (int_size,))
+    return readonly(float_view(flat, 2 + int_size, float_size)), readonly(ints)
 
 
 @njit(cache=True, inline="always")

@@ -44,6 +44,24 @@ def _element_pointer(typingctx, array, index):
     return types.CPointer(array.dtype)(array, index), codegen
 
 
+@intrinsic
+def _float_pointer(typingctx, array, index):
+    """A float64 pointer to the bits of element `index` of a 64-bit integer array."""
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        return builder.bitcast(builder.gep(data, [args[1]]), context.get_value_type(types.float64).as_pointer())
+    return types.CPointer(types.float64)(array, index), codegen
+
+
+@njit(cache=True, inline="always")
+def float_view(ints, offset, size):
+    """The float64 numbers whose bits an int64 array holds from `offset` on,
+    `size` of them, as an untracked view (module docstring)."""
+    if offset + size > ints.shape[0]:
+        raise ValueError("float view larger than its buffer")
+    return carray(_float_pointer(ints, offset), (size,))
+
+
 # Not inline="always": LLVM inlines this small function all the same (the
 # kernels run as fast), while numba's own inlining copied and typed it anew
 # at each of its ~90 call sites, a third of the nodes' compile time.
@@ -70,6 +88,16 @@ def unbounded(buffer):
     touching memory, so that a layout written once both sizes its buffer and
     views it. The views taken from it must never be read or written."""
     return carray(_element_pointer(buffer, 0), (UNBOUNDED,))
+
+
+@intrinsic
+def readonly(typingctx, array):
+    """`array` typed read-only, the same memory: for a kernel that passes its
+    own array where callers pass read-only ones (one compiled version)."""
+    def codegen(context, builder, signature, args):
+        context.nrt.incref(builder, signature.args[0], args[0])
+        return args[0]
+    return array.copy(readonly=True)(array), codegen
 
 
 @njit(cache=True)

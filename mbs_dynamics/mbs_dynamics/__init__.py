@@ -55,6 +55,7 @@ from mbs_dynamics.robots import BUNDLED_ROBOTS, bundled_robot
 from mbs_dynamics.simulation import sensors
 from mbs_dynamics.simulation.integrators import INTEGRATORS, step
 from mbs_dynamics.simulation.objects import WorldObject
+from mbs_dynamics.simulation.rollout import Rollouts, rollout
 from mbs_dynamics.simulation.simulation import Actuators, Simulation, World
 from mbs_dynamics.simulation.stepping import Box, ContactStep, Ground, contact_step
 from mbs_dynamics.spatial import lie
@@ -78,6 +79,7 @@ __all__ = [
     "Model",
     "PointContact",
     "RobotDescription",
+    "Rollouts",
     "Simulation",
     "SingularMassMatrix",
     "URDFError",
@@ -120,6 +122,7 @@ __all__ = [
     "parse_urdf_file",
     "parse_urdf_string",
     "potential_energy",
+    "rollout",
     "sensors",
     "simulation",
     "step",

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
+from mbs_dynamics.collision.shapes import ShapeSet
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_MATRIX
 from mbs_dynamics.multibody.model import Model, unpack_model
 from mbs_dynamics.multibody.workspace import untracked
@@ -177,8 +178,13 @@ def rollout_parallel_kernel(packed, dof_parent, world, settings, actuations, res
     rollouts w, w + W, ... (the other way to parallelise, measured beside the
     thread pool: benchmarks/simulation.py --rollout-kernels)."""
     count = qs.shape[0]
-    for w in prange(count):
-        run_rollouts(packed, dof_parent, world, settings, actuations[w],
+    # numba passes no named tuple into a parallel loop: the world's shapes as arrays, the ShapeSet built inside
+    spheres, obstacles, terms, limits, shapes, collide = world
+    shape_records, shape_vertices, shape_faces, shape_corners = shapes
+    for w in prange(count):  # a call, not inlined: numba's parfor analysis fails on the step's code
+        rollout_kernel(packed, dof_parent, (spheres, obstacles, terms, limits,
+                                            ShapeSet(shape_records, shape_vertices, shape_faces, shape_corners),
+                                            collide), settings, actuations[w],
                      (results[0][w], results[1][w], results[2][w], results[3][w], results[4][w], results[5][w]),
                      buffers[w], qs[w], vs[w], q_start, v_start, q0, v0, efforts, position_targets, velocity_targets,
                      contact_count, stride, w, count, q_out, v_out, forces_out, status, steps_taken, unconverged)

@@ -25,8 +25,7 @@ beside the core.
 3. Rollouts (mbs.rollout) beside mujoco.rollout with the same threads (1
    and every core), Solo-12 and TALOS standing as in 1, each rollout from
    its own stance: steps per second of all rollouts together
-   (--rollout-kernels: both our parallel kernels, the thread pool and
-   numba's prange).
+   (mbs.rollout runs on a thread pool over its GIL-free kernel).
 4. The simulator node in its own process, paused, at real_time_factor 0:
    steps per wall-clock second of ~/step calls of STEPS_PER_CALL steps each
    (a ~/step takes them in compiled calls and publishes at its end), beside
@@ -210,21 +209,18 @@ def rollout_setup(path, points, count, steps, seed=5):
     return model, ours, mj, initial, controls
 
 
-def rollout_rates(path, points, count, steps, threads, kernels=("threads",)):
+def rollout_rates(path, points, count, steps, threads):
     """Steps per second (all rollouts' steps over the wall-clock time of the
-    call, best of 3) of ours with each kernel and of mujoco.rollout, at
+    call, best of 3) of ours and of mujoco.rollout, at
     `threads` threads; and our rollouts' unconverged steps, how many stopped."""
     from mujoco import rollout as mujoco_rollout
 
     model, ours, mj, initial, controls = rollout_setup(path, points, count, steps)
-    rates = {}
-    for kernel in kernels:
-        def run():
-            return mbs.rollout(model, ours["q0"], None, ours["efforts"], position_targets=ours["position_targets"],
-                               world=ours["world"], dt=DT, actuators=ours["actuators"], threads=threads,
-                               kernel=kernel)
-        result = run()  # loads the kernels
-        rates[kernel] = count * steps / min(timeit.repeat(run, number=1, repeat=3))
+    def run():
+        return mbs.rollout(model, ours["q0"], None, ours["efforts"], position_targets=ours["position_targets"],
+                           world=ours["world"], dt=DT, actuators=ours["actuators"], threads=threads)
+    result = run()  # loads the kernels
+    rates = {"ours": count * steps / min(timeit.repeat(run, number=1, repeat=3))}
     datas = [mujoco.MjData(mj) for _ in range(threads)]
     spec = mujoco.mjtState.mjSTATE_QFRC_APPLIED
 
@@ -235,23 +231,21 @@ def rollout_rates(path, points, count, steps, threads, kernels=("threads",)):
     return rates, int(result.unconverged.sum()), int(np.count_nonzero(result.status))
 
 
-def rollout_table(count, steps, kernels):
+def rollout_table(count, steps):
     """Ours (mbs.rollout) beside mujoco.rollout, same scenes, same threads."""
     cores = mbs.simulation.rollout.default_threads()
     print(f"\nrollouts: {count} rollouts of {steps} steps (dt = {DT * 1e3:g} ms) standing under feedforward and PD, "
           f"from stances moved by up to 0.02 rad; steps per second, best of 3 (mujoco.rollout: qfrc_applied "
           f"controls, joint springs and dampers)")
-    header = "".join(f" {'ours ' + k:>14}" for k in kernels)
-    print(f"{'set-up':34} {'threads':>7}{header} {'mujoco':>10} {'ours/mj':>8}   unconverged stopped")
+    print(f"{'set-up':34} {'threads':>7} {'ours':>10} {'mujoco':>10} {'ours/mj':>8}   unconverged stopped")
     for label, path, points in (
             ("solo12, 4 feet, PD 5 Hz", SOLO12, tuple(mbs.PointContact(f) for f in FEET)),
             ("talos, 8 sole corners, PD 5 Hz", TALOS, tuple(mbs.PointContact(s, c) for s in SOLES
                                                            for c in SOLE_CORNERS))):
         for threads in sorted({1, cores}):
-            rates, unconverged, stopped = rollout_rates(path, points, count, steps, threads, kernels)
-            ours = max(rates[k] for k in kernels)
-            cells = "".join(f" {rates[k]:14.0f}" for k in kernels)
-            print(f"{label:34} {threads:7d}{cells} {rates['mujoco']:10.0f} {ours / rates['mujoco']:8.2f}   "
+            rates, unconverged, stopped = rollout_rates(path, points, count, steps, threads)
+            print(f"{label:34} {threads:7d} {rates['ours']:10.0f} {rates['mujoco']:10.0f} "
+                  f"{rates['ours'] / rates['mujoco']:8.2f}   "
                   f"{unconverged:11d} {stopped:7d}")
 
 
@@ -377,21 +371,18 @@ def main():
     parser.add_argument("--node-seconds", type=float, default=5.0, help="wall-clock seconds per node row; 0: none")
     parser.add_argument("--rollouts", type=int, default=32, help="rollouts per rollout row; 0: no rollout rows")
     parser.add_argument("--rollout-steps", type=int, default=500, help="steps of each rollout")
-    parser.add_argument("--rollout-kernels", action="store_true",
-                        help="time both of our parallel kernels (thread pool, numba prange), not only the default")
     parser.add_argument("--only-rollouts", action="store_true", help="the rollout rows alone")
     arguments = parser.parse_args()
     print(f"numpy {np.__version__}, mujoco {mujoco.__version__}, mbs_dynamics {mbs.__version__}, "
           f"python {sys.version.split()[0]}; load average {os.getloadavg()[0]:.2f}")
-    kernels = ("threads", "prange") if arguments.rollout_kernels else ("threads",)
     if arguments.only_rollouts:
-        rollout_table(arguments.rollouts, arguments.rollout_steps, kernels)
+        rollout_table(arguments.rollouts, arguments.rollout_steps)
         return
     core_table(arguments.steps)
     from objects import objects_table  # objects.py imports this file's helpers
     objects_table(arguments.steps)
     if arguments.rollouts > 0:
-        rollout_table(arguments.rollouts, arguments.rollout_steps, kernels)
+        rollout_table(arguments.rollouts, arguments.rollout_steps)
     if arguments.node_seconds > 0:
         node_table(arguments.node_seconds)
 

@@ -28,9 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from mbs_dynamics.collision.shapes import ShapeSet
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_MATRIX
 from mbs_dynamics.multibody.model import Model, unpack_model
 from mbs_dynamics.multibody.workspace import untracked
@@ -169,27 +168,6 @@ def rollout_kernel(packed, dof_parent, world, settings, actuation, results, buff
                  forces_out, status, steps_taken, unconverged)
 
 
-@njit(cache=True, parallel=True)
-def rollout_parallel_kernel(packed, dof_parent, world, settings, actuations, results, buffers, qs, vs, q_start,
-                            v_start, q0, v0, efforts, position_targets, velocity_targets, contact_count, stride, q_out,
-                            v_out, forces_out, status, steps_taken, unconverged):
-    """run_rollouts in W workspaces (the leading dimension of actuations,
-    results' records, buffers, qs, vs) over numba's threads: workspace w takes
-    rollouts w, w + W, ... (the other way to parallelise, measured beside the
-    thread pool: benchmarks/simulation.py --rollout-kernels)."""
-    count = qs.shape[0]
-    # numba passes no named tuple into a parallel loop: the world's shapes as arrays, the ShapeSet built inside
-    spheres, obstacles, terms, limits, shapes, collide = world
-    shape_records, shape_vertices, shape_faces, shape_corners = shapes
-    for w in prange(count):  # a call, not inlined: numba's parfor analysis fails on the step's code
-        rollout_kernel(packed, dof_parent, (spheres, obstacles, terms, limits,
-                                            ShapeSet(shape_records, shape_vertices, shape_faces, shape_corners),
-                                            collide), settings, actuations[w],
-                     (results[0][w], results[1][w], results[2][w], results[3][w], results[4][w], results[5][w]),
-                     buffers[w], qs[w], vs[w], q_start, v_start, q0, v0, efforts, position_targets, velocity_targets,
-                     contact_count, stride, w, count, q_out, v_out, forces_out, status, steps_taken, unconverged)
-
-
 def default_threads() -> int:
     """The cores this process may run on."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -255,7 +233,7 @@ def rollout(model: Model, q0, v0=None, efforts=None, *, steps: int | None = None
             velocity_targets=None, world: World = World(), dt: float = 1e-3, integrator: str = DEFAULT_INTEGRATOR,
             actuators: Actuators = Actuators(), tolerance: float = 1e-10, max_iterations: int = 200,
             stabilization: float = 0.2, margin: float = MARGIN, stride: int = 1, threads: int | None = None,
-            scheduler: str | None = None, kernel: str = "threads") -> Rollouts:
+            scheduler: str | None = None) -> Rollouts:
     """N rollouts of T steps (module docstring) from q0 (N, nq) and v0 (N, nv;
     None: at rest) under efforts (N, T, nv; None: zero) and, for the
     actuators, position_targets and velocity_targets (N, T, nv each; None:
@@ -264,9 +242,8 @@ def rollout(model: Model, q0, v0=None, efforts=None, *, steps: int | None = None
     second dimension, or `steps` when no control is given. States are kept
     every `stride` steps (T a multiple of it). threads: how many (None: every
     core this process may use). scheduler: a Dask scheduler's address
-    (tcp://host:8786): the rollouts split into tasks on its workers. kernel:
-    "threads" (a thread pool over the GIL-free kernel) or "prange" (numba's
-    threads), the same results. Wrong shapes and settings raise ValueError;
+    (tcp://host:8786): the rollouts split into tasks on its workers. Wrong
+    shapes and settings raise ValueError;
     a rollout that cannot go on stops alone (Rollouts.status)."""
     q0, v0 = _states(model, q0, v0)
     count = q0.shape[0]
@@ -286,20 +263,18 @@ def rollout(model: Model, q0, v0=None, efforts=None, *, steps: int | None = None
     threads = default_threads() if threads is None else threads
     if not (isinstance(threads, (int, np.integer)) and threads >= 1):
         raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
-    if kernel not in ("threads", "prange"):
-        raise ValueError(f"kernel must be 'threads' or 'prange', got {kernel!r}")
     scene = dict(world=world, dt=dt, integrator=integrator, actuators=actuators, tolerance=tolerance,
                  max_iterations=max_iterations, stabilization=stabilization, margin=margin)
     if scheduler:
         return _on_cluster(scheduler, model, q0, v0, controls, int(steps), int(stride), scene)
     plan = RolloutPlan(model, **scene)
-    return _run(plan, q0, v0, controls, int(steps), int(stride), int(threads), kernel)
+    return _run(plan, q0, v0, controls, int(steps), int(stride), int(threads))
 
 
 _NONE = np.zeros((0, 0, 0))
 
 
-def _run(plan: RolloutPlan, q0, v0, controls, steps: int, stride: int, threads: int, kernel: str) -> Rollouts:
+def _run(plan: RolloutPlan, q0, v0, controls, steps: int, stride: int, threads: int) -> Rollouts:
     model, count = plan.template.model, q0.shape[0]
     rows, contact_count = steps // stride, plan.template.contact_count
     q_out, v_out = np.zeros((count, rows, model.nq)), np.zeros((count, rows, model.nv))
@@ -312,20 +287,7 @@ def _run(plan: RolloutPlan, q0, v0, controls, steps: int, stride: int, threads: 
     outputs = (q_out, v_out, forces_out, status, steps_taken, unconverged)
     threads = max(1, min(threads, count))
     workspaces = [plan.workspace() for _ in range(threads)]
-    if kernel == "prange":
-        import numba
-
-        actuations = np.stack([w[0] for w in workspaces])
-        results = tuple(np.stack([w[1][j] for w in workspaces]) for j in range(6))
-        buffers, qs, vs = (np.stack([w[j] for w in workspaces]) for j in (2, 3, 4))
-        previous = numba.get_num_threads()
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-        try:
-            rollout_parallel_kernel(*shared, actuations, results, buffers, qs, vs, q_start, v_start, *inputs,
-                                    *outputs)
-        finally:
-            numba.set_num_threads(previous)
-    elif threads == 1:
+    if threads == 1:
         rollout_kernel(*shared, *workspaces[0], q_start, v_start, *inputs, 0, 1, *outputs)
     else:
         with ThreadPoolExecutor(threads) as pool:
@@ -337,7 +299,7 @@ def _run(plan: RolloutPlan, q0, v0, controls, steps: int, stride: int, threads: 
 
 def _rollout_task(model, q0, v0, controls, steps, stride, scene, threads):
     """One Dask task: its rollouts in the worker's process."""
-    return _run(RolloutPlan(model, **scene), q0, v0, controls, steps, stride, threads, "threads")
+    return _run(RolloutPlan(model, **scene), q0, v0, controls, steps, stride, threads)
 
 
 def _on_cluster(scheduler: str, model: Model, q0, v0, controls, steps: int, stride: int, scene: dict) -> Rollouts:

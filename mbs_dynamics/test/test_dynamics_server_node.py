@@ -769,7 +769,7 @@ def test_rollouts_match_the_core_and_bad_batches_are_refused_while_it_keeps_serv
     refusals = [
         (panda, rollout_request(panda, q0, efforts), "the request has 60 rollout steps (3 rollouts x 20 steps): at "
                                                      "most 50 (max_rollout_steps)"),
-        (panda, rollout_request(panda, q0[:2], efforts[:2], rollouts=3),
+        (panda, rollout_request(panda, q0[:2], efforts[:2, :5], rollouts=3),
          f"positions has {2 * model.nq} values: 3 rollouts x nq = {3 * model.nq} expected"),
         (panda, rollout_request(panda, q0[:2], nan_efforts[:2]),
          "efforts has a non-finite value (nan) at rollout 1, step 3, coordinate 2"),

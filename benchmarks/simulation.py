@@ -22,7 +22,11 @@ beside the core.
    table): the Panda beside 1, 10, 100 boxes on the ground and, with its
    collision meshes, beside 10 boxes on a table; TALOS with self-collision
    on against off.
-3. The simulator node in its own process, paused, at real_time_factor 0:
+3. Rollouts (mbs.rollout) beside mujoco.rollout with the same threads (1
+   and every core), Solo-12 and TALOS standing as in 1, each rollout from
+   its own stance: steps per second of all rollouts together
+   (mbs.rollout runs on a thread pool over its GIL-free kernel).
+4. The simulator node in its own process, paused, at real_time_factor 0:
    steps per wall-clock second of ~/step calls of STEPS_PER_CALL steps each
    (a ~/step takes them in compiled calls and publishes at its end), beside
    the core's steps per second on the same set-up; and how far the node's
@@ -173,6 +177,78 @@ def core_table(steps):
     panda_rows(steps)
 
 
+def rollout_setup(path, points, count, steps, seed=5):
+    """Our arguments and MuJoCo's for `count` rollouts of `steps` steps of a
+    legged robot standing (standing_setup's PD and feedforward), each from the
+    stance with its joints moved by up to 0.02 rad (the same in both): (model,
+    our keyword arguments, MuJoCo's model, initial states (count, nstate) and
+    controls (count, steps, nv: qfrc_applied))."""
+    model, q0, feedforward, joints, stiffness, damping = standing_setup(path, points)
+    rng = np.random.default_rng(seed)
+    starts = np.tile(q0, (count, 1))
+    starts[:, 7:] += rng.uniform(-0.02, 0.02, (count, model.nq - 7))
+    targets = np.zeros((count, steps, model.nv))
+    targets[:, :, 6:] = q0[7:]
+    ours = dict(q0=starts, efforts=np.broadcast_to(feedforward, (count, steps, model.nv)).copy(),
+                position_targets=targets, dt=DT,
+                world=mbs.World(mbs.Ground(friction=FRICTION), points, joint_limits=False, joint_damping=False,
+                                joint_friction=False),
+                actuators=mbs.Actuators(joints, stiffness, damping))
+    mj = mujoco_model(path, points)
+    qpos0, applied = mujoco_pd(mj, model, q0, joints, feedforward, stiffness, damping, 6)
+    data = mujoco.MjData(mj)
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    initial = np.zeros((count, mujoco.mj_stateSize(mj, spec)))
+    for i in range(count):
+        mujoco.mj_resetData(mj, data)
+        data.qpos[:] = qpos0
+        for joint in joints:
+            data.qpos[mj.joint(joint).qposadr[0]] = starts[i, model.q_index(joint)]
+        mujoco.mj_getState(mj, data, initial[i], spec)
+    controls = np.broadcast_to(applied, (count, steps, mj.nv)).copy()
+    return model, ours, mj, initial, controls
+
+
+def rollout_rates(path, points, count, steps, threads):
+    """Steps per second (all rollouts' steps over the wall-clock time of the
+    call, best of 3) of ours and of mujoco.rollout, at
+    `threads` threads; and our rollouts' unconverged steps, how many stopped."""
+    from mujoco import rollout as mujoco_rollout
+
+    model, ours, mj, initial, controls = rollout_setup(path, points, count, steps)
+    def run():
+        return mbs.rollout(model, ours["q0"], None, ours["efforts"], position_targets=ours["position_targets"],
+                           world=ours["world"], dt=DT, actuators=ours["actuators"], threads=threads)
+    result = run()  # loads the kernels
+    rates = {"ours": count * steps / min(timeit.repeat(run, number=1, repeat=3))}
+    datas = [mujoco.MjData(mj) for _ in range(threads)]
+    spec = mujoco.mjtState.mjSTATE_QFRC_APPLIED
+
+    def run_mujoco():
+        return mujoco_rollout.rollout(mj, datas, initial, controls, control_spec=spec)
+    run_mujoco()
+    rates["mujoco"] = count * steps / min(timeit.repeat(run_mujoco, number=1, repeat=3))
+    return rates, int(result.unconverged.sum()), int(np.count_nonzero(result.status))
+
+
+def rollout_table(count, steps):
+    """Ours (mbs.rollout) beside mujoco.rollout, same scenes, same threads."""
+    cores = mbs.parallel.available_cores()
+    print(f"\nrollouts: {count} rollouts of {steps} steps (dt = {DT * 1e3:g} ms) standing under feedforward and PD, "
+          f"from stances moved by up to 0.02 rad; steps per second, best of 3 (mujoco.rollout: qfrc_applied "
+          f"controls, joint springs and dampers)")
+    print(f"{'set-up':34} {'threads':>7} {'ours':>10} {'mujoco':>10} {'ours/mj':>8}   unconverged stopped")
+    for label, path, points in (
+            ("solo12, 4 feet, PD 5 Hz", SOLO12, tuple(mbs.PointContact(f) for f in FEET)),
+            ("talos, 8 sole corners, PD 5 Hz", TALOS, tuple(mbs.PointContact(s, c) for s in SOLES
+                                                           for c in SOLE_CORNERS))):
+        for threads in sorted({1, cores}):
+            rates, unconverged, stopped = rollout_rates(path, points, count, steps, threads)
+            print(f"{label:34} {threads:7d} {rates['ours']:10.0f} {rates['mujoco']:10.0f} "
+                  f"{rates['ours'] / rates['mujoco']:8.2f}   "
+                  f"{unconverged:11d} {stopped:7d}")
+
+
 def node_rate(arguments, command, seconds, final_q, steps=STEPS_PER_CALL):
     """Steps per wall-clock second of a simulator node process at real_time_factor
     0, paused, from ~/step calls of `steps` each, each from the initial state
@@ -293,12 +369,20 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--steps", type=int, default=2000, help="steps per core run")
     parser.add_argument("--node-seconds", type=float, default=5.0, help="wall-clock seconds per node row; 0: none")
+    parser.add_argument("--rollouts", type=int, default=32, help="rollouts per rollout row; 0: no rollout rows")
+    parser.add_argument("--rollout-steps", type=int, default=500, help="steps of each rollout")
+    parser.add_argument("--only-rollouts", action="store_true", help="the rollout rows alone")
     arguments = parser.parse_args()
     print(f"numpy {np.__version__}, mujoco {mujoco.__version__}, mbs_dynamics {mbs.__version__}, "
           f"python {sys.version.split()[0]}; load average {os.getloadavg()[0]:.2f}")
+    if arguments.only_rollouts:
+        rollout_table(arguments.rollouts, arguments.rollout_steps)
+        return
     core_table(arguments.steps)
     from objects import objects_table  # objects.py imports this file's helpers
     objects_table(arguments.steps)
+    if arguments.rollouts > 0:
+        rollout_table(arguments.rollouts, arguments.rollout_steps)
     if arguments.node_seconds > 0:
         node_table(arguments.node_seconds)
 

@@ -56,6 +56,7 @@ from mbs_dynamics.robots import BUNDLED_ROBOTS, bundled_robot
 from mbs_dynamics.simulation import sensors
 from mbs_dynamics.simulation.integrators import INTEGRATORS, step
 from mbs_dynamics.simulation.objects import WorldObject
+from mbs_dynamics.simulation.rollout import Rollouts, rollout
 from mbs_dynamics.simulation.simulation import Actuators, Simulation, World
 from mbs_dynamics.simulation.stepping import Box, ContactStep, Ground, contact_step
 from mbs_dynamics.spatial import lie
@@ -79,6 +80,7 @@ __all__ = [
     "Model",
     "PointContact",
     "RobotDescription",
+    "Rollouts",
     "Simulation",
     "SingularMassMatrix",
     "URDFError",
@@ -123,6 +125,7 @@ __all__ = [
     "parse_urdf_file",
     "parse_urdf_string",
     "potential_energy",
+    "rollout",
     "sensors",
     "set_num_threads",
     "simulation",

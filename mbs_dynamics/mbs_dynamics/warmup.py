@@ -117,6 +117,18 @@ def simulation(model, frame):
         simulation.step(np.zeros(model.nv))
 
 
+def rollouts(model, frame):
+    """The dynamics server's ~/rollout: rollouts on threads with ground contact and PD actuators."""
+    q, v, qs, vs = _state(model)
+    world = mbs.World(mbs.Ground(), (mbs.PointContact(frame),))
+    joint = next((name for name, count in zip(model.body_joint_names, model.nv_joint, strict=True)
+                  if count == 1 and name in model.joint_names), None)
+    actuators = mbs.Actuators((joint,), (1.0,), (0.1,)) if joint else mbs.Actuators()
+    zeros = np.zeros((2, 2, model.nv))
+    mbs.rollout(model, qs, vs, zeros, position_targets=zeros, velocity_targets=zeros, world=world,
+                actuators=actuators, threads=2)
+
+
 def rnea_forms(model, frame):
     """Beyond the nodes: the RNEA in its world forms."""
     q, v, qs, vs = _state(model)
@@ -202,7 +214,7 @@ def regressor(model, frame):
 # (mbs_dynamics_identify is a command a user runs like a node: its regressor is warmed with them)
 NODE_TASKS = (simulation, forward_dynamics, kinematics, inverse_dynamics, mass_matrix, centroidal, contact_forward,
               contact_inverse, regressor)
-OTHER_TASKS = (derivatives, rnea_forms, id_rate, frame_motion, coriolis, batches, contact_step, coupled_mimic)
+OTHER_TASKS = (derivatives, rnea_forms, id_rate, frame_motion, coriolis, batches, contact_step, coupled_mimic, rollouts)
 TASKS = {task.__name__: task for task in NODE_TASKS + OTHER_TASKS}
 # The tasks of dense computations (O(nv^2) memory, O(nv^3) time), and the most coordinates of a model a node
 # preloads them for: a 5000-joint model's contact forward dynamics took 368 s at start-up.

@@ -17,7 +17,8 @@ from oracles import random_state, robot_path
 from ros_processes import NodeProcess, executable, wait_for_node
 
 SOLES = ("left_sole_link", "right_sole_link")
-SERVICES = ("forward_dynamics", "inverse_dynamics", "impact", "dynamics_terms", "inverse_dynamics_trajectory")
+SERVICES = ("forward_dynamics", "inverse_dynamics", "impact", "dynamics_terms", "inverse_dynamics_trajectory",
+            "rollout")
 
 
 class Server:
@@ -34,7 +35,7 @@ class Server:
             "-p", "diagnostics_period:=0.2", *[a for p in parameters for a in ("-p", p)]])
         kinds = {"forward_dynamics": srv.ForwardDynamics, "inverse_dynamics": srv.InverseDynamics,
                  "impact": srv.Impact, "dynamics_terms": srv.DynamicsTerms,
-                 "inverse_dynamics_trajectory": srv.InverseDynamicsTrajectory}
+                 "inverse_dynamics_trajectory": srv.InverseDynamicsTrajectory, "rollout": srv.Rollout}
         self.kinds = kinds
         self.clients = {service: test_node.create_client(kind, f"/{name}/{service}")
                         for service, kind in kinds.items()}
@@ -703,3 +704,96 @@ def test_request_sizes_are_bounded_and_cheap_requests_keep_flowing(servers):
     assert talos.call("dynamics_terms", terms).success  # alone, it is answered
     assert int(panda.diagnostics()["inverse_dynamics_refused"]) >= 3
     assert int(talos.diagnostics()["dynamics_terms_refused"]) >= 1
+
+
+def rollout_request(server, q0, efforts, **fields):
+    """A ~/rollout request of len(q0) rollouts of efforts.shape[1] steps."""
+    request = server.request("rollout")
+    request.rollouts, request.steps = q0.shape[0], efforts.shape[1]
+    request.positions = q0.ravel().tolist()
+    request.efforts = efforts.ravel().tolist()
+    for name, value in fields.items():
+        setattr(request, name, value)
+    return request
+
+
+def test_rollouts_match_the_core_and_bad_batches_are_refused_while_it_keeps_serving(servers):
+    from geometry_msgs.msg import Point
+
+    panda, talos = servers["panda"], servers["talos"]
+    rng = np.random.default_rng(32)
+    model = panda.model
+    q0 = np.array([random_state(model, rng)[0] for _ in range(3)])
+    efforts = rng.standard_normal((3, 20, model.nv))
+    request = rollout_request(panda, q0, efforts, stride=4)
+    response = panda.call("rollout", request, timeout=120.0)  # the first may load the kernels
+    assert response.success, response.message
+    core = mbs.rollout(model, q0, None, efforts, world=mbs.World(ground=None), stride=4)
+    assert response.joint_names == list(model.joint_names) and (response.nq, response.nv) == (model.nq, model.nv)
+    assert np.array_equal(np.reshape(response.positions, (3, 5, model.nq)), core.q)
+    assert np.array_equal(np.reshape(response.velocities, (3, 5, model.nv)), core.v)
+    assert list(response.status) == [0, 0, 0] and list(response.steps_taken) == [20, 20, 20]
+
+    # TALOS standing on its sole corners, PD actuators toward its stance: the ground carries it
+    talos_model = talos.model
+    stance = talos_model.neutral_configuration()
+    corners = [(x, y, 0.0) for x in (-0.1, 0.1) for y in (-0.065, 0.065)]
+    stance[2] -= min(mbs.frame_pose(talos_model, stance, sole)[2, 3] for sole in SOLES)
+    starts = np.tile(stance, (2, 1))
+    steps = 10
+    joints = list(talos_model.joint_names[1:])
+    targets = np.zeros((2, steps, talos_model.nv))
+    targets[:, :, 6:] = stance[7:]
+    frames = [sole for sole in SOLES for _ in corners]
+    request = rollout_request(talos, starts, np.zeros((2, steps, talos_model.nv)), ground=True, friction=1.0,
+                              contact_frames=frames,
+                              contact_points=[Point(x=x, y=y, z=z) for _ in SOLES for x, y, z in corners],
+                              actuated_joints=joints, stiffness=[500.0] * len(joints), damping=[5.0] * len(joints),
+                              position_targets=targets.ravel().tolist())
+    response = talos.call("rollout", request, timeout=120.0)
+    assert response.success, response.message
+    world = mbs.World(mbs.Ground(friction=1.0), tuple(mbs.PointContact(f, c) for f in SOLES for c in corners))
+    core = mbs.rollout(talos_model, starts, None, np.zeros((2, steps, talos_model.nv)), position_targets=targets,
+                       world=world, actuators=mbs.Actuators(joints, [500.0] * len(joints), [5.0] * len(joints)))
+    assert np.array_equal(np.reshape(response.positions, core.q.shape), core.q)
+    forces = np.reshape(response.contact_forces, (2, steps, len(frames), 3))
+    assert np.array_equal(forces, core.contact_forces)
+    close(forces[:, -1].sum(axis=1)[:, 2], [talos_model.total_mass * 9.81] * 2, 0.5)
+
+    normal = rollout_request(panda, q0, efforts)
+    nan_efforts = efforts.copy()
+    nan_efforts[1, 3, 2] = np.nan
+    bad_quaternion = starts.copy()
+    bad_quaternion[1, 3:7] *= 1.5
+    assert panda.set_parameter("max_rollout_steps", 50).successful
+    refusals = [
+        (panda, rollout_request(panda, q0, efforts), "the request has 60 rollout steps (3 rollouts x 20 steps): at "
+                                                     "most 50 (max_rollout_steps)"),
+        (panda, rollout_request(panda, q0[:2], efforts[:2, :5], rollouts=3),
+         f"positions has {2 * model.nq} values: 3 rollouts x nq = {3 * model.nq} expected"),
+        (panda, rollout_request(panda, q0[:2], nan_efforts[:2]),
+         "efforts has a non-finite value (nan) at rollout 1, step 3, coordinate 2"),
+        (panda, rollout_request(panda, q0[:2], efforts[:2], velocities=[0.0] * 5),
+         f"velocities has 5 values: 2 rollouts x nv = {2 * model.nv} expected (or none)"),
+        (panda, rollout_request(panda, q0[:2], efforts[:2], stride=3), "stride 3 does not divide the 20 steps"),
+        (panda, rollout_request(panda, q0[:2], efforts[:2], dt=float("nan")), "dt must be in (0, 1] s"),
+        (panda, rollout_request(panda, q0[:2], efforts[:2], ground=True, contact_frames=["nowhere"]),
+         "has no frames ['nowhere']"),
+        (panda, rollout_request(panda, q0[:2], efforts[:2], contact_frames=["panda_hand"]),
+         "contact points need a ground"),
+        (panda, rollout_request(panda, q0[:2], efforts[:2], actuated_joints=["panda_joint1"], stiffness=[1.0]),
+         "actuators need a stiffness and a damping per joint: 1 joints, 1 stiffnesses, 0 dampings"),
+        (panda, rollout_request(panda, q0[:2], efforts[:2, :0]), "rollouts and steps must be at least 1, got 2 and 0"),
+        (talos, rollout_request(talos, bad_quaternion, np.zeros((2, 3, talos_model.nv))),
+         "positions of rollout 1: the quaternion of joint 'root_joint' has norm 1.5"),
+    ]
+    for server, request, message in refusals:
+        started = time.monotonic()
+        response = server.call("rollout", request, timeout=60.0)
+        assert not response.success and message in response.message, response.message
+        assert not response.positions and time.monotonic() - started < 30.0
+    assert panda.set_parameter("max_rollout_steps", 100_000).successful
+    response = panda.call("rollout", normal, timeout=60.0)  # it keeps serving
+    assert response.success and np.array_equal(np.reshape(response.positions, (3, 20, model.nq)),
+                                                mbs.rollout(model, q0, None, efforts,
+                                                            world=mbs.World(ground=None)).q)

@@ -153,6 +153,10 @@ class Model:
                 q[self.q_start[body] + 6] = 1.0
         return q
 
+    def __reduce__(self):
+        """Pickled as what builds it (its scratch is per process): for Dask's workers."""
+        return Model, (self.description, self.floating_base, self.mimic, tuple(self.gravity), self.joint_armature)
+
     def __repr__(self):
         return (f"Model('{self.name}', nq={self.nq}, nv={self.nv}, bodies={self.nbodies}, "
                 f"floating_base={self.floating_base}, mass={self.total_mass:.6g} kg)")

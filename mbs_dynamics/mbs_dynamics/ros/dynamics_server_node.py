@@ -9,6 +9,9 @@ services for planners (default name ``dynamics_server``).
     ~/dynamics_terms               DynamicsTerms: M, h, g, A_G, frame Jacobians
     ~/inverse_dynamics_trajectory  InverseDynamicsTrajectory: efforts along a
                                    trajectory, and where they exceed the limits
+    ~/rollout                      Rollout: N simulated futures of T steps
+                                   (mbs.rollout), each from its own state
+                                   under its own efforts or PD targets
 
 Every request names the model's joints (any order; the model's mimic joints
 may be named and are ignored); velocities, efforts and accelerations may be
@@ -22,8 +25,9 @@ would is refused.
 
 What one request may cost is bounded: at most JointMap.max_names names
 (4096, or 4 per URDF joint for a model of more than 1024 joints),
-max_contacts contacts, MAX_FRAMES frames, max_trajectory_points points. A
-large request (LARGE: more than 8 contacts, 100 frames or 1000 points) is
+max_contacts contacts, MAX_FRAMES frames, max_trajectory_points points,
+max_rollout_steps steps of all rollouts together. A large request (LARGE:
+more than 8 contacts, 100 frames, 1000 points or 10000 rollout steps) is
 answered one at a time; another one meanwhile is refused as busy, so that
 cheap requests keep flowing on the other threads.
 
@@ -55,7 +59,7 @@ from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values
 from mbs_dynamics.ros.spinning import node_main
 from mbs_dynamics.warmup import preload
 from mbs_dynamics_interfaces.srv import (DynamicsTerms, ForwardDynamics, Impact, InverseDynamics,
-                                        InverseDynamicsTrajectory)
+                                        InverseDynamicsTrajectory, Rollout)
 
 CONTACT_METHODS = ("kkt", "schur", "nullspace")
 # The most frames one ~/dynamics_terms request may ask Jacobians of.
@@ -63,7 +67,10 @@ MAX_FRAMES = 1000
 # Beyond these sizes a request is large: one at a time (measured on TALOS:
 # 8 contacts 2 ms with friction cones, 16 84 ms, 24 1.4 s; 100 Jacobians 1 ms;
 # 1000 points 6 ms, 100000 0.3 s with the answer's lists).
-LARGE = {"contacts": 8, "frames": 100, "points": 1000}
+LARGE = {"contacts": 8, "frames": 100, "points": 1000, "rollout steps": 10000}
+# A ~/rollout request's dt when it gives 0, and the largest it may give (s).
+ROLLOUT_DT = 1e-3
+MAX_ROLLOUT_DT = 1.0
 
 
 
@@ -73,6 +80,7 @@ class ServerSettings:
 
     quaternion_tolerance: float
     max_trajectory_points: int
+    max_rollout_steps: int
     max_contacts: int
     contact_method: str
     allow_rank_deficient_contacts: bool
@@ -87,6 +95,10 @@ class DynamicsServerNode(RobotNode):
                       "refused; closer ones are normalised.", bounds=(1e-12, 0.1)),
         ParameterSpec("max_trajectory_points", 100000,
                       "Longest trajectory ~/inverse_dynamics_trajectory accepts.", bounds=(1, 1_000_000)),
+        ParameterSpec("max_rollout_steps", 100000,
+                      "Most steps one ~/rollout request may ask for, all its rollouts together (rollouts x "
+                      "steps; TALOS: some 15 us a step per core, 77 numbers a state in the answer).",
+                      bounds=(1, 10_000_000)),
         ParameterSpec("max_contacts", 16,
                       "Most contacts one request may carry (friction cones cost: 16 take 0.1 s, 24 over 1 s).",
                       bounds=(1, 256)),
@@ -104,7 +116,7 @@ class DynamicsServerNode(RobotNode):
         self.base = slice(model.v_index(ROOT_JOINT), model.v_index(ROOT_JOINT) + 6) if model.floating_base else None
         self.limit = self.joints.effort_limit[self.joints.v_index]
         preload(model, (warmup.inverse_dynamics, warmup.forward_dynamics, warmup.centroidal, warmup.kinematics,
-                        warmup.mass_matrix, warmup.contact_forward, warmup.contact_inverse))
+                        warmup.mass_matrix, warmup.contact_forward, warmup.contact_inverse, warmup.rollouts))
         self._lock = threading.Lock()
         self._large = threading.Lock()  # held while a large request is answered
         self.answer_times = defaultdict(timings)
@@ -115,12 +127,13 @@ class DynamicsServerNode(RobotNode):
                 (InverseDynamics, "inverse_dynamics", self._inverse_dynamics),
                 (Impact, "impact", self._impact),
                 (DynamicsTerms, "dynamics_terms", self._dynamics_terms),
-                (InverseDynamicsTrajectory, "inverse_dynamics_trajectory", self._inverse_dynamics_trajectory)):
+                (InverseDynamicsTrajectory, "inverse_dynamics_trajectory", self._inverse_dynamics_trajectory),
+                (Rollout, "rollout", self._rollout)):
             self.create_service(kind, f"~/{name}", self._answer(kind, name, compute), callback_group=group)
         self.report_diagnostics("dynamics server")
         self.get_logger().info(f"serving the dynamics of {model.nv} coordinates on {self.get_fully_qualified_name()}/"
                                "{forward_dynamics, inverse_dynamics, impact, dynamics_terms, "
-                               "inverse_dynamics_trajectory}")
+                               "inverse_dynamics_trajectory, rollout}")
 
     # --- parameters -------------------------------------------------------
 
@@ -173,14 +186,18 @@ class DynamicsServerNode(RobotNode):
         large and took the large-request lock (released by the caller), refused
         as busy while another large one is answered."""
         sizes = {"contacts": len(getattr(request, "contacts", ())), "frames": len(getattr(request, "frames", ())),
-                 "points": len(request.trajectory.points) if hasattr(request, "trajectory") else 0}
+                 "points": len(request.trajectory.points) if hasattr(request, "trajectory") else 0,
+                 "rollout steps": request.rollouts * request.steps if hasattr(request, "rollouts") else 0}
         limits = {"contacts": settings.max_contacts, "frames": MAX_FRAMES,
-                  "points": settings.max_trajectory_points}
+                  "points": settings.max_trajectory_points, "rollout steps": settings.max_rollout_steps}
         for what, size in sizes.items():
             if size > limits[what]:
-                raise InvalidInput("too_large", f"the request has {size} {what}: at most {limits[what]}"
+                raise InvalidInput("too_large", f"the request has {size} {what}"
+                                   + (f" ({request.rollouts} rollouts x {request.steps} steps)"
+                                      if what == "rollout steps" else "") + f": at most {limits[what]}"
                                    + (" (max_contacts)" if what == "contacts" else
-                                      " (max_trajectory_points)" if what == "points" else ""))
+                                      " (max_trajectory_points)" if what == "points" else
+                                      " (max_rollout_steps)" if what == "rollout steps" else ""))
         large = [f"{size} {what}" for what, size in sizes.items() if size > LARGE[what]]
         if not large:
             return False
@@ -327,6 +344,79 @@ class DynamicsServerNode(RobotNode):
         if over_points.size:
             response.message = (f"{over_points.size} efforts exceed the URDF effort limits, at "
                                 f"{np.unique(over_points).size} of {count} points")
+
+    def _rollout(self, request, response, settings) -> None:
+        model = self.model
+        count, steps, stride = int(request.rollouts), int(request.steps), int(request.stride) or 1
+        if count < 1 or steps < 1:
+            raise InvalidInput("invalid", f"rollouts and steps must be at least 1, got {count} and {steps}")
+        if steps % stride:
+            raise InvalidInput("invalid", f"stride {stride} does not divide the {steps} steps")
+        dt = request.dt or ROLLOUT_DT
+        if not 0.0 < dt <= MAX_ROLLOUT_DT:  # NaN fails too
+            raise InvalidInput("invalid", f"dt must be in (0, {MAX_ROLLOUT_DT:g}] s (0: {ROLLOUT_DT:g}), "
+                                          f"got {request.dt}")
+        q0 = self._rollout_values(request.positions, "positions", (count, model.nq), "nq", required=True)
+        v0 = self._rollout_values(request.velocities, "velocities", (count, model.nv), "nv")
+        controls = [self._rollout_values(getattr(request, field), field.replace("_", " "), (count, steps, model.nv),
+                                         "steps x nv")
+                    for field in ("efforts", "position_targets", "velocity_targets")]
+        for start, joint in model.quaternions:
+            norms = np.linalg.norm(q0[:, start:start + 4], axis=1)
+            bad = np.flatnonzero(np.abs(norms - 1.0) > settings.quaternion_tolerance)
+            if bad.size:
+                raise InvalidInput("invalid", f"positions of rollout {bad[0]}: the quaternion of joint '{joint}' "
+                                              f"has norm {norms[bad[0]]:.6g}, more than quaternion_tolerance "
+                                              f"({settings.quaternion_tolerance:g}) from 1")
+        actuators = mbs.Actuators(list(request.actuated_joints), list(request.stiffness), list(request.damping))
+        if not np.isfinite(request.friction) or request.friction < 0:
+            raise InvalidInput("invalid", f"friction must be finite and >= 0, got {request.friction}")
+        frames, points = list(request.contact_frames), request.contact_points
+        if len(points) not in (0, len(frames)):
+            raise InvalidInput("invalid", f"contact_points has {len(points)} points for {len(frames)} "
+                                          "contact_frames: one each, or none (the frames' origins)")
+        if len(frames) > settings.max_contacts:
+            raise InvalidInput("too_large", f"the request has {len(frames)} contact frames: at most "
+                                            f"{settings.max_contacts} (max_contacts)")
+        unknown = [frame for frame in frames if frame not in model.frames]
+        if unknown:
+            raise InvalidInput("unknown_frame", f"model '{model.name}' has no frames {unknown}")
+        contacts = tuple(mbs.PointContact(frame, vector_values(points[k]) if len(points) else (0.0, 0.0, 0.0))
+                         for k, frame in enumerate(frames))
+        world = mbs.World(mbs.Ground(friction=request.friction) if request.ground else None, contacts)
+        result = mbs.rollout(model, q0, v0, controls[0], steps=steps, position_targets=controls[1],
+                             velocity_targets=controls[2], world=world, dt=dt, actuators=actuators, stride=stride)
+        response.joint_names = list(model.joint_names)
+        response.position_index = [model.q_index(name) for name in model.joint_names]
+        response.velocity_index = [model.v_index(name) for name in model.joint_names]
+        response.nq, response.nv = model.nq, model.nv
+        response.positions = result.q.ravel().tolist()
+        response.velocities = result.v.ravel().tolist()
+        response.contact_forces = result.contact_forces.ravel().tolist()
+        response.status = result.status.tolist()
+        response.steps_taken = result.steps.tolist()
+        response.failures = list(result.failures().values())
+        if response.failures:
+            response.message = f"{len(response.failures)} of {count} rollouts stopped early (failures)"
+
+    @staticmethod
+    def _rollout_values(values, what: str, shape: tuple, per: str, required: bool = False) -> np.ndarray | None:
+        """A ~/rollout array of `shape` (rollout first), finite; None when
+        empty and not required."""
+        values = np.asarray(values, dtype=float)
+        size = int(np.prod(shape))
+        if values.size == 0 and not required:
+            return None
+        if values.size != size:
+            raise InvalidInput("invalid", f"{what} has {values.size} values: {shape[0]} rollouts x {per} = {size} "
+                                          "expected" + ("" if required else " (or none)"))
+        values = values.reshape(shape)
+        if not np.all(np.isfinite(values)):
+            where = np.argwhere(~np.isfinite(values))[0].tolist()
+            raise InvalidInput("invalid", f"{what} has a non-finite value ({values[tuple(where)]}) at rollout "
+                                          f"{where[0]}" + (f", step {where[1]}" if len(shape) == 3 else "")
+                                          + f", coordinate {where[-1]}")
+        return values
 
     # --- helpers ------------------------------------------------------------
 

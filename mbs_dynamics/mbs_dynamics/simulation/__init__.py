@@ -1,7 +1,8 @@
 """Simulation: the state stepped with contact and actuators (simulation.py:
 Simulation, World, Actuators), free objects (objects.py), a state
 consistent with the world (placement.py), a simulation described by plain
-values (scene.py), sensors (sensors.py) and the compiled step (stepping/).
+values (scene.py), sensors (sensors.py), parallel rollouts (rollout.py) and
+the compiled step (stepping/).
 The names here are those of ``mbs.simulation``."""
 from mbs_dynamics.simulation.objects import WorldObject
 from mbs_dynamics.simulation.placement import Penetration, body_links, lifted_clear, penetration

@@ -250,6 +250,22 @@ def report(results, status, pivot, steps, sweeps, residual, limits, unconverged,
     record.softened = softened
 
 
+@njit(cache=True, inline="always")
+def untracked_world(world):
+    """The World of a plain tuple of its arrays, each an untracked view (workspace.untracked)."""
+    spheres, obstacles, terms, limits, shapes, collide = world
+    return World(untracked(spheres), untracked(obstacles), untracked(terms), untracked(limits),
+                 ShapeSet(untracked(shapes[0]), untracked(shapes[1]), untracked(shapes[2]), untracked(shapes[3])),
+                 untracked(collide))
+
+
+@njit(cache=True, inline="always")
+def untracked_results(results):
+    """The StepResults of a plain tuple of its records, each an untracked view."""
+    return StepResults(untracked(results[0]), untracked(results[1]), untracked(results[2]), untracked(results[3]),
+                       untracked(results[4]), untracked(results[5]))
+
+
 @njit(cache=True, nogil=True)  # the simulator node's other threads run meanwhile
 def simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, results, buffer):
     """settings.steps steps (stepping's docstring) from (q, v), written in
@@ -264,16 +280,22 @@ def simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, result
     model = unpack_model(packed)
     step = settings[0]
     q, v, actuation = untracked(q), untracked(v), untracked(actuation)
-    spheres, obstacles, terms, limits, shapes, collide = world
-    world = World(untracked(spheres), untracked(obstacles), untracked(terms), untracked(limits),
-                  ShapeSet(untracked(shapes[0]), untracked(shapes[1]), untracked(shapes[2]), untracked(shapes[3])),
-                  untracked(collide))
-    results = StepResults(untracked(results[0]), untracked(results[1]), untracked(results[2]), untracked(results[3]),
-                          untracked(results[4]), untracked(results[5]))
-    nq, nv = q.shape[0], v.shape[0]
-    work, work_floats, work_ints = step_work(nq, nv, model.parent.shape[0], world.spheres.shape[0],
+    world, results = untracked_world(world), untracked_results(results)
+    work, work_floats, work_ints = step_work(q.shape[0], v.shape[0], model.parent.shape[0], world.spheres.shape[0],
                                              world.obstacles.shape[0], world.shapes.shapes.shape[0],
                                              results.collisions.shape[0], buffer)
+    simulate_steps(packed, dof_parent, world, actuation, step, q, v, results, work, buffer)
+    # the work buffers used last here: numba frees an array after its last use, and `work` views them
+    results.report[0].steps += 0 * (work_floats.shape[0] + work_ints.shape[0])
+
+
+@njit(cache=True, inline="always")
+def simulate_steps(packed, dof_parent, world, actuation, step, q, v, results, work, buffer):
+    """simulate_kernel's steps, on untracked views, in the work arrays `work`
+    (StepWork) laid out for them: step.steps steps (a SETTINGS record) from
+    (q, v), written in place; the REPORT says what they did."""
+    model = unpack_model(packed)
+    nv = v.shape[0]
     q_next, efforts = work.q_next, actuation["effort"]
     friction = False
     for r in range(nv):
@@ -332,6 +354,4 @@ def simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, result
             results.coordinates[r].acceleration = (work.v_next[r] - v[r]) / step.dt
         q[:] = q_next
         v[:] = work.v_next
-    # the work buffers used last here: numba frees an array after its last use, and `work` views them
-    steps = step.steps + 0 * (work_floats.shape[0] + work_ints.shape[0])
-    report(results, 0, -1, steps, sweeps, residual, limits, unconverged, smooth, softened)
+    report(results, 0, -1, step.steps, sweeps, residual, limits, unconverged, smooth, softened)

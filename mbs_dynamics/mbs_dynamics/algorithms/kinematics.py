@@ -22,19 +22,24 @@ def body_poses_kernel(packed, q, R, p, S, world_R, world_p):
     """World <- body for every body (world_R, world_p), from the parent placements."""
     model = unpack_model(packed)
     forward_pass(packed, q, R, p, S)
-    parent = model.parent
-    for i in range(parent.shape[0]):
-        lam = parent[i]
-        if lam < 0:
-            world_R[i] = R[i]
-            world_p[i] = p[i]
-            continue
-        for r in range(3):
-            for c in range(3):
-                world_R[i, r, c] = (world_R[lam, r, 0] * R[i, 0, c] + world_R[lam, r, 1] * R[i, 1, c]
-                                    + world_R[lam, r, 2] * R[i, 2, c])
-            world_p[i, r] = world_p[lam, r] + (world_R[lam, r, 0] * p[i, 0] + world_R[lam, r, 1] * p[i, 1]
-                                               + world_R[lam, r, 2] * p[i, 2])
+    for i in range(model.parent.shape[0]):
+        place_in_world(i, model.parent[i], R, p, world_R, world_p)
+
+
+@njit(cache=True, inline="always")
+def place_in_world(i, lam, R, p, world_R, world_p):
+    """world_R[i], world_p[i] = world <- body i, from its parent lam's (lam < 0:
+    the world) and its placement in the parent (R[i], p[i])."""
+    if lam < 0:
+        world_R[i] = R[i]
+        world_p[i] = p[i]
+        return
+    for r in range(3):
+        for c in range(3):
+            world_R[i, r, c] = (world_R[lam, r, 0] * R[i, 0, c] + world_R[lam, r, 1] * R[i, 1, c]
+                                + world_R[lam, r, 2] * R[i, 2, c])
+        world_p[i, r] = world_p[lam, r] + (world_R[lam, r, 0] * p[i, 0] + world_R[lam, r, 1] * p[i, 1]
+                                           + world_R[lam, r, 2] * p[i, 2])
 
 
 @njit(cache=True)
@@ -213,17 +218,7 @@ def frame_jacobian_kernel(packed, q, target, J, buffer):
         i = int(path[d])
         joint_placement(model, i, q, R, p)
         motion_subspace(model, i, q, S)
-        lam = model.parent[i]
-        if lam < 0:
-            body_R[i] = R[i]
-            body_p[i] = p[i]
-            continue
-        for r in range(3):
-            for c in range(3):
-                body_R[i, r, c] = (body_R[lam, r, 0] * R[i, 0, c] + body_R[lam, r, 1] * R[i, 1, c]
-                                   + body_R[lam, r, 2] * R[i, 2, c])
-            body_p[i, r] = body_p[lam, r] + (body_R[lam, r, 0] * p[i, 0] + body_R[lam, r, 1] * p[i, 1]
-                                             + body_R[lam, r, 2] * p[i, 2])
+        place_in_world(i, model.parent[i], R, p, body_R, body_p)
     Rb = body_R[body]
     for r in range(3):
         for c in range(3):

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from ros_domain import use_private_ros_domain  # benchmarks/ros_domain.py
 
 ROBOTS_DIR = importlib.metadata.distribution("example-robot-data").locate_file(
     "cmeel.prefix/share/example-robot-data/robots")
@@ -177,6 +178,7 @@ def main():
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--seconds", type=float, default=10.0)
     arguments = parser.parse_args()
+    use_private_ros_domain()
 
     import rclpy
 

@@ -29,13 +29,13 @@ from array import array
 import importlib.metadata
 import multiprocessing
 import os
-import random
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from ros_domain import use_private_ros_domain  # benchmarks/ros_domain.py
 
 ROBOTS_DIR = importlib.metadata.distribution("example-robot-data").locate_file(
     "cmeel.prefix/share/example-robot-data/robots")
@@ -115,10 +115,7 @@ def main():
     parser.add_argument("--contacts", action="store_true")
     parser.add_argument("--realtime-priority", type=int, default=0)
     arguments = parser.parse_args()
-    # a domain of its own, on this machine only: another run beside it (or any node on domain 0) would publish
-    # joint_states into this one (the node dropped 463 foreign messages in one run)
-    os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randint(201, 232)))
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    use_private_ros_domain()
 
     import rclpy
     from nav_msgs.msg import Odometry

@@ -52,6 +52,7 @@ from contact import DT, FEET, FRICTION, SOLE_CORNERS, SOLES, SOLO12, SPHERE, TAL
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mbs_dynamics" / "test"))
 from oracles import mujoco_spec  # noqa: E402
 from ros_processes import NodeProcess, executable  # noqa: E402
+from ros_domain import use_private_ros_domain  # noqa: E402  (benchmarks/ros_domain.py)
 
 ROBOTS_DIR = importlib.metadata.distribution("example-robot-data").locate_file(
     "cmeel.prefix/share/example-robot-data/robots")
@@ -324,8 +325,7 @@ def gain_arguments(joints, stiffness, damping) -> list[str]:
 def node_table(seconds):
     import rclpy
 
-    os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randint(150, 200)))
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    use_private_ros_domain()
     rclpy.init()
     print(f"\nthe simulator node paused at real_time_factor 0, {seconds:g} wall-clock s each in ~/step calls of "
           f"{STEPS_PER_CALL} steps, beside the core in calls of as many")

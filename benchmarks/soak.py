@@ -23,7 +23,6 @@ import argparse
 import contextlib
 import importlib.metadata
 import os
-import random
 import re
 import shutil
 import signal
@@ -33,6 +32,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+from ros_domain import use_private_ros_domain  # benchmarks/ros_domain.py
 
 TALOS = str(importlib.metadata.distribution("example-robot-data").locate_file(
     "cmeel.prefix/share/example-robot-data/robots/talos_data/robots/talos_reduced.urdf"))
@@ -100,8 +101,7 @@ def main() -> int:
     parser.add_argument("--robot-description-file", default=TALOS)
     parser.add_argument("--no-browser", action="store_true")
     arguments = parser.parse_args()
-    os.environ["ROS_DOMAIN_ID"] = str(random.SystemRandom().randint(1, 101))
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    use_private_ros_domain()
     seconds = arguments.minutes * 60
     chromium = shutil.which("chromium")
     if not arguments.no_browser and chromium is None:

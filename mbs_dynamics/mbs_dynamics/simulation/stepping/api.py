@@ -272,14 +272,29 @@ class _KeptStep:
             (npoints, 3)
         self.taken = RESULTS_POOL
 
-    def next_row(self) -> int:
-        """The row of the result records the call takes, a pool made anew where used up."""
+    def step(self, model: Model, q: np.ndarray, v: np.ndarray, tau: np.ndarray, warm_start, joint_warm_start,
+             tolerance: float) -> ContactStep:
+        """One step from (q, v), float64 of the model's shapes (stepped in
+        place), under efforts tau (float64, (nv,)), in the next row of result
+        records (a pool made anew where used up), warm started by warm_start
+        ((npoints, 3) float64, or None) and joint_warm_start ((nv,) float64, or
+        None); values checked by the kernel (check_report)."""
         row = self.taken
         if row == RESULTS_POOL:
             self.new_pool()
             row = 0
         self.taken = row + 1
-        return row
+        results = self.rows[row]
+        if warm_start is not None:
+            _copy_rows(self.impulses[row], Ellipsis, warm_start)
+        if joint_warm_start is not None:
+            results[2]["joint_impulse"] = joint_warm_start
+        _copy_rows(self.efforts, Ellipsis, tau)
+        self.entry(*self.fixed, q, v, results, self.buffer)
+        if self.statuses[row]:  # one step: a step it cannot take leaves q and v as they were
+            check_report(model, results[5], "the contact step", q, (v, "v"), (tau, "tau"))
+        return ContactStep(q, v, results[0], results[1], results[2], results[3], NO_COLLISIONS, self.reports[row],
+                           tolerance, self.impulses[row])
 
     def new_pool(self) -> None:
         """RESULTS_POOL rows of result records, zero (new_results' without collisions), as the views a call takes."""
@@ -339,21 +354,7 @@ def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground =
             and v.shape == kept.v_shape and tau.shape == kept.v_shape and joint_warm_start is None \
             and (warm_start is None or (type(warm_start) is _ndarray and warm_start.dtype is _float64
                                         and warm_start.shape == kept.warm_shape)):
-        row = kept.taken
-        if row == RESULTS_POOL:
-            kept.new_pool()
-            row = 0
-        kept.taken = row + 1
-        results = kept.rows[row]
-        if warm_start is not None:
-            _copy_rows(kept.impulses[row], Ellipsis, warm_start)
-        _copy_rows(kept.efforts, Ellipsis, tau)
-        q, v = q.copy(), v.copy()
-        kept.entry(*kept.fixed, q, v, results, kept.buffer)
-        if kept.statuses[row]:  # one step: a step it cannot take leaves q and v as they were
-            check_report(model, results[5], "the contact step", q, (v, "v"), (tau, "tau"))
-        return ContactStep(q, v, results[0], results[1], results[2], results[3], NO_COLLISIONS, kept.reports[row],
-                           tolerance, kept.impulses[row])
+        return kept.step(model, q.copy(), v.copy(), tau, warm_start, None, tolerance)
     return _set_up_step(model, q, v, tau, points, ground, warm_start, joint_warm_start, options)
 
 
@@ -372,32 +373,22 @@ def _set_up_step(model: Model, q, v, tau, points: tuple, ground, warm_start, joi
         inputs.shaped(model, v, model.nv, "v", batch=False)
     tau = inputs.shaped(model, tau, model.nv, "tau", batch=False)
     kept = _last_step.kept
-    same = model is kept.model and ground is kept.ground and points == kept.points and options == kept.options
-    if same:
-        kept.efforts[:] = tau
-    else:
+    if model is not kept.model or ground is not kept.ground or points != kept.points or options != kept.options:
         _last_step.forget()
         world = _world(model, points, ground, (bool(joint_limits), bool(joint_damping), bool(joint_friction)))
         actuation = effort_actuation(model, tau)
         kept = _KeptStep(model, points, ground, options, simulate_kernel,
                          (model.packed, model.dof_parent, world, actuation, settings), actuation["effort"],
                          scratch(model))
-    row = kept.next_row()
-    results = kept.rows[row]
     if warm_start is not None:
         warm_start = np.asarray(warm_start, dtype=float)
         if warm_start.shape != kept.warm_shape:
             raise ValueError(f"warm_start must have shape {kept.warm_shape}, got {warm_start.shape}")
-        kept.impulses[row][...] = warm_start
     if joint_warm_start is not None:
-        results[2]["joint_impulse"] = inputs.shaped(model, joint_warm_start, model.nv, "joint_warm_start",
-                                                    batch=False)
-    arguments = (*kept.fixed, q, v, results, kept.buffer)
-    kept.entry(*arguments)
-    if not same:
-        kept.entry = compiled_entry(simulate_kernel, arguments)
-        _last_step.kept = kept
-    if kept.statuses[row]:  # one step: a step it cannot take leaves q and v as they were
-        check_report(model, results[5], "the contact step", q, (v, "v"), (tau, "tau"))
-    return ContactStep(q, v, results[0], results[1], results[2], results[3], NO_COLLISIONS, kept.reports[row],
-                       tolerance, kept.impulses[row])
+        joint_warm_start = inputs.shaped(model, joint_warm_start, model.nv, "joint_warm_start", batch=False)
+    if kept.entry is not simulate_kernel:  # the kept set-up
+        return kept.step(model, q, v, tau, warm_start, joint_warm_start, tolerance)
+    step = kept.step(model, q, v, tau, warm_start, joint_warm_start, tolerance)  # numba's dispatcher: compiles or loads
+    kept.entry = compiled_entry(simulate_kernel, (*kept.fixed, q, v, kept.rows[kept.taken - 1], kept.buffer))
+    _last_step.kept = kept  # kept once the kernel has run
+    return step

@@ -55,12 +55,19 @@ def exact_dispatcher(function, signature, conversions=()):
 
 
 def compiled_entry(dispatcher, arguments):
-    """The compiled function `dispatcher` has for the types of `arguments`
-    (compiled by a call with them before), callable without type resolution
-    (module docstring: only with arguments of exactly those types); the
-    dispatcher itself where it has no such version or keeps its versions
-    otherwise."""
+    """The compiled function `dispatcher` ran for `arguments` in a call just
+    made with them, callable without type resolution (module docstring:
+    only with arguments of exactly those types). Where the dispatcher has
+    one version, that one (it ran it: the C dispatcher calls the same entry
+    with the same arguments); otherwise the version for the arguments'
+    types, found by typing them (numba's typeof: up to a millisecond for
+    structured arrays and tuples of them). The dispatcher itself where it
+    has no such version or keeps its versions otherwise."""
     try:
-        return dispatcher.overloads[tuple(dispatcher.typeof_pyval(argument) for argument in arguments)].entry_point
+        overloads = dispatcher.overloads
+        if len(overloads) == 1:
+            (signature, version), = overloads.items()
+            return version.entry_point if len(signature) == len(arguments) else dispatcher
+        return overloads[tuple(dispatcher.typeof_pyval(argument) for argument in arguments)].entry_point
     except (AttributeError, KeyError):
         return dispatcher

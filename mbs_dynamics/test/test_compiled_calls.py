@@ -45,6 +45,8 @@ def test_an_exact_dispatcher_takes_its_types_and_refuses_others_without_compilin
 
 
 def test_a_compiled_entry_is_the_compiled_function_without_type_resolution():
+    """The version the dispatcher ran: its only one (found without typing the
+    arguments), or among several the one of the arguments' types."""
     dispatcher = njit(_total)
     records = np.zeros(3, dtype=[("a", np.float64), ("b", np.int64)])
     arguments = (records["a"].copy(), np.zeros(1))
@@ -55,6 +57,15 @@ def test_a_compiled_entry_is_the_compiled_function_without_type_resolution():
         "dispatcher (correct, a microsecond slower a call)"
     x, out = np.array([1.0, 2.0, 4.5]), np.zeros(1)
     assert entry(x, out) == 3 and out[0] == 7.5
+    assert compiled_calls.compiled_entry(dispatcher, (x,)) is dispatcher  # not its arity
+    # two versions: the one of the arguments' types
+    integers = (np.arange(3), np.zeros(1, dtype=np.int64))
+    assert dispatcher(*integers) == 3 and len(dispatcher.overloads) == 2
+    integer_entry = compiled_calls.compiled_entry(dispatcher, integers)
+    assert integer_entry is not dispatcher and integer_entry is not entry
+    assert compiled_calls.compiled_entry(dispatcher, arguments) is entry
+    out = np.zeros(1, dtype=np.int64)
+    assert integer_entry(np.array([4, 5]), out) == 2 and out[0] == 9
     # types it has not compiled: the dispatcher itself, which compiles or refuses them
     assert compiled_calls.compiled_entry(dispatcher, (1.0, out)) is dispatcher
     assert compiled_calls.compiled_entry(print, arguments) is print

@@ -481,6 +481,15 @@ def test_contact_step_repeated_set_up_gives_the_first_calls_results():
     for call in (lambda: (model, q, v, tau, DT, points[:2], ground), lambda: (model, q, v, tau, DT, points, higher)):
         mbs.contact_step(model, q, v, tau, DT, points, ground)
         same(mbs.contact_step(*call()), fresh(*call()))
+    # the solver's settings alone: the same set-up, their own record
+    mbs.contact_step(model, q, v, tau, DT, points, ground)
+    kept_set_up = api._last_step.kept
+    for settings in ({"dt": 2 * DT}, {"dt": DT, "tolerance": 1e-6}, {"dt": DT, "max_iterations": 1},
+                     {"dt": DT, "stabilization": 0.5, "margin": 1e-3}):
+        result = mbs.contact_step(model, q, v, tau, points=points, ground=ground, **settings)
+        assert api._last_step.kept is kept_set_up
+        same(result, fresh(model, q, v, tau, points=points, ground=ground, **settings))
+        kept_set_up = api._last_step.kept
     mbs.contact_step(model, q, v, tau, DT, points, ground)
     same(mbs.contact_step(model, q, v, tau, DT, points, ground, joint_limits=True),
          fresh(model, q, v, tau, DT, points, ground, joint_limits=True))
@@ -527,8 +536,5 @@ def test_contact_step_repeated_set_up_gives_the_first_calls_results():
     with pytest.raises(ValueError, match=r"warm_start must have shape \(4, 3\)"):
         mbs.contact_step(model, q, v, tau, DT, points, ground, warm_start=np.zeros((3, 3)))
     same(mbs.contact_step(model, q, v, tau, DT, points, ground), expected)
-    # arguments of types it never compiled: the dispatcher, which compiles or refuses them
-    from mbs_dynamics.compiled_calls import compiled_entry
     from mbs_dynamics.simulation.stepping.stages import simulate_kernel
-    assert compiled_entry(simulate_kernel, (1.0,)) is simulate_kernel
     assert api._last_step.kept.entry is not simulate_kernel  # the kept set-up calls the compiled entry

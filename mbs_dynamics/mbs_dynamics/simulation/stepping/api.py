@@ -250,7 +250,9 @@ _copy_rows = np.ndarray.__setitem__  # rows[...] = values: a method looked up on
 class _KeptStep:
     """A set-up of contact_step kept for a loop that passes the same model,
     points, ground and options every call: what it is for (model, points,
-    ground, `options`: the call's keyword values), and what a call passes to
+    ground, `options`: the call's keyword values, `terms`: its joint terms as
+    booleans; other solver settings alone change only the SETTINGS record
+    in `fixed`), and what a call passes to
     simulate_kernel's compiled `entry`: its first five arguments (`fixed`),
     the actuation records' efforts it rewrites (its own: nothing else reads
     them) and the scratch buffer; the shapes of q, v and the warm start; and
@@ -260,12 +262,12 @@ class _KeptStep:
     start) and status, and the rows taken. Slots: an attribute of a
     threading.local costs 40 ns, and a call reads some twenty."""
 
-    __slots__ = ("model", "points", "ground", "options", "entry", "fixed", "efforts", "buffer", "q_shape",
+    __slots__ = ("model", "points", "ground", "options", "terms", "entry", "fixed", "efforts", "buffer", "q_shape",
                  "v_shape", "warm_shape", "rows", "reports", "impulses", "statuses", "taken")
 
-    def __init__(self, model=None, points=(), ground=None, options=(), entry=None, fixed=(), efforts=None,
+    def __init__(self, model=None, points=(), ground=None, options=(), terms=(), entry=None, fixed=(), efforts=None,
                  buffer=None):
-        self.model, self.points, self.ground, self.options = model, points, ground, options
+        self.model, self.points, self.ground, self.options, self.terms = model, points, ground, options, terms
         self.entry, self.fixed, self.efforts, self.buffer = entry, fixed, efforts, buffer
         npoints = fixed[2][0].shape[0] if fixed else 0
         self.q_shape, self.v_shape, self.warm_shape = (getattr(model, "nq", 0),), (getattr(model, "nv", 0),), \
@@ -372,14 +374,15 @@ def _set_up_step(model: Model, q, v, tau, points: tuple, ground, warm_start, joi
         inputs.shaped(model, q, model.nq, "q", batch=False)
         inputs.shaped(model, v, model.nv, "v", batch=False)
     tau = inputs.shaped(model, tau, model.nv, "tau", batch=False)
-    kept = _last_step.kept
-    if model is not kept.model or ground is not kept.ground or points != kept.points or options != kept.options:
+    kept, terms = _last_step.kept, (bool(joint_limits), bool(joint_damping), bool(joint_friction))
+    if model is not kept.model or ground is not kept.ground or points != kept.points or terms != kept.terms:
         _last_step.forget()
-        world = _world(model, points, ground, (bool(joint_limits), bool(joint_damping), bool(joint_friction)))
         actuation = effort_actuation(model, tau)
-        kept = _KeptStep(model, points, ground, options, simulate_kernel,
-                         (model.packed, model.dof_parent, world, actuation, settings), actuation["effort"],
-                         scratch(model))
+        kept = _KeptStep(model, points, ground, options, terms, simulate_kernel,
+                         (model.packed, model.dof_parent, _world(model, points, ground, terms), actuation, settings),
+                         actuation["effort"], scratch(model))
+    elif options != kept.options:  # the solver's settings alone: the same set-up, their record
+        kept.options, kept.fixed = options, (*kept.fixed[:4], settings)
     if warm_start is not None:
         warm_start = np.asarray(warm_start, dtype=float)
         if warm_start.shape != kept.warm_shape:

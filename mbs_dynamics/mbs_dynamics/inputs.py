@@ -17,6 +17,7 @@ import threading
 import numpy as np
 from numba import njit, types
 
+from mbs_dynamics.compiled_calls import exact_dispatcher
 from mbs_dynamics.multibody.model import Model
 
 QUATERNION_TOLERANCE = 1e-3
@@ -72,21 +73,13 @@ RESULT_MATRIX = types.Array(types.float64, 2, "C")
 _WRITABLE_VECTOR = types.Array(types.float64, 1, "C")
 
 
-def _no_match(*args, **kws):
-    raise TypeError("the arguments are not of the kernel's types")
-
-
-def _no_conversions(*args, **kws):
-    return False
-
-
 class ExactKernel:
     """A compiled function in exactly one signature, compiled (or loaded from
     numba's cache) on its first call, `call`: arguments of other types raise
     TypeError in about a microsecond, where numba's own dispatcher would
     compile another version for them (seconds) or search its conversions and
-    explain the mismatch (some 100 µs). Called from Python only (a compiled
-    caller cannot compile it)."""
+    explain the mismatch (some 100 µs): compiled_calls.exact_dispatcher.
+    Called from Python only (a compiled caller cannot compile it)."""
 
     def __init__(self, function, result_type, *argument_types):
         self.function = function
@@ -97,13 +90,7 @@ class ExactKernel:
     def _first_call(self, *args):
         with self.lock:
             if self.call == self._first_call:
-                dispatcher = njit(self.signature, cache=True)(self.function)
-                # numba's hooks for a call that matches no signature, called
-                # from its C dispatcher (numba is pinned: constraints.txt)
-                dispatcher._search_new_conversions = _no_conversions
-                dispatcher._explain_matching_error = _no_match
-                dispatcher.typingctx.install_possible_conversions([_WRITABLE_VECTOR], [VECTOR])
-                self.call = dispatcher
+                self.call = exact_dispatcher(self.function, self.signature, [(_WRITABLE_VECTOR, VECTOR)])
         return self.call(*args)
 
 

@@ -454,7 +454,7 @@ def test_contact_step_repeated_set_up_gives_the_first_calls_results():
     ground = mbs.Ground(friction=0.8)
 
     def fresh(*arguments, **options):
-        api._last_step.key = api.NO_SET_UP
+        api._last_step.forget()
         return mbs.contact_step(*arguments, **options)
 
     def same(a, b):
@@ -481,6 +481,15 @@ def test_contact_step_repeated_set_up_gives_the_first_calls_results():
     for call in (lambda: (model, q, v, tau, DT, points[:2], ground), lambda: (model, q, v, tau, DT, points, higher)):
         mbs.contact_step(model, q, v, tau, DT, points, ground)
         same(mbs.contact_step(*call()), fresh(*call()))
+    # the solver's settings alone: the same set-up, their own record
+    mbs.contact_step(model, q, v, tau, DT, points, ground)
+    kept_set_up = api._last_step.kept
+    for settings in ({"dt": 2 * DT}, {"dt": DT, "tolerance": 1e-6}, {"dt": DT, "max_iterations": 1},
+                     {"dt": DT, "stabilization": 0.5, "margin": 1e-3}):
+        result = mbs.contact_step(model, q, v, tau, points=points, ground=ground, **settings)
+        assert api._last_step.kept is kept_set_up
+        same(result, fresh(model, q, v, tau, points=points, ground=ground, **settings))
+        kept_set_up = api._last_step.kept
     mbs.contact_step(model, q, v, tau, DT, points, ground)
     same(mbs.contact_step(model, q, v, tau, DT, points, ground, joint_limits=True),
          fresh(model, q, v, tau, DT, points, ground, joint_limits=True))
@@ -492,6 +501,25 @@ def test_contact_step_repeated_set_up_gives_the_first_calls_results():
     worker.start()
     worker.join(timeout=120)
     same(answers[0], expected)
+    # any array-like on the kept set-up (the fast path takes float64 arrays as they are): the same bits, the
+    # set-up kept, the caller's arrays left alone
+    warm = mbs.contact_step(model, q, v, tau, DT, points, ground).impulses.copy()
+    warm_expected = fresh(model, q, v, tau, DT, points, ground, warm_start=warm)
+    kept = api._last_step.kept
+    readonly_q = q.copy()
+    readonly_q.setflags(write=False)
+    before = [x.copy() for x in (q, v, tau, warm)]
+    for other_q, other_v, other_tau, other_warm in (
+            (q, v, tau, warm), (list(q), tuple(v), list(tau), warm.tolist()), (readonly_q, v, tau, warm),
+            (np.repeat(q, 2)[::2], np.repeat(v, 2)[::2], tau.astype(np.longdouble), np.asfortranarray(warm)),
+            (q.astype(">f8"), v.astype(">f8"), tau, warm.astype(">f8"))):
+        result = mbs.contact_step(model, other_q, other_v, other_tau, DT, tuple(points), ground,
+                                  warm_start=other_warm)
+        same(result, warm_expected)
+        np.testing.assert_array_equal(result.impulses, result.contacts["impulse"][:, 0])
+    assert api._last_step.kept is kept
+    for x, x_before in zip((q, v, tau, warm), before, strict=True):
+        np.testing.assert_array_equal(x, x_before)
     # bad inputs on the kept set-up
     mbs.contact_step(model, q, v, tau, DT, points, ground)
     bad_q = q.copy()
@@ -499,13 +527,14 @@ def test_contact_step_repeated_set_up_gives_the_first_calls_results():
     for arguments, message in (((bad_q, v, tau), "has norm 0.866"),
                                ((q, np.full(model.nv, np.nan), tau), "v has a non-finite value"),
                                ((q, v, np.full(model.nv, np.inf)), "tau has a non-finite value"),
-                               ((q, v, np.zeros(model.nv + 1)), r"tau must have shape \(18,\)")):
+                               ((q, v, np.zeros(model.nv + 1)), r"tau must have shape \(18,\)"),
+                               ((q[None], v, tau), r"q must have shape \(19,\)"),
+                               ((q, v[None], tau), r"v must have shape \(18,\)"),
+                               ((q, v, tau[None]), r"tau must have shape \(18,\)")):
         with pytest.raises(ValueError, match=message):
             mbs.contact_step(model, *arguments, DT, points, ground)
     with pytest.raises(ValueError, match=r"warm_start must have shape \(4, 3\)"):
         mbs.contact_step(model, q, v, tau, DT, points, ground, warm_start=np.zeros((3, 3)))
     same(mbs.contact_step(model, q, v, tau, DT, points, ground), expected)
-    # arguments of types it never compiled: the dispatcher, which compiles or refuses them
     from mbs_dynamics.simulation.stepping.stages import simulate_kernel
-    assert api._compiled_entry(simulate_kernel, (1.0,)) is simulate_kernel
-    assert api._last_step.entry is not simulate_kernel  # the kept set-up calls the compiled entry
+    assert api._last_step.kept.entry is not simulate_kernel  # the kept set-up calls the compiled entry

@@ -13,6 +13,7 @@ from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.aba import singular_mass_matrix
 from mbs_dynamics.algorithms.kinematics import frame_placements
 from mbs_dynamics.collision.shapes import NO_SHAPES
+from mbs_dynamics.compiled_calls import compiled_entry
 from mbs_dynamics.contact.constraints import PointContact
 from mbs_dynamics.inputs import SINGULAR_MASS_MATRIX
 from mbs_dynamics.multibody.model import Model
@@ -77,7 +78,8 @@ class ContactStep:
     records (records.py) of its last step: `points` (k,), `contacts` (k, m:
     every point with every obstacle), `coordinates` (nv,), `bodies`
     (nbodies,), the contacts between bodies (`collisions`, of the room in
-    collision_records) and the call's `report`; `tolerance`, the solver's.
+    collision_records) and the call's `report`; `tolerance`, the solver's;
+    `ground_impulses`, where the caller made it, the view `impulses` returns.
     Slots, not frozen: a frozen dataclass's __init__ cost each call 0.7 us
     more."""
 
@@ -90,6 +92,7 @@ class ContactStep:
     collision_records: np.ndarray
     report: np.void
     tolerance: float
+    ground_impulses: np.ndarray | None = None  # a view of contacts' ground impulses made with the records, if any
 
     def __iter__(self):
         return iter((self.q, self.v))
@@ -130,6 +133,8 @@ class ContactStep:
         """(k, 3) the impulses of the first obstacle (the ground's) on each
         point along its axes (n, t1, t2): contact_step's warm start. Every
         obstacle's: contacts["impulse"]."""
+        if self.ground_impulses is not None:
+            return self.ground_impulses
         return self.contacts["impulse"][:, 0] if self.contacts.shape[1] else np.zeros((self.contacts.shape[0], 3))
 
     @property
@@ -234,52 +239,89 @@ def _world(model: Model, points: tuple, ground, options: tuple) -> tuple:
         return _step_world.__wrapped__(model, points, ground, *options)
 
 
-def _compiled_entry(dispatcher, arguments):
-    """The compiled function a numba dispatcher chose for `arguments`, callable
-    without its type resolution (a structured array or a named tuple costs
-    it about a microsecond each): only for arguments of exactly these types.
-    The dispatcher itself where it keeps its overloads otherwise."""
-    try:
-        return dispatcher.overloads[tuple(dispatcher.typeof_pyval(argument) for argument in arguments)].entry_point
-    except (AttributeError, KeyError):
-        return dispatcher
-
-
 # contact_step's result records are made this many calls' at once: a structured array costs 0.3-0.6 us to
 # make, a row of one 0.1
 RESULTS_POOL = 32
 
+_ndarray, _float64 = np.ndarray, np.dtype(np.float64)
+_copy_rows = np.ndarray.__setitem__  # rows[...] = values: a method looked up once
 
-NO_SET_UP = (None, (), None, None)
+
+class _KeptStep:
+    """A set-up of contact_step kept for a loop that passes the same model,
+    points, ground and options every call: what it is for (model, points,
+    ground, `options`: the call's keyword values, `terms`: its joint terms as
+    booleans; other solver settings alone change only the SETTINGS record
+    in `fixed`), and what a call passes to
+    simulate_kernel's compiled `entry`: its first five arguments (`fixed`),
+    the actuation records' efforts it rewrites (its own: nothing else reads
+    them) and the scratch buffer; the shapes of q, v and the warm start; and
+    the result records of the next calls (pools of RESULTS_POOL rows made at
+    once, zero; each call takes the next row, none is taken twice) as each
+    row's simulate_kernel tuple, report, the ground's impulses (the warm
+    start) and status, and the rows taken. Slots: an attribute of a
+    threading.local costs 40 ns, and a call reads some twenty."""
+
+    __slots__ = ("model", "points", "ground", "options", "terms", "entry", "fixed", "efforts", "buffer", "q_shape",
+                 "v_shape", "warm_shape", "rows", "reports", "impulses", "statuses", "taken")
+
+    def __init__(self, model=None, points=(), ground=None, options=(), terms=(), entry=None, fixed=(), efforts=None,
+                 buffer=None):
+        self.model, self.points, self.ground, self.options, self.terms = model, points, ground, options, terms
+        self.entry, self.fixed, self.efforts, self.buffer = entry, fixed, efforts, buffer
+        npoints = fixed[2][0].shape[0] if fixed else 0
+        self.q_shape, self.v_shape, self.warm_shape = (getattr(model, "nq", 0),), (getattr(model, "nv", 0),), \
+            (npoints, 3)
+        self.taken = RESULTS_POOL
+
+    def step(self, model: Model, q: np.ndarray, v: np.ndarray, tau: np.ndarray, warm_start, joint_warm_start,
+             tolerance: float) -> ContactStep:
+        """One step from (q, v), float64 of the model's shapes (stepped in
+        place), under efforts tau (float64, (nv,)), in the next row of result
+        records (a pool made anew where used up), warm started by warm_start
+        ((npoints, 3) float64, or None) and joint_warm_start ((nv,) float64, or
+        None); values checked by the kernel (check_report)."""
+        row = self.taken
+        if row == RESULTS_POOL:
+            self.new_pool()
+            row = 0
+        self.taken = row + 1
+        results = self.rows[row]
+        if warm_start is not None:
+            _copy_rows(self.impulses[row], Ellipsis, warm_start)
+        if joint_warm_start is not None:
+            results[2]["joint_impulse"] = joint_warm_start
+        _copy_rows(self.efforts, Ellipsis, tau)
+        self.entry(*self.fixed, q, v, results, self.buffer)
+        if self.statuses[row]:  # one step: a step it cannot take leaves q and v as they were
+            check_report(model, results[5], "the contact step", q, (v, "v"), (tau, "tau"))
+        return ContactStep(q, v, results[0], results[1], results[2], results[3], NO_COLLISIONS, self.reports[row],
+                           tolerance, self.impulses[row])
+
+    def new_pool(self) -> None:
+        """RESULTS_POOL rows of result records, zero (new_results' without collisions), as the views a call takes."""
+        npoints, nv, nbodies = self.warm_shape[0], self.v_shape[0], self.model.nbodies
+        pool = StepResults(np.zeros((RESULTS_POOL, npoints), POINT), np.zeros((RESULTS_POOL, npoints, 1), CONTACT),
+                           np.zeros((RESULTS_POOL, nv), COORDINATE), np.zeros((RESULTS_POOL, nbodies), BODY), None,
+                           np.zeros((RESULTS_POOL, 1), REPORT))
+        # list() of an array: its rows' views at C speed (an index from Python costs 0.1 us each)
+        self.rows = list(zip(list(pool.points), list(pool.contacts), list(pool.coordinates), list(pool.bodies),
+                             [NO_COLLISIONS] * RESULTS_POOL, list(pool.report), strict=True))
+        self.reports, self.impulses = list(pool.report[:, 0]), list(pool.contacts["impulse"][:, :, 0])
+        self.statuses, self.taken = pool.report["status"][:, 0], 0
+
+
+NOTHING_KEPT = _KeptStep()
 
 
 class _LastStep(threading.local):
-    """This thread's last set-up of contact_step, for a loop that passes the
-    same model, points, ground and joint options every call: the key, the
-    world, the actuation records it rewrites (its own: nothing else reads
-    them), their efforts' view, simulate_kernel's compiled entry, the
-    SETTINGS record of the last solver options (and their key), and the
-    result records of the next calls (StepResults of RESULTS_POOL rows each,
-    zero; each call takes the next row, none is taken twice), their
-    impulses' and statuses' views and the rows taken."""
+    """This thread's kept set-up of contact_step (_KeptStep)."""
 
-    key = NO_SET_UP
-    world = actuation = efforts = entry = pool = impulses = statuses = settings = None
-    taken, settings_key = RESULTS_POOL, None
+    kept = NOTHING_KEPT
 
-    def results(self, npoints: int, nv: int, nbodies: int) -> tuple:
-        """The next row's records (new_results', a plain tuple), their rows' pool made anew where used up."""
-        if self.taken == RESULTS_POOL:
-            self.pool = StepResults(np.zeros((RESULTS_POOL, npoints), POINT),
-                                    np.zeros((RESULTS_POOL, npoints, 1), CONTACT),
-                                    np.zeros((RESULTS_POOL, nv), COORDINATE), np.zeros((RESULTS_POOL, nbodies), BODY),
-                                    None, np.zeros((RESULTS_POOL, 1), REPORT))
-            self.impulses = self.pool.contacts["impulse"][:, :, 0]  # (RESULTS_POOL, npoints, 3): the ground's
-            self.statuses, self.taken = self.pool.report["status"][:, 0], 0
-        pool, row = self.pool, self.taken
-        self.taken = row + 1
-        return pool.points[row], pool.contacts[row], pool.coordinates[row], pool.bodies[row], NO_COLLISIONS, \
-            pool.report[row]
+    def forget(self):
+        """No set-up kept: the next call sets up anew."""
+        self.kept = NOTHING_KEPT
 
 
 _last_step = _LastStep()
@@ -304,45 +346,52 @@ def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground =
     Coulomb friction, as impulses bounded by f dt that stop a joint they can
     hold (f: the static friction from rest, the Stribeck curve's level while
     sliding), and the friction offset as a constant torque."""
-    last, points = _last_step, tuple(points)
+    kept, points = _last_step.kept, tuple(points)
+    options = (dt, tolerance, max_iterations, stabilization, margin, joint_limits, joint_damping, joint_friction)
+    # the common case, the kept set-up and float64 arrays of the right shapes: nothing converted or made but the
+    # state's copies (the kernel steps them in place); their values are checked by the kernel
+    if model is kept.model and ground is kept.ground and points == kept.points and options == kept.options \
+            and type(q) is _ndarray and type(v) is _ndarray and type(tau) is _ndarray and q.dtype is _float64 \
+            and v.dtype is _float64 and tau.dtype is _float64 and q.shape == kept.q_shape \
+            and v.shape == kept.v_shape and tau.shape == kept.v_shape and joint_warm_start is None \
+            and (warm_start is None or (type(warm_start) is _ndarray and warm_start.dtype is _float64
+                                        and warm_start.shape == kept.warm_shape)):
+        return kept.step(model, q.copy(), v.copy(), tau, warm_start, None, tolerance)
+    return _set_up_step(model, q, v, tau, points, ground, warm_start, joint_warm_start, options)
+
+
+def _set_up_step(model: Model, q, v, tau, points: tuple, ground, warm_start, joint_warm_start,
+                 options: tuple) -> ContactStep:
+    """contact_step's call that converts and checks its arguments and, where
+    the model, points, ground or options differ from the kept set-up's, sets
+    up anew (kept once the kernel has run)."""
+    dt, tolerance, max_iterations, stabilization, margin, joint_limits, joint_damping, joint_friction = options
     # the cached record itself: the kernel only reads it
-    settings_key = (dt, stabilization, margin, tolerance, max_iterations)
-    if settings_key != last.settings_key:
-        last.settings = _settings(float(dt), float(stabilization), float(margin), float(tolerance),
-                                  int(max_iterations), EULER, 0.0, 1)
-        last.settings_key = settings_key
+    settings = _settings(float(dt), float(stabilization), float(margin), float(tolerance), int(max_iterations),
+                         EULER, 0.0, 1)
     q, v = np.array(q, dtype=np.float64), np.array(v, dtype=np.float64)  # the kernel steps them in place
     if q.shape != (model.nq,) or v.shape != (model.nv,):
         inputs.shaped(model, q, model.nq, "q", batch=False)
         inputs.shaped(model, v, model.nv, "v", batch=False)
     tau = inputs.shaped(model, tau, model.nv, "tau", batch=False)
-    options = (bool(joint_limits), bool(joint_damping), bool(joint_friction))
-    key = last.key
-    same = key[0] is model and key[2] is ground and key[3] == options and key[1] == points
-    if same:
-        world, actuation = last.world, last.actuation
-    else:  # set up anew; kept once the kernel has run
-        key = (model, points, ground, options)
-        world, actuation = _world(*key), effort_actuation(model, tau)
-        last.key, last.taken = NO_SET_UP, RESULTS_POOL
-    npoints = world[0].shape[0]
-    results = last.results(npoints, model.nv, model.nbodies)
+    kept, terms = _last_step.kept, (bool(joint_limits), bool(joint_damping), bool(joint_friction))
+    if model is not kept.model or ground is not kept.ground or points != kept.points or terms != kept.terms:
+        _last_step.forget()
+        actuation = effort_actuation(model, tau)
+        kept = _KeptStep(model, points, ground, options, terms, simulate_kernel,
+                         (model.packed, model.dof_parent, _world(model, points, ground, terms), actuation, settings),
+                         actuation["effort"], scratch(model))
+    elif options != kept.options:  # the solver's settings alone: the same set-up, their record
+        kept.options, kept.fixed = options, (*kept.fixed[:4], settings)
     if warm_start is not None:
         warm_start = np.asarray(warm_start, dtype=float)
-        if warm_start.shape != (npoints, 3):
-            raise ValueError(f"warm_start must have shape ({npoints}, 3), got {warm_start.shape}")
-        last.impulses[last.taken - 1] = warm_start
+        if warm_start.shape != kept.warm_shape:
+            raise ValueError(f"warm_start must have shape {kept.warm_shape}, got {warm_start.shape}")
     if joint_warm_start is not None:
-        results[2]["joint_impulse"] = inputs.shaped(model, joint_warm_start, model.nv, "joint_warm_start",
-                                                    batch=False)
-    arguments = (model.packed, model.dof_parent, world, actuation, last.settings, q, v, results, scratch(model))
-    if same:
-        last.efforts[:] = tau
-        last.entry(*arguments)
-    else:
-        simulate_kernel(*arguments)
-        last.key, last.world, last.actuation, last.efforts = key, world, actuation, actuation["effort"]
-        last.entry = _compiled_entry(simulate_kernel, arguments)
-    if last.statuses[last.taken - 1]:  # one step: a step it cannot take leaves q and v as they were
-        check_report(model, results[5], "the contact step", q, (v, "v"), (tau, "tau"))
-    return ContactStep(q, v, results[0], results[1], results[2], results[3], NO_COLLISIONS, results[5][0], tolerance)
+        joint_warm_start = inputs.shaped(model, joint_warm_start, model.nv, "joint_warm_start", batch=False)
+    if kept.entry is not simulate_kernel:  # the kept set-up
+        return kept.step(model, q, v, tau, warm_start, joint_warm_start, tolerance)
+    step = kept.step(model, q, v, tau, warm_start, joint_warm_start, tolerance)  # numba's dispatcher: compiles or loads
+    kept.entry = compiled_entry(simulate_kernel, (*kept.fixed, q, v, kept.rows[kept.taken - 1], kept.buffer))
+    _last_step.kept = kept  # kept once the kernel has run
+    return step

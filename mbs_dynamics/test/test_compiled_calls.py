@@ -1,0 +1,71 @@
+"""The numba internals that compiled_calls relies on (numba is pinned): each
+test names the hook it checks, so that a numba upgrade that changes one
+fails here, saying which, rather than as a slow, recompiling or wrong call
+elsewhere (the per-call fast paths and contact_step)."""
+import numpy as np
+import pytest
+from numba import njit, types
+from numba.core.dispatcher import Dispatcher
+
+from mbs_dynamics import compiled_calls
+from mbs_dynamics.inputs import RESULT, VECTOR
+
+
+def _total(x, out):
+    out[0] = x.sum()
+    return x.shape[0]
+
+
+def test_numba_still_has_the_dispatcher_hooks():
+    for hook in ("_search_new_conversions", "_explain_matching_error"):
+        assert callable(getattr(Dispatcher, hook, None)), \
+            f"numba's Dispatcher no longer has {hook}: compiled_calls.exact_dispatcher replaces it"
+    dispatcher = njit(_total)
+    assert callable(getattr(dispatcher.typingctx, "install_possible_conversions", None)), \
+        "numba's typing context no longer has install_possible_conversions (compiled_calls.exact_dispatcher)"
+    assert isinstance(dispatcher.overloads, dict), "numba's Dispatcher.overloads is no longer a dict"
+
+
+def test_an_exact_dispatcher_takes_its_types_and_refuses_others_without_compiling():
+    """One signature (a read-only float64 vector), which a writable one
+    converts to; every other type raises the hooks' TypeError: numba's C
+    dispatcher called them instead of compiling or explaining."""
+    dispatcher = compiled_calls.exact_dispatcher(_total, types.int64(VECTOR, RESULT),
+                                                 [(types.Array(types.float64, 1, "C"), VECTOR)])
+    out = np.zeros(1)
+    readonly = np.arange(4.0)
+    readonly.setflags(write=False)
+    for x in (np.arange(4.0), readonly):
+        out[0] = 0.0
+        assert dispatcher(x, out) == 4 and out[0] == 6.0
+    for other in (np.arange(4, dtype=np.float32), [0.0, 1.0], np.zeros((2, 2)), np.arange(8.0)[::2], 3.0):
+        with pytest.raises(TypeError, match="the arguments are not of the kernel's types"):
+            dispatcher(other, out)
+    assert len(dispatcher.signatures) == 1, "an exact dispatcher compiled another version: the hooks were not called"
+
+
+def test_a_compiled_entry_is_the_compiled_function_without_type_resolution():
+    """The version the dispatcher ran: its only one (found without typing the
+    arguments), or among several the one of the arguments' types."""
+    dispatcher = njit(_total)
+    records = np.zeros(3, dtype=[("a", np.float64), ("b", np.int64)])
+    arguments = (records["a"].copy(), np.zeros(1))
+    assert dispatcher(*arguments) == 3
+    entry = compiled_calls.compiled_entry(dispatcher, arguments)
+    assert entry is not dispatcher, \
+        "numba's Dispatcher.overloads[types].entry_point is gone: compiled_calls.compiled_entry falls back to the " \
+        "dispatcher (correct, a microsecond slower a call)"
+    x, out = np.array([1.0, 2.0, 4.5]), np.zeros(1)
+    assert entry(x, out) == 3 and out[0] == 7.5
+    assert compiled_calls.compiled_entry(dispatcher, (x,)) is dispatcher  # not its arity
+    # two versions: the one of the arguments' types
+    integers = (np.arange(3), np.zeros(1, dtype=np.int64))
+    assert dispatcher(*integers) == 3 and len(dispatcher.overloads) == 2
+    integer_entry = compiled_calls.compiled_entry(dispatcher, integers)
+    assert integer_entry is not dispatcher and integer_entry is not entry
+    assert compiled_calls.compiled_entry(dispatcher, arguments) is entry
+    out = np.zeros(1, dtype=np.int64)
+    assert integer_entry(np.array([4, 5]), out) == 2 and out[0] == 9
+    # types it has not compiled: the dispatcher itself, which compiles or refuses them
+    assert compiled_calls.compiled_entry(dispatcher, (1.0, out)) is dispatcher
+    assert compiled_calls.compiled_entry(print, arguments) is print

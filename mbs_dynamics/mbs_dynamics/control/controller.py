@@ -123,6 +123,7 @@ class WholeBodyController:
         self.base_frame = model.description.root
         self.joint_selection = np.zeros((self.na, model.nv))
         self.joint_selection[:, self.nu:] = np.eye(self.na)
+        self._actuated = np.arange(self.nu, model.nv)
         self.tasks: list[Task] = []
         self.contacts: dict[str, RigidContact] = {}
         scale = float(finite_vector(torque_limit_scale, 1, "torque_limit_scale")[0])
@@ -278,6 +279,10 @@ class WholeBodyController:
             if task.weight == 0.0:
                 continue
             At, bt = task.rows(state)
+            if At is self.joint_selection:  # the posture: the actuated diagonal
+                H[self._actuated, self._actuated] += task.weight
+                g[nu:nv] -= task.weight * bt
+                continue
             H[:nv, :nv] += task.weight * (At.T @ At)
             g[:nv] -= task.weight * (At.T @ bt)
         H[np.diag_indices(n)] += self.hessian_regularization

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mbs_dynamics.spatial.lie import so3_log
+from mbs_dynamics.spatial.lie import quaternion_to_matrix, so3_log
 
 POSE, POSITION, ORIENTATION = "pose", "position", "orientation"
 MASKS = {POSE: np.ones(6, dtype=bool), POSITION: np.r_[False, False, False, True, True, True],
@@ -52,10 +52,7 @@ def rotation_matrix(value, what: str) -> np.ndarray:
         norm = np.linalg.norm(q)
         if abs(norm - 1.0) > 1e-3:
             raise ValueError(f"{what} must be a unit quaternion (x, y, z, w), its norm is {norm:.6g}")
-        x, y, z, w = q / norm
-        return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                         [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                         [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+        return quaternion_to_matrix(*(q / norm))
     R = finite_vector(array.ravel(), 9, what).reshape(3, 3) if array.size == 9 else None
     if R is None:
         raise ValueError(f"{what} must be a 3x3 rotation matrix or a quaternion (x, y, z, w), "

@@ -93,6 +93,7 @@ class _Workspace:
         for name, value in settings.items():
             setattr(self.qp.settings, name, value)
         self.initialized = False
+        self.contacts = ()  # ids of the contacts whose constant rows C holds
 
 
 class WholeBodyController:
@@ -233,10 +234,9 @@ class WholeBodyController:
         # contact rows and the map from force variables to generalised forces
         Jf = np.zeros((nf, nv))  # generalised force = Jf^T f
         row, column, in_row = nu, nv, 0
+        constant = work.contacts == tuple(map(id, contacts))  # the pyramids' rows are in place
         H[:] = 0.0
         g[:] = 0.0
-        A[:] = 0.0
-        C[:] = 0.0
         for contact in contacts:
             Jc, rhs = contact.rows(state)
             m = Jc.shape[0]
@@ -245,14 +245,17 @@ class WholeBodyController:
             G = contact.generator(state)
             Jf[column - nv:column - nv + contact.size] = G.T @ Jc
             rows = contact.B.shape[0]
-            C[in_row:in_row + rows, column:column + contact.size] = contact.B
-            lower[in_row:in_row + rows] = contact.lower
-            upper[in_row:in_row + rows] = contact.upper
+            if not constant:
+                C[in_row:in_row + rows] = 0.0
+                C[in_row:in_row + rows, column:column + contact.size] = contact.B
+                lower[in_row:in_row + rows] = contact.lower
+                upper[in_row:in_row + rows] = contact.upper
             W, target = contact.regularization, contact.regularization_target
             block = slice(column, column + contact.size)
             H[block, block] += contact.regularization_weight * (W.T @ W)
             g[block] -= contact.regularization_weight * (W.T @ target)
             row, column, in_row = row + m, column + contact.size, in_row + rows
+        work.contacts = tuple(map(id, contacts))
         if nu:
             A[:nu, :nv] = M[:nu]
             A[:nu, nv:] = -Jf[:, :nu].T
@@ -271,7 +274,9 @@ class WholeBodyController:
         k = len(rows)
         if k:
             a_lower, a_upper = self.acceleration_bounds(state)
-            C[in_row + np.arange(k), nu + rows] = 1.0
+            if not constant:
+                C[in_row:in_row + k] = 0.0
+                C[in_row + np.arange(k), nu + rows] = 1.0
             lower[in_row:in_row + k] = a_lower[rows]
             upper[in_row:in_row + k] = a_upper[rows]
             in_row += k
@@ -285,7 +290,7 @@ class WholeBodyController:
                 continue
             H[:nv, :nv] += task.weight * (At.T @ At)
             g[:nv] -= task.weight * (At.T @ bt)
-        H[np.diag_indices(n)] += self.hessian_regularization
+        H.flat[::n + 1] += self.hessian_regularization
         return self._solve(work, contacts, state, M, h, Jf)
 
     def acceleration_bounds(self, state: State) -> tuple[np.ndarray, np.ndarray]:

@@ -100,6 +100,11 @@ install_test_dependencies() {
   pip_install -r "$root/requirements/test.txt"
 }
 
+install_tsid_oracle() {
+  say "installing the TSID oracle in .venv-tsid (its own Pinocchio: scripts/setup_tsid_env.sh)"
+  $lower bash "$root/scripts/setup_tsid_env.sh"
+}
+
 install_interfaces() {
   say "building mbs_dynamics_interfaces (CMake + rosidl: the C and Python interfaces rclpy loads)"
   # pip's CMake build runs make serially where there is no ninja: one job per core
@@ -173,6 +178,7 @@ step dependencies "constraints.txt requirements/core.txt requirements/runtime.tx
   install_dependencies
 if [ $with_test = 1 ]; then
   step test-dependencies "constraints.txt requirements/test.txt" install_test_dependencies
+  step tsid-oracle "scripts/setup_tsid_env.sh" install_tsid_oracle
 fi
 step interfaces "scripts/setup_venv.sh constraints.txt mbs_dynamics_interfaces" install_interfaces
 if [ -n "$warmup_pid" ]; then

@@ -1,0 +1,93 @@
+"""One whole-body control cycle (kinematics, dynamics, QP build and ProxQP
+solve, torques) on Solo-12 (four point feet) and TALOS (two soles), µs per
+cycle p50/p99 over a short closed-loop-like sequence of states, beside TSID's
+own cycle (computeProblemData + eiquadprog) on the same problem, run in
+.venv-tsid (its Pinocchio differs from ours: a separate process, timed there).
+
+    .venv/bin/python benchmarks/whole_body_control.py [--cycles N]
+"""
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "mbs_dynamics" / "test"))
+
+import test_whole_body_control as wbc  # noqa: E402
+from helpers import solo12_standing  # noqa: E402
+
+def timed(controller_cycle, states, repeats):
+    times = []
+    for _ in range(repeats):
+        for q, v in states:
+            t0 = time.perf_counter()
+            controller_cycle(q, v)
+            times.append(time.perf_counter() - t0)
+    return np.array(times) * 1e6
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cycles", type=int, default=2000)
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    for robot in ("solo12", "talos"):
+        model, q0 = solo12_standing() if robot == "solo12" else wbc.talos_standing()
+        (wbc.solo_scenario if robot == "solo12" else wbc.talos_scenario).model = model
+        q, v = wbc.perturbed(model, q0, rng)
+        scenario = (wbc.solo_scenario if robot == "solo12" else wbc.talos_scenario)(q)
+        scenario.ours(q, v)  # builds the tasks and contacts, first solve
+        states = [wbc.perturbed(model, q0, np.random.default_rng(k), scale=0.005) for k in range(50)]
+        ours = timed(scenario.controller.compute, states, max(1, args.cycles // len(states)))
+        print(f"{robot}: ours p50 {np.percentile(ours, 50):.0f} us, p99 {np.percentile(ours, 99):.0f} us "
+              f"({len(ours)} cycles)")
+        tsid_us = tsid_cycle(scenario, q, v, args.cycles)
+        if tsid_us is not None:
+            print(f"{robot}: TSID p50 {np.percentile(tsid_us, 50):.0f} us, p99 {np.percentile(tsid_us, 99):.0f} us; "
+                  f"ours / TSID (p50) {np.percentile(ours, 50) / np.percentile(tsid_us, 50):.2f}x")
+
+
+TSID_LOOP = r"""
+import json, sys, time
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import tsid_oracle, tsid
+problem, cycles = json.load(sys.stdin), int(sys.argv[2])
+f, s, q, v, kept = tsid_oracle.build(problem)
+times = []
+for k in range(cycles):
+    t0 = time.perf_counter()
+    solution = s.solve(f.computeProblemData(0.0, q, v))
+    tau = f.getActuatorForces(solution)
+    times.append(time.perf_counter() - t0)
+print(json.dumps(times))
+"""
+
+
+def tsid_cycle(scenario, q, v, cycles):
+    python = ROOT / ".venv-tsid" / "bin" / "python"
+    if not python.exists():
+        print("  (no .venv-tsid: scripts/setup_tsid_env.sh makes it; TSID not timed)")
+        return None
+    captured = {}
+    original = wbc.run_tsid
+    wbc.run_tsid = lambda problem: captured.setdefault("p", problem) and original(problem)
+    try:
+        scenario.tsid(q, v)
+    finally:
+        wbc.run_tsid = original
+    done = subprocess.run([str(python), "-c", TSID_LOOP, str(ROOT / "mbs_dynamics" / "test"), str(cycles)],
+                          input=json.dumps(captured["p"]), capture_output=True, text=True, timeout=600)
+    if done.returncode:
+        print("  TSID failed:", done.stderr[-500:])
+        return None
+    return np.array(json.loads(done.stdout.strip().splitlines()[-1])) * 1e6
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,348 @@
+"""The whole-body controller: task-space inverse dynamics as one dense QP per
+cycle over x = [a; f] (joint accelerations, contact force variables), the
+torques following from the actuated rows, as TSID's
+InverseDynamicsFormulationAccForce (DESIGN.md §9):
+
+    min  Σ_tasks w ||A a - b||² + Σ_contacts w_c ||W (G f - F_ref)||² + ε ||x||²
+    s.t. M_u a + h_u = J_u^T f                 floating-base rows, exact
+         J_c a = a_c* - J̇_c v                  each contact's acceleration
+         friction pyramids, normal force bounds  per contact (rows on f)
+         -τ_max <= M_a a + h_a - J_a^T f <= τ_max   URDF effort limits
+         a_lo <= a_j <= a_hi                   URDF position limits (and
+                                               acceleration limits) as bounds
+
+solved by proxsuite's dense ProxQP, one solver and workspace per contact set
+(allocated when the set is first used), warm-started from its last solution.
+Bad input: NaN or wrongly shaped q, v and references, unknown frames and
+invalid settings raise ValueError with the reason; a QP without a solution
+(contacts that cannot hold the robot, limits that conflict) returns a result
+whose status says so and whose torques are the last solved ones (zero before
+the first), `feasible` False."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import proxsuite
+
+from mbs_dynamics import inputs
+from mbs_dynamics.algorithms.centroidal import centroidal_momentum_matrix, centroidal_state
+from mbs_dynamics.algorithms.crba import mass_matrix
+from mbs_dynamics.algorithms.kinematics import frames_motion
+from mbs_dynamics.algorithms.rnea import nonlinear_effects
+from mbs_dynamics.control.contacts import RigidContact
+from mbs_dynamics.control.tasks import CenterOfMassTask, FrameTask, PostureTask, Task, finite_vector, gains
+from mbs_dynamics.multibody.model import FLOATING, Model
+from mbs_dynamics.spatial.lie import quaternion_to_matrix
+
+HESSIAN_REGULARIZATION = 1e-8  # TSID's DEFAULT_HESSIAN_REGULARIZATION on every variable
+INFINITE_BOUND = 1e10  # what stands for an absent bound in the QP (TSID's)
+MAX_WORKSPACES = 64  # contact sets kept with their solvers
+_SOLVED = proxsuite.proxqp.QPSolverOutput.PROXQP_SOLVED
+
+
+@dataclass
+class State:
+    """What the tasks and contacts read in one cycle (world axes; frames'
+    Jacobians hybrid [ω; ṗ], their twists and drifts J̇v = [ω̇; p̈] at a = 0)."""
+
+    q: np.ndarray
+    v: np.ndarray
+    frame_index: dict
+    frame_jacobian: np.ndarray
+    frame_twist: np.ndarray
+    frame_drift: np.ndarray
+    frame_rotation: np.ndarray
+    frame_position: np.ndarray
+    joint_positions: np.ndarray
+    joint_velocities: np.ndarray
+    joint_selection: np.ndarray
+    com: np.ndarray | None = None
+    com_velocity: np.ndarray | None = None
+    com_jacobian: np.ndarray | None = None
+    com_drift: np.ndarray | None = None
+
+
+@dataclass
+class ControlResult:
+    """One cycle's answer. tau: the actuated joints' torques (controller.joint_names
+    order); a (nv,); forces: {contact: force (3,) of a point contact, wrench
+    [n; f] (6,) about a surface contact's frame origin, world axes}; corner_forces:
+    {surface contact: (4, 3) in its frame's axes}. status: 'solved', or why not
+    ('primal infeasible', 'max iterations', ...): then feasible is False and tau
+    the last solved torques (a, forces from that cycle)."""
+
+    tau: np.ndarray
+    a: np.ndarray
+    forces: dict
+    corner_forces: dict = field(default_factory=dict)
+    status: str = "solved"
+    feasible: bool = True
+    iterations: int = 0
+    message: str = ""
+
+
+class _Workspace:
+    """The QP's matrices and its solver for one contact set, allocated once."""
+
+    def __init__(self, n, n_eq, n_in, settings):
+        self.H, self.g = np.zeros((n, n)), np.zeros(n)
+        self.A, self.b = np.zeros((n_eq, n)), np.zeros(n_eq)
+        self.C, self.lower, self.upper = np.zeros((n_in, n)), np.zeros(n_in), np.zeros(n_in)
+        self.qp = proxsuite.proxqp.dense.QP(n, n_eq, n_in)
+        for name, value in settings.items():
+            setattr(self.qp.settings, name, value)
+        self.initialized = False
+        self.contacts = ()  # ids of the contacts whose constant rows C holds
+
+
+class WholeBodyController:
+    """Task-space inverse dynamics on `model` (a floating base for balance;
+    a fixed base works without CoM tasks). Tasks are added with add_task,
+    contacts with add_contact / remove_contact (by frame name) at any time;
+    compute(q, v) solves one cycle.
+
+    torque_limits: the URDF's effort limits as constraints (scaled by
+    torque_limit_scale); position_limit_horizon T: each joint with URDF
+    position limits keeps q + v T + a T²/2 within them (a bound on a);
+    acceleration_limit: |a_j| bound on the actuated joints (scalar or per joint; inf: none)."""
+
+    def __init__(self, model: Model, torque_limits: bool = True, torque_limit_scale: float = 1.0,
+                 position_limit_horizon: float = 0.1, acceleration_limit=np.inf, eps_abs: float = 1e-11,
+                 max_iterations: int = 1000, hessian_regularization: float = HESSIAN_REGULARIZATION):
+        self.model = model
+        self.floating = model.nbodies > 0 and model.joint_type[0] == FLOATING and model.parent[0] < 0
+        self.nu = 6 if self.floating else 0
+        nq_base = 7 if self.floating else 0
+        if model.nq - nq_base != model.nv - self.nu or any(
+                model.joint_type[b] == FLOATING for b in range(1 if self.floating else 0, model.nbodies)):
+            raise ValueError(f"model '{model.name}': the whole-body controller needs one coordinate per "
+                             f"velocity beyond the floating base (no inner floating joints)")
+        self.nq_base = nq_base
+        self.na = model.nv - self.nu
+        self.joint_names = tuple(name for name in model.joint_names if model.v_index(name) >= self.nu)
+        self.base_frame = model.description.root
+        self.joint_selection = np.zeros((self.na, model.nv))
+        self.joint_selection[:, self.nu:] = np.eye(self.na)
+        self._actuated = np.arange(self.nu, model.nv)
+        self.tasks: list[Task] = []
+        self.contacts: dict[str, RigidContact] = {}
+        scale = float(finite_vector(torque_limit_scale, 1, "torque_limit_scale")[0])
+        if scale <= 0:
+            raise ValueError(f"torque_limit_scale must be positive, got {scale}")
+        effort = model.effort_limit[self.nu:] * scale
+        self.torque_rows = np.flatnonzero(np.isfinite(effort)) if torque_limits else np.zeros(0, dtype=int)
+        self.torque_limit = effort[self.torque_rows]
+        horizon = float(finite_vector(position_limit_horizon, 1, "position_limit_horizon")[0])
+        if horizon <= 0:
+            raise ValueError(f"position_limit_horizon must be positive, got {horizon}")
+        self.horizon = horizon
+        limit = np.array(np.broadcast_to(np.asarray(acceleration_limit, dtype=float), (self.na,)))
+        if np.any(np.isnan(limit)) or np.any(limit < 0):
+            raise ValueError(f"acceleration_limit must be non-negative numbers (inf: none), got {acceleration_limit}")
+        self.acceleration_limit = limit
+        lower = model.lower_position_limit[nq_base:]
+        upper = model.upper_position_limit[nq_base:]
+        self.position_lower, self.position_upper = lower, upper
+        self.bound_rows = np.flatnonzero(np.isfinite(lower) | np.isfinite(upper) | np.isfinite(
+            self.acceleration_limit))
+        self.hessian_regularization = float(hessian_regularization)
+        # rho small: the corners of a sole are weighed only by the 1e-8 regularisation, and
+        # ProxQP's default (1e-6) took ~1000 iterations on TALOS and reported false infeasibility
+        self.settings = dict(eps_abs=float(eps_abs), eps_rel=0.0, max_iter=int(max_iterations), default_rho=1e-12,
+                             initial_guess=proxsuite.proxqp.InitialGuess.WARM_START_WITH_PREVIOUS_RESULT,
+                             verbose=False)
+        self._workspaces: dict[tuple, _Workspace] = {}
+        self._last: ControlResult | None = None
+
+    # ---- tasks and contacts -------------------------------------------------
+    def add_task(self, task: Task) -> Task:
+        if not isinstance(task, Task):
+            raise ValueError(f"add_task takes a Task, got {type(task).__name__}")
+        if isinstance(task, FrameTask):
+            self.model.frame(task.frame)  # an unknown frame raises ValueError here
+        if isinstance(task, CenterOfMassTask) and not self.floating:
+            raise ValueError(f"model '{self.model.name}' has a fixed base: the CoM task needs a floating base")
+        if isinstance(task, PostureTask):
+            task.bind(self.joint_names, {name: k for k, name in enumerate(self.joint_names)})
+        self.tasks.append(task)
+        return task
+
+    def remove_task(self, task: Task) -> None:
+        self.tasks.remove(task)
+
+    def add_contact(self, contact: RigidContact) -> RigidContact:
+        """Adds (or replaces) the contact at contact.frame; its reference pose
+        is the frame's pose at the next cycle unless set."""
+        if not isinstance(contact, RigidContact):
+            raise ValueError(f"add_contact takes a RigidPointContact or RigidSurfaceContact, "
+                             f"got {type(contact).__name__}")
+        self.model.frame(contact.frame)
+        self.contacts[contact.name] = contact
+        return contact
+
+    def remove_contact(self, name: str) -> RigidContact:
+        contact = self.contacts.pop(name, None)
+        if contact is None:
+            known = ", ".join(self.contacts) or "none"
+            raise ValueError(f"no contact '{name}' to remove (contacts: {known})")
+        return contact
+
+    # ---- one cycle ------------------------------------------------------------
+    def state(self, q, v) -> State:
+        """The kinematics and centroidal quantities of (q, v) the tasks read."""
+        model = self.model
+        q = inputs.configuration(model, q, batch=False)
+        v = inputs.vector(model, v, model.nv, "v", batch=False)
+        frames = tuple(dict.fromkeys([c.frame for c in self.contacts.values()]
+                                     + [t.frame for t in self.tasks if isinstance(t, FrameTask)]))
+        if frames:
+            J, motion, R, p = frames_motion(model, q, v, frames)
+        else:
+            J, motion, R, p = np.zeros((0, 6, model.nv)), np.zeros((0, 2, 6)), np.zeros((0, 3, 3)), np.zeros((0, 3))
+        state = State(q, v, {name: k for k, name in enumerate(frames)}, J, motion[:, 0], motion[:, 1], R, p,
+                      q[self.nq_base:], v[self.nu:], self.joint_selection)
+        return state
+
+    def _centroidal(self, state: State, h: np.ndarray) -> None:
+        """CoM, its velocity, Jacobian (A_G's linear rows / m) and drift c̈ at
+        a = 0: the base rows of h hold the rate of the total momentum less
+        gravity in base axes, so m c̈₀ = R_base h[3:6] + m g."""
+        model = self.model
+        mass = model.total_mass
+        momentum, com = centroidal_state(model, state.q, state.v)
+        A = centroidal_momentum_matrix(model, state.q)
+        quaternion = state.q[3:7] / np.linalg.norm(state.q[3:7])
+        R = quaternion_to_matrix(*quaternion)
+        state.com, state.com_velocity = com, momentum[3:] / mass
+        state.com_jacobian = A[3:] / mass
+        state.com_drift = R @ h[3:6] / mass + model.gravity
+
+    def compute(self, q, v) -> ControlResult:
+        model, nv, nu = self.model, self.model.nv, self.nu
+        state = self.state(q, v)
+        contacts = list(self.contacts.values())
+        M = mass_matrix(model, state.q)
+        h = nonlinear_effects(model, state.q, state.v)
+        if any(isinstance(t, CenterOfMassTask) for t in self.tasks):
+            self._centroidal(state, h)
+        nf = sum(c.size for c in contacts)
+        n = nv + nf
+        key = tuple(c.name for c in contacts)
+        work = self._workspace(key, n, contacts)
+        H, g, A, b, C, lower, upper = work.H, work.g, work.A, work.b, work.C, work.lower, work.upper
+        # contact rows and the map from force variables to generalised forces
+        Jf = np.zeros((nf, nv))  # generalised force = Jf^T f
+        row, column, in_row = nu, nv, 0
+        constant = work.contacts == tuple(map(id, contacts))  # the pyramids' rows are in place
+        H[:] = 0.0
+        g[:] = 0.0
+        for contact in contacts:
+            Jc, rhs = contact.rows(state)
+            m = Jc.shape[0]
+            A[row:row + m, :nv] = Jc
+            b[row:row + m] = rhs
+            G = contact.generator(state)
+            Jf[column - nv:column - nv + contact.size] = G.T @ Jc
+            rows = contact.B.shape[0]
+            if not constant:
+                C[in_row:in_row + rows] = 0.0
+                C[in_row:in_row + rows, column:column + contact.size] = contact.B
+                lower[in_row:in_row + rows] = contact.lower
+                upper[in_row:in_row + rows] = contact.upper
+            W, target = contact.regularization, contact.regularization_target
+            block = slice(column, column + contact.size)
+            H[block, block] += contact.regularization_weight * (W.T @ W)
+            g[block] -= contact.regularization_weight * (W.T @ target)
+            row, column, in_row = row + m, column + contact.size, in_row + rows
+        work.contacts = tuple(map(id, contacts))
+        if nu:
+            A[:nu, :nv] = M[:nu]
+            A[:nu, nv:] = -Jf[:, :nu].T
+            b[:nu] = -h[:nu]
+        # torque limits on the actuated rows: tau = M_a a + h_a - J_a^T f
+        rows = self.torque_rows
+        k = len(rows)
+        if k:
+            joints = nu + rows
+            C[in_row:in_row + k, :nv] = M[joints]
+            C[in_row:in_row + k, nv:] = -Jf[:, joints].T
+            lower[in_row:in_row + k] = -self.torque_limit - h[joints]
+            upper[in_row:in_row + k] = self.torque_limit - h[joints]
+            in_row += k
+        rows = self.bound_rows
+        k = len(rows)
+        if k:
+            a_lower, a_upper = self.acceleration_bounds(state)
+            if not constant:
+                C[in_row:in_row + k] = 0.0
+                C[in_row + np.arange(k), nu + rows] = 1.0
+            lower[in_row:in_row + k] = a_lower[rows]
+            upper[in_row:in_row + k] = a_upper[rows]
+            in_row += k
+        for task in self.tasks:
+            if task.weight == 0.0:
+                continue
+            At, bt = task.rows(state)
+            if At is self.joint_selection:  # the posture: the actuated diagonal
+                H[self._actuated, self._actuated] += task.weight
+                g[nu:nv] -= task.weight * bt
+                continue
+            H[:nv, :nv] += task.weight * (At.T @ At)
+            g[:nv] -= task.weight * (At.T @ bt)
+        H.flat[::n + 1] += self.hessian_regularization
+        return self._solve(work, contacts, state, M, h, Jf)
+
+    def acceleration_bounds(self, state: State) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds on the actuated accelerations: reach no position limit within
+        the horizon T (q + v T + a T²/2), and |a| <= acceleration_limit."""
+        T = self.horizon
+        q, v = state.joint_positions, state.joint_velocities
+        with np.errstate(invalid="ignore"):
+            lower = np.maximum(2.0 * (self.position_lower - q - v * T) / T**2, -self.acceleration_limit)
+            upper = np.minimum(2.0 * (self.position_upper - q - v * T) / T**2, self.acceleration_limit)
+        return np.clip(lower, -INFINITE_BOUND, INFINITE_BOUND), np.clip(upper, -INFINITE_BOUND, INFINITE_BOUND)
+
+    def _workspace(self, key, n, contacts) -> _Workspace:
+        work = self._workspaces.get(key)
+        if work is None:
+            n_eq = self.nu + sum(c.motion_rows for c in contacts)
+            n_in = sum(c.B.shape[0] for c in contacts) + len(self.torque_rows) + len(self.bound_rows)
+            if len(self._workspaces) >= MAX_WORKSPACES:
+                self._workspaces.pop(next(iter(self._workspaces)))
+            work = self._workspaces[key] = _Workspace(n, n_eq, n_in, self.settings)
+        return work
+
+    def _solve(self, work, contacts, state, M, h, Jf) -> ControlResult:
+        qp, nv, nu = work.qp, self.model.nv, self.nu
+        if work.initialized:
+            qp.update(work.H, work.g, work.A, work.b, work.C, work.lower, work.upper, update_preconditioner=True)
+        else:
+            qp.init(work.H, work.g, work.A, work.b, work.C, work.lower, work.upper)
+            work.initialized = True
+        qp.solve()
+        info = qp.results.info
+        if info.status != _SOLVED:
+            for key, kept in list(self._workspaces.items()):  # no warm start from a failed solve
+                if kept is work:
+                    del self._workspaces[key]
+            status = str(info.status).rsplit(".", 1)[-1].replace("PROXQP_", "").replace("_", " ").lower()
+            last = self._last
+            message = (f"the QP has no solution ({status}): contacts {', '.join(self.contacts) or 'none'}; "
+                       + ("holding the last solved torques" if last else "no solved cycle yet: zero torques"))
+            if last is None:
+                return ControlResult(np.zeros(self.na), np.zeros(nv), {}, {}, status, False, info.iter, message)
+            return ControlResult(last.tau.copy(), last.a.copy(), dict(last.forces), dict(last.corner_forces),
+                                 status, False, info.iter, message)
+        x = qp.results.x
+        a, f = x[:nv].copy(), x[nv:]
+        tau = M[nu:] @ a + h[nu:] - Jf[:, nu:].T @ f
+        forces, corners, column = {}, {}, 0
+        for contact in contacts:
+            fc = f[column:column + contact.size].copy()
+            forces[contact.name] = contact.wrench(fc, state)
+            if contact.kind == "surface":
+                corners[contact.name] = fc.reshape(4, 3)
+            column += contact.size
+        self._last = ControlResult(tau, a, forces, corners, "solved", True, info.iter)
+        return self._last

@@ -1,0 +1,338 @@
+"""The whole-body controller (mbs_dynamics.control) against TSID (a test-only
+oracle, like Pinocchio) on the same model, state, tasks and contacts, and
+against invariants of its own: the floating-base dynamics with the returned
+a, f, tau; the contacts' accelerations; forces inside the pyramids; a lifted
+foot carries nothing; bad input refused with its message."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mbs_dynamics as mbs
+from helpers import FEET, close, solo12_standing
+from oracles import Pair, robot_path
+
+from mbs_dynamics.control import (CenterOfMassTask, FrameTask, OrientationTask, PostureTask, RigidPointContact,
+                                  RigidSurfaceContact, WholeBodyController)
+from mbs_dynamics.spatial.lie import so3_exp
+
+SOLES = ("left_sole_link", "right_sole_link")
+# TALOS's sole rectangle in the sole frame (TSID's TALOS demos: lxp, lxn, lyp, lyn)
+SOLE_CORNERS = np.array([[-0.05, -0.05, 0.0], [-0.05, 0.05, 0.0], [0.10, -0.05, 0.0], [0.10, 0.05, 0.0]])
+TOLERANCE = 1e-6
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def talos_standing():
+    """TALOS (reduced) with bent knees, the soles flat on the ground at z = 0."""
+    model = mbs.Model.from_urdf_file(robot_path("talos"), floating_base=True)
+    q = model.neutral_configuration()
+    for side in ("left", "right"):
+        q[model.q_index(f"leg_{side}_3_joint")] = -0.4
+        q[model.q_index(f"leg_{side}_4_joint")] = 0.8
+        q[model.q_index(f"leg_{side}_5_joint")] = -0.4
+    q[model.q_index("arm_left_4_joint")] = q[model.q_index("arm_right_4_joint")] = -0.5
+    q[2] -= mbs.frame_pose(model, q, SOLES[0])[2, 3]
+    return model, q
+
+
+def perturbed(model, q, rng, scale=0.02):
+    """q with the joints moved a little and v small (a state the tasks do not hold)."""
+    q = q.copy()
+    q[7:] += rng.uniform(-scale, scale, model.nq - 7)
+    return q, rng.uniform(-0.1, 0.1, model.nv)
+
+
+class Scenario:
+    """Our controller and TSID's formulation built from the same description."""
+
+    def __init__(self, robot: str, model, contacts, com_offset, base_rotation, frame_tasks=(), torque_limits=True):
+        self.robot, self.model = robot, model
+        self.controller = WholeBodyController(model, torque_limits=torque_limits)
+        self.contacts, self.com_offset, self.base_rotation = contacts, com_offset, base_rotation
+        self.frame_tasks = frame_tasks
+
+    def ours(self, q, v):
+        c = self.controller
+        for kind, frame, kp, reference in self.contacts:
+            contact = RigidPointContact(frame, friction=0.6, min_normal_force=1.0, max_normal_force=500.0,
+                                        kp=kp, kd=2 * np.sqrt(kp)) if kind == "point" else \
+                RigidSurfaceContact(frame, SOLE_CORNERS, friction=0.6, min_normal_force=1.0,
+                                    max_normal_force=2000.0, kp=kp, kd=2 * np.sqrt(kp))
+            contact.set_reference(reference)
+            c.add_contact(contact)
+        com = c.add_task(CenterOfMassTask(kp=30.0, kd=8.0, weight=1.0))
+        com.set_reference(mbs.center_of_mass(self.model, q) + self.com_offset, velocity=(0.01, 0.0, 0.0),
+                          acceleration=(0.0, 0.02, 0.0))
+        base = c.add_task(OrientationTask(c.base_frame, kp=20.0, kd=5.0, weight=0.5))
+        base.set_reference(self.base_rotation)
+        for frame, reference, mask in self.frame_tasks:
+            task = c.add_task(FrameTask(frame, kp=15.0, kd=6.0, weight=0.3, mask=mask))
+            task.set_reference(reference, twist=(0.0, 0.1, 0.0, 0.02, 0.0, 0.0))
+        posture = c.add_task(PostureTask(kp=5.0, kd=3.0, weight=1e-3))
+        posture.set_reference(q[7:] + 0.05)
+        return c.compute(q, v)
+
+    def tsid(self, q, v):
+        """TSID's (a, tau, {contact: force}) in our conventions, from tsid_oracle.py
+        in its own environment."""
+        pair = Pair(robot_path(self.robot), floating_base=True)
+        joints = pair.P[6:, 6:]  # ours = joints @ Pinocchio's, actuated coordinates
+        lower, upper = self.controller.acceleration_bounds(self.controller.state(q, v))
+        problem = {
+            "urdf": robot_path(self.robot), "q": pair.q(q).tolist(), "v": pair.v(v).tolist(),
+            "contacts": [{"kind": kind, "frame": frame, "mu": 0.6, "fmin": 1.0,
+                          "fmax": 500.0 if kind == "point" else 2000.0, "kp": kp, "kd": 2 * np.sqrt(kp),
+                          "corners": SOLE_CORNERS.tolist(), "reference": reference.tolist(),
+                          "regularization": 1e-5} for kind, frame, kp, reference in self.contacts],
+            "com": {"kp": 30.0, "kd": 8.0, "weight": 1.0,
+                    "position": (mbs.center_of_mass(self.model, q) + self.com_offset).tolist(),
+                    "velocity": [0.01, 0.0, 0.0], "acceleration": [0.0, 0.02, 0.0]},
+            "frames": [{"frame": self.controller.base_frame, "kp": [0, 0, 0, 20.0, 20.0, 20.0],
+                        "kd": [0, 0, 0, 5.0, 5.0, 5.0], "mask": [0, 0, 0, 1, 1, 1], "weight": 0.5,
+                        "reference": np.block([[self.base_rotation, np.zeros((3, 1))], [0, 0, 0, 1]]).tolist(),
+                        "twist": [0.0] * 6}]
+            + [{"frame": frame, "kp": [15.0] * 6, "kd": [6.0] * 6, "weight": 0.3,
+                "mask": [1, 1, 1, 1, 1, 1] if mask == "pose" else [1, 1, 1, 0, 0, 0],
+                "reference": reference.tolist(),
+                "twist": [0.02, 0, 0, 0, 0.1, 0]}  # ours [ω; ṗ] = (0, 0.1, 0, 0.02, 0, 0)
+               for frame, reference, mask in self.frame_tasks],
+            "posture": {"kp": 5.0, "kd": 3.0, "weight": 1e-3,
+                        "position": pair.q(np.r_[q[:7], q[7:] + 0.05])[7:].tolist()},
+            "torque_limits": bool(self.controller.torque_rows.size),
+            "acceleration_lower": (joints.T @ lower).tolist(), "acceleration_upper": (joints.T @ upper).tolist(),
+        }
+        answer = run_tsid(problem)
+        assert answer["status"] == 0, f"TSID's QP: status {answer['status']}"
+        forces = {}
+        for kind, frame, _, _ in self.contacts:
+            f = np.array(answer["forces"][frame])
+            if kind == "point":
+                forces[frame] = f
+            else:  # the corners' local forces to the wrench [n; f] about the frame origin, world axes
+                local = np.zeros(6)
+                for corner, x in zip(SOLE_CORNERS, f.reshape(4, 3)):
+                    local[:3] += np.cross(corner, x)
+                    local[3:] += x
+                R = mbs.frame_pose(self.model, q, frame)[:3, :3]
+                forces[frame] = np.r_[R @ local[:3], R @ local[3:]]
+        return pair.P @ np.array(answer["a"]), joints @ np.array(answer["tau"]), forces
+
+
+def tsid_python():
+    """The interpreter of the TSID environment (scripts/setup_venv.sh --test
+    makes .venv-tsid), or MBS_TSID_PYTHON."""
+    path = os.environ.get("MBS_TSID_PYTHON") or str(REPOSITORY / ".venv-tsid" / "bin" / "python")
+    if not os.path.exists(path):
+        pytest.skip(f"no TSID environment at {path} (scripts/setup_venv.sh --test makes it)")
+    return path
+
+
+def run_tsid(problem):
+    done = subprocess.run([tsid_python(), str(Path(__file__).with_name("tsid_oracle.py"))],
+                          input=json.dumps(problem), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def offset_pose(model, q, frame, dp, dw):
+    T = mbs.frame_pose(model, q, frame).copy()
+    T[:3, 3] += dp
+    T[:3, :3] = so3_exp(dw) @ T[:3, :3]
+    return T
+
+
+def solo_scenario(q, kp=20.0):
+    model = solo_scenario.model
+    contacts = [("point", foot, kp, offset_pose(model, q, foot, (0.002, -0.001, 0.001), (0, 0, 0)))
+                for foot in FEET]
+    return Scenario("solo12", model, contacts, np.array([0.01, -0.005, 0.01]), so3_exp([0.02, -0.03, 0.05]))
+
+
+def talos_scenario(q, kp=20.0):
+    model = talos_scenario.model
+    contacts = [("surface", sole, kp, offset_pose(model, q, sole, (0.001, 0.002, -0.001), (0.01, -0.01, 0.005)))
+                for sole in SOLES]
+    hands = [("arm_left_7_link", offset_pose(model, q, "arm_left_7_link", (0.03, 0.02, -0.01), (0.1, 0, 0)),
+              "pose"),
+             ("arm_right_7_link", offset_pose(model, q, "arm_right_7_link", (0.02, -0.02, 0.03), (0, 0, 0)),
+              "position")]
+    return Scenario("talos", model, contacts, np.array([0.01, 0.01, -0.02]), so3_exp([0.0, 0.05, 0.0]), hands)
+
+
+@pytest.fixture(scope="module")
+def solo():
+    model, q = solo12_standing()
+    solo_scenario.model = model
+    return model, q
+
+
+@pytest.fixture(scope="module")
+def talos():
+    model, q = talos_standing()
+    talos_scenario.model = model
+    return model, q
+
+
+def compare(scenario, q, v):
+    result = scenario.ours(q, v)
+    assert result.feasible, result.message
+    a, tau, forces = scenario.tsid(q, v)
+    close(result.a, a, TOLERANCE)
+    close(result.tau, tau, TOLERANCE)
+    for name, force in forces.items():
+        close(result.forces[name], force, TOLERANCE)
+    return result
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_solo12_four_point_feet_equal_tsid(solo, seed):
+    model, q0 = solo
+    q, v = perturbed(model, q0, np.random.default_rng(seed))
+    compare(solo_scenario(q), q, v)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_talos_two_soles_equal_tsid(talos, seed):
+    model, q0 = talos
+    q, v = perturbed(model, q0, np.random.default_rng(seed))
+    compare(talos_scenario(q), q, v)
+
+
+def test_solo12_three_feet_equal_tsid(solo):
+    """A foot lifted (its contact removed in both) and TSID still agrees."""
+    model, q0 = solo
+    q, v = perturbed(model, q0, np.random.default_rng(7))
+    scenario = solo_scenario(q)
+    scenario.contacts = scenario.contacts[1:]
+    compare(scenario, q, v)
+
+
+def dynamics_residual(controller, q, v, result):
+    """M a + h - S^T tau - Σ J^T f for the result (each contact's wrench on
+    its frame, world axes about its origin: hybrid Jacobians)."""
+    model = controller.model
+    generalized = mbs.mass_matrix(model, q) @ result.a + mbs.nonlinear_effects(model, q, v)
+    generalized[6:] -= result.tau
+    for name, force in result.forces.items():
+        J = mbs.frame_jacobian(model, q, name, "hybrid")
+        generalized -= (J[3:].T @ force) if force.shape == (3,) else (J.T @ force)
+    return generalized
+
+
+@pytest.mark.parametrize("robot", ["solo", "talos"])
+def test_invariants(robot, solo, talos):
+    """Without an oracle: the equations of motion hold with the returned a, f,
+    tau to 1e-9; contacts accelerate as asked (zero gains: not at all);
+    forces within the pyramids and the normal force bounds; torques within
+    the URDF limits."""
+    model, q0 = solo if robot == "solo" else talos
+    q, v = perturbed(model, q0, np.random.default_rng(3))
+    scenario = (solo_scenario if robot == "solo" else talos_scenario)(q, kp=0.0)
+    result = scenario.ours(q, v)
+    assert result.feasible, result.message
+    close(dynamics_residual(scenario.controller, q, v, result), np.zeros(model.nv), 1e-9)
+    for name, contact in scenario.controller.contacts.items():
+        acceleration = mbs.frame_acceleration(model, q, v, result.a, name, "hybrid")
+        if contact.kind == "point":
+            close(acceleration[3:], np.zeros(3), 1e-7)
+            f = result.forces[name]
+            assert f[2] >= 1.0 - 1e-7 and max(abs(f[0]), abs(f[1])) <= 0.6 * f[2] + 1e-7  # the pyramid's facets
+        else:
+            R = mbs.frame_pose(model, q, name)[:3, :3]
+            # the sole's local classical acceleration is zero
+            close(np.r_[R.T @ acceleration[:3], R.T @ acceleration[3:]], np.zeros(6), 1e-7)
+            corners = result.corner_forces[name]
+            assert np.all(np.abs(corners[:, :2]) <= 0.6 * corners[:, 2:3] + 1e-7)
+            assert corners[:, 2].sum() >= 1.0 - 1e-7
+    effort = model.effort_limit[6:]
+    assert np.all(np.abs(result.tau) <= effort + 1e-7)
+
+
+def test_lifted_foot_carries_nothing_and_moves(solo):
+    """Remove a contact at run time: the foot gets no force and its frame task
+    lifts it; add it back: four forces again, summing to the weight at rest."""
+    model, q = solo
+    v = np.zeros(model.nv)
+    controller = WholeBodyController(model)
+    for foot in FEET:
+        controller.add_contact(RigidPointContact(foot, friction=0.7))
+    controller.add_task(CenterOfMassTask(kp=50.0, weight=1.0))
+    controller.add_task(OrientationTask(controller.base_frame, kp=50.0, weight=1.0))
+    controller.add_task(PostureTask(kp=10.0, weight=1e-3))
+    swing = controller.add_task(FrameTask(FEET[0], kp=100.0, weight=1.0, mask="position"))
+    swing.set_reference(position=mbs.frame_pose(model, q, FEET[0])[:3, 3] + [0, 0, 0.05])
+    controller.remove_contact(FEET[0])
+    result = controller.compute(q, v)
+    assert result.feasible, result.message
+    assert FEET[0] not in result.forces and len(result.forces) == 3
+    close(dynamics_residual(controller, q, v, result), np.zeros(model.nv), 1e-9)
+    lift = mbs.frame_acceleration(model, q, v, result.a, FEET[0], "hybrid")[5]
+    assert lift > 1.0, f"the lifted foot accelerates up at {lift} m/s²"
+    controller.remove_task(swing)
+    controller.add_contact(RigidPointContact(FEET[0], friction=0.7))
+    result = controller.compute(q, v)
+    assert len(result.forces) == 4
+    total = sum(result.forces.values())
+    close(total, np.r_[0, 0, model.total_mass * 9.81], 1e-3)
+
+
+def test_bad_input_is_refused_with_its_message(solo):
+    model, q = solo
+    v = np.zeros(model.nv)
+    controller = WholeBodyController(model)
+    com = controller.add_task(CenterOfMassTask())
+    with pytest.raises(ValueError, match="model 'solo' has no frame 'no_such_foot'"):
+        controller.add_contact(RigidPointContact("no_such_foot"))
+    with pytest.raises(ValueError, match="has no frame 'hand'"):
+        controller.add_task(FrameTask("hand"))
+    with pytest.raises(ValueError, match=r"the CoM reference position has a non-finite value: \[0.0, nan, 0.3\]"):
+        com.set_reference([0.0, np.nan, 0.3])
+    with pytest.raises(ValueError, match="the CoM reference position must have 3 values"):
+        com.set_reference([0.0, 0.1])
+    base = controller.add_task(OrientationTask(controller.base_frame))
+    with pytest.raises(ValueError, match="must be a unit quaternion"):
+        base.set_reference([0.0, 0.0, 0.0, 2.0])
+    with pytest.raises(ValueError, match=r"v has a non-finite value \(nan\)"):
+        controller.compute(q, np.full(model.nv, np.nan))
+    with pytest.raises(ValueError, match="no contact 'FL_FOOT' to remove"):
+        controller.remove_contact("FL_FOOT")
+    with pytest.raises(ValueError, match="friction coefficient of contact 'FL_FOOT' must be positive"):
+        RigidPointContact("FL_FOOT", friction=0.0)
+    # the references kept are the good ones: the controller still solves
+    for foot in FEET:
+        controller.add_contact(RigidPointContact(foot, friction=0.7))
+    assert controller.compute(q, v).feasible
+
+
+def test_infeasible_qp_holds_the_last_torques(solo):
+    """Constraints that cannot all hold (no joint may accelerate, yet the
+    feet must move towards references 1 cm away): the result says so and
+    holds the last solved torques; a feasible cycle after it solves again."""
+    model, q = solo
+    v = np.zeros(model.nv)
+    controller = WholeBodyController(model, acceleration_limit=0.0)
+    controller.add_task(CenterOfMassTask(kp=50.0))
+    controller.add_task(PostureTask(kp=10.0))
+    for foot in FEET:
+        controller.add_contact(RigidPointContact(foot, friction=0.7))
+    good = controller.compute(q, v)
+    assert good.feasible, good.message
+    for k, foot in enumerate(FEET):
+        moving = controller.add_contact(RigidPointContact(foot, friction=0.7, kp=100.0))
+        moving.set_reference(position=mbs.frame_pose(model, q, foot)[:3, 3] + [0.01 * k, -0.01, 0.0])
+    result = controller.compute(q, v)
+    assert not result.feasible
+    assert result.message.startswith("the QP has no solution (") and result.message.endswith(
+        "contacts FL_FOOT, FR_FOOT, HL_FOOT, HR_FOOT; holding the last solved torques"), result.message
+    close(result.tau, good.tau, 0.0)
+    for foot in FEET:
+        controller.add_contact(RigidPointContact(foot, friction=0.7))
+    again = controller.compute(q, v)
+    assert again.feasible
+    close(again.tau, good.tau, 1e-6)

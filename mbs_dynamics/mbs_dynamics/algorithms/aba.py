@@ -20,7 +20,7 @@ from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RE
     ExactKernel, all_finite, invalid, vectors_fit
 from mbs_dynamics.multibody.joints import REST, body_inertias, body_velocity, forward_pass, gravity_acceleration, joint_bias, \
     parent_row, subspace_times
-from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
+from mbs_dynamics.multibody.model import PRISMATIC, REVOLUTE, Model, body_count, unflatten, unpack_model
 from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, readonly, scratch, take
 from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import add, congruence_add, force_cross, force_to_parent, inertia_times, motion_cross, \
@@ -105,30 +105,39 @@ def articulated_inertias(packed, views):
     scale = model.inertia_scale[0]
     body_inertias(packed, IA)
     for i in range(model.parent.shape[0] - 1, -1, -1):
-        ni = model.nv_joint[i]
+        ni, kind, lam = model.nv_joint[i], model.joint_type[i], model.parent[i]
+        if kind == REVOLUTE or kind == PRISMATIC:  # S = [s; 0] or [0; s]: U = I^A S from three columns
+            o = 0 if kind == REVOLUTE else 3
+            s0, s1, s2 = S[i, o, 0], S[i, o + 1, 0], S[i, o + 2, 0]
+            for r in range(6):
+                U[i, 0, r] = IA[i, r, o] * s0 + IA[i, r, o + 1] * s1 + IA[i, r, o + 2] * s2
+            D = model.armature[model.v_start[i]] + s0 * U[i, 0, o] + s1 * U[i, 0, o + 1] + s2 * U[i, 0, o + 2]
+            if abs(D) <= SINGULAR_PIVOT * scale:
+                return i
+            Dinv[i, 0, 0] = d = 1.0 / D
+            if lam < 0:
+                continue
+            for r in range(6):  # I^a = I^A - U D^-1 U^T, symmetric
+                scaled = U[i, 0, r] * d
+                for c in range(r, 6):
+                    IA[i, r, c] -= scaled * U[i, 0, c]
+                    IA[i, c, r] = IA[i, r, c]
+            congruence_add(R[i], p[i], IA[i], work, IA[lam])
+            continue
         for k in range(ni):
             for r in range(6):
                 total = 0.0
                 for c in range(6):
                     total += IA[i, r, c] * S[i, c, k]
                 U[i, k, r] = total
-        if ni == 1:
-            D = model.armature[model.v_start[i]]
-            for r in range(6):
-                D += S[i, r, 0] * U[i, 0, r]
-            if abs(D) <= SINGULAR_PIVOT * scale:
-                return i
-            Dinv[i, 0, 0] = 1.0 / D
-        else:
-            for k in range(ni):
-                for m in range(ni):
-                    total = model.armature[model.v_start[i] + k] if k == m else 0.0
-                    for r in range(6):
-                        total += S[i, r, k] * U[i, m, r]
-                    work[k, m] = total
-            if not invert_small(work, ni, Dinv[i], scale, views.augmented):
-                return i
-        lam = model.parent[i]
+        for k in range(ni):
+            for m in range(ni):
+                total = model.armature[model.v_start[i] + k] if k == m else 0.0
+                for r in range(6):
+                    total += S[i, r, k] * U[i, m, r]
+                work[k, m] = total
+        if not invert_small(work, ni, Dinv[i], scale, views.augmented):
+            return i
         if lam < 0:
             continue
         for r in range(6):  # I^a = I^A - U D^-1 U^T, symmetric

@@ -17,8 +17,8 @@ import math
 from numba import njit
 
 from mbs_dynamics.multibody.model import PLANAR, PRISMATIC, REVOLUTE, unpack_model
-from mbs_dynamics.spatial.algebra import add, motion_cross, motion_to_child, quaternion_to_rotation, rotation_about_axis, row, \
-    spatial_inertia_matrix, store
+from mbs_dynamics.spatial.algebra import add, cross, motion_cross, motion_to_child, motion_to_parent, \
+    quaternion_to_rotation, rotate, rotation_about_axis, row, spatial_inertia_matrix, store
 
 # The motion of the world, at rest.
 REST = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -86,6 +86,27 @@ def motion_subspace(model, i, q, S):
         for r in range(6):
             for c in range(6):
                 S[i, r, c] = 1.0 if r == c else 0.0
+
+
+@njit(cache=True, inline="always")
+def world_subspace(model, i, S, world_R, world_p, out):
+    """out[i, k] = ^0X_i S_i[:, k] (spatial.motion_to_parent with body i's world
+    placement): column k of its motion subspace in world axes, about the world
+    origin. A revolute joint's column is a rotation [w; p x w], a prismatic
+    one's a translation [0; R s]: the same numbers as the general transform,
+    without its products with zeros."""
+    kind = model.joint_type[i]
+    if kind == REVOLUTE:
+        w = rotate(world_R, i, (S[i, 0, 0], S[i, 1, 0], S[i, 2, 0]))
+        out[i, 0, 0], out[i, 0, 1], out[i, 0, 2] = w
+        out[i, 0, 3], out[i, 0, 4], out[i, 0, 5] = cross((world_p[i, 0], world_p[i, 1], world_p[i, 2]), w)
+    elif kind == PRISMATIC:
+        out[i, 0, 0] = out[i, 0, 1] = out[i, 0, 2] = 0.0
+        out[i, 0, 3], out[i, 0, 4], out[i, 0, 5] = rotate(world_R, i, (S[i, 3, 0], S[i, 4, 0], S[i, 5, 0]))
+    else:
+        for k in range(model.nv_joint[i]):
+            out[i, k, 0], out[i, k, 1], out[i, k, 2], out[i, k, 3], out[i, k, 4], out[i, k, 5] = motion_to_parent(
+                world_R, world_p, i, (S[i, 0, k], S[i, 1, k], S[i, 2, k], S[i, 3, k], S[i, 4, k], S[i, 5, k]))
 
 
 @njit(cache=True, inline="always")

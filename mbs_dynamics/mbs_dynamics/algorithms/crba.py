@@ -14,10 +14,10 @@ import numpy as np
 from numba import njit, types
 
 from mbs_dynamics import inputs
-from mbs_dynamics.algorithms.kinematics import body_poses_kernel
+from mbs_dynamics.algorithms.kinematics import place_in_world
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RESULT_MATRIX, VECTOR, ExactKernel, \
     all_finite, invalid, vectors_fit
-from mbs_dynamics.multibody.joints import world_subspace
+from mbs_dynamics.multibody.joints import joint_placement, motion_subspace, world_subspace
 from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
 from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
 from mbs_dynamics.parallel import run_batch
@@ -78,14 +78,6 @@ def composite_sums(packed, mass_c, first_moment_c, inertia_c):
 
 
 @njit(cache=True)
-def world_composite_inertias(packed, world_R, world_p, mass_c, first_moment_c, inertia_c):
-    """(mass_c[i], first_moment_c[i], inertia_c[i]): body i and every body it carries,
-    as one spatial inertia about the world origin in world axes."""
-    world_body_inertias(packed, world_R, world_p, mass_c, first_moment_c, inertia_c)
-    composite_sums(packed, mass_c, first_moment_c, inertia_c)
-
-
-@njit(cache=True)
 def world_motion_subspaces(packed, S, world_R, world_p, out):
     """out[i, k] = ^0X_i S_i[:, k] for every body (joints.world_subspace)."""
     model = unpack_model(packed)
@@ -110,10 +102,14 @@ def composite_momenta(packed, q, buffer):
     inertia_c, o = take(buffer, o, (n, 3, 3))
     S_world, o = take(buffer, o, (n, 6, 6))
     F, o = take(buffer, o, (6, 6))
-    world_R, world_p = kinematics.world_R, kinematics.world_p
-    body_poses_kernel(packed, q, kinematics.R, kinematics.p, kinematics.S, world_R, world_p)
-    world_composite_inertias(packed, world_R, world_p, mass_c, first_moment_c, inertia_c)
-    world_motion_subspaces(packed, kinematics.S, world_R, world_p, S_world)
+    R, p, S, world_R, world_p = kinematics.R, kinematics.p, kinematics.S, kinematics.world_R, kinematics.world_p
+    for i in range(n):  # body_poses_kernel, world_motion_subspaces and world_body_inertias in one pass
+        joint_placement(model, i, q, R, p)
+        motion_subspace(model, i, q, S)
+        place_in_world(i, model.parent[i], R, p, world_R, world_p)
+        world_subspace(model, i, S, world_R, world_p, S_world)
+        world_body_inertia(model, i, world_R, world_p, mass_c, first_moment_c, inertia_c)
+    composite_sums(packed, mass_c, first_moment_c, inertia_c)
     return CompositeViews(mass_c, first_moment_c, inertia_c, S_world, F)
 
 

@@ -10,10 +10,10 @@ from mbs_dynamics import inputs
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RESULT_MATRIX, VECTOR, ExactKernel, \
     all_finite, invalid, vectors_fit
 from mbs_dynamics.multibody.joints import body_acceleration, body_jerk, body_velocity, forward_pass, joint_placement, \
-    motion_subspace, world_subspace
+    motion_subspace, world_column, world_subspace
 from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
 from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
-from mbs_dynamics.spatial.algebra import cross, motion_cross, motion_to_parent, rotate, rotate_back
+from mbs_dynamics.spatial.algebra import cross, motion_cross, rotate, rotate_back
 from mbs_dynamics.spatial.lie import pose
 
 
@@ -83,8 +83,7 @@ def add_point_jacobian(model, S, body_R, body_p, b, x, jacobian):
     j = b
     while j >= 0:
         for m in range(model.nv_joint[j]):
-            column = motion_to_parent(body_R, body_p, j, (S[j, 0, m], S[j, 1, m], S[j, 2, m], S[j, 3, m],
-                                                          S[j, 4, m], S[j, 5, m]))
+            column = world_column(model, j, S, body_R, body_p, m)
             c = model.v_start[j] + m
             jacobian[0, c] += column[0]
             jacobian[1, c] += column[1]

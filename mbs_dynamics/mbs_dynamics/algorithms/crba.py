@@ -61,7 +61,7 @@ def world_body_inertias(packed, world_R, world_p, mass_w, first_moment_w, inerti
         world_body_inertia(model, i, world_R, world_p, mass_w, first_moment_w, inertia_w)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def composite_sums(packed, mass_c, first_moment_c, inertia_c):
     """World inertias of bodies (world_body_inertias) -> composites: each body's plus
     those of every body it carries, summed leaves to root (about one point, additive)."""
@@ -91,7 +91,7 @@ def world_motion_subspaces(packed, S, world_R, world_p, out):
 CompositeViews = namedtuple("CompositeViews", ("mass_c", "first_moment_c", "inertia_c", "S_world", "F"))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def composite_momenta(packed, q, buffer):
     """The CompositeViews of `buffer` at q, after its KinematicViews (world placements)."""
     model = unpack_model(packed)

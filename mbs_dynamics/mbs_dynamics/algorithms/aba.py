@@ -266,18 +266,14 @@ def aba_batch_kernel(packed, q, v, tau, qdd, status):
 
 @njit(cache=True)
 def inverse_mass_setup(packed, q, buffer):
-    """The articulated inertias at q, kept in `buffer` for inverse_mass_apply;
-    returns the first singular body or -1."""
-    model = unpack_model(packed)
-    n = model.parent.shape[0]
-    views = aba_views(buffer, n)
-    scale = model.inertia_scale[0]
-    for i in range(n):
-        place_body(model, i, q, views)
-    for i in range(n - 1, -1, -1):
-        if not articulated_inertia(model, i, views, scale):
-            return i
-    return -1
+    """The articulated inertias at q, kept in `buffer` for inverse_mass_apply:
+    aba_kernel at rest (its other passes cost little beside them, and one
+    compiled ABA is shorter to compile than two); returns the first singular
+    body or -1."""
+    nv = unpack_model(packed).armature.shape[0]
+    rest, qdd = np.zeros(nv), np.empty(nv)
+    status = aba_kernel(packed, q, rest, rest, np.empty((0, 6)), qdd, buffer)
+    return -1 - status if status < 0 else -1
 
 
 @njit(cache=True)

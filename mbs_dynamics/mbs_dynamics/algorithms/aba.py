@@ -18,13 +18,13 @@ from mbs_dynamics.algorithms.crba import crba_kernel, ltl_factor, ltl_solve, mas
 from mbs_dynamics.algorithms.rnea import external_wrenches_in_bodies, inverse_dynamics, rnea_kernel
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RESULT, SINGULAR_MASS_MATRIX, VECTOR, \
     ExactKernel, all_finite, invalid, vectors_fit
-from mbs_dynamics.multibody.joints import REST, body_inertias, body_velocity, forward_pass, gravity_acceleration, joint_bias, \
-    parent_row, subspace_times
-from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
+from mbs_dynamics.multibody.joints import REST, body_velocity, gravity_acceleration, joint_bias, joint_placement, \
+    motion_subspace, parent_row, subspace_times
+from mbs_dynamics.multibody.model import PRISMATIC, REVOLUTE, Model, body_count, unflatten, unpack_model
 from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, readonly, scratch, take
 from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import add, congruence_add, force_cross, force_to_parent, inertia_times, motion_cross, \
-    motion_to_child, row, store, store_add
+    motion_to_child, row, spatial_inertia_matrix, store, store_add
 
 # A joint whose articulated inertia D = S^T I^A S has a pivot below this
 # (relative to the robot's largest inertia) moves nothing with mass: M is singular.
@@ -94,43 +94,72 @@ def aba_views(buffer, n):
     return AbaViews(kinematics.R, kinematics.p, kinematics.S, IA, U, Dinv, vel, c, pA, u, acc, work, augmented)
 
 
-@njit(cache=True)
-def articulated_inertias(packed, views):
-    """Pass 2 of the ABA for the inertias (q only; F&O eq. 12, RBDL Alg. 3):
-    U_i = I^A_i S_i, D_i = S_i^T U_i + the joint's armature, I^a_i = I^A_i - U_i D_i^-1 U_i^T, and
-    I^A_λ += ^iX_λ^T I^a_i ^iX_λ. Returns the first body whose D is singular,
-    or -1. U[i, k] is column k of U_i; pass 3 needs only U and D^-1."""
-    model = unpack_model(packed)
+@njit(cache=True, inline="always")
+def place_body(model, i, q, views):
+    """Body i's placement in its parent (R, p), motion subspace S and, as the
+    start of its articulated inertia, its own 6x6 inertia I^A_i = I_i."""
+    joint_placement(model, i, q, views.R, views.p)
+    motion_subspace(model, i, q, views.S)
+    spatial_inertia_matrix(model.mass[i], model.first_moment[i], model.rotational_inertia[i], views.IA[i])
+
+
+@njit(cache=True, inline="always")
+def body_bias(model, i, v, f_ext, views):
+    """Pass 1 of the ABA for body i (F&O eq. 11): its velocity v_i, bias
+    acceleration c_i = c_J + v_i x S_i qd_i and bias force
+    p^A_i = v_i x* I_i v_i - f_ext_i."""
+    v_i, vJ = body_velocity(model, i, views.R, views.p, views.S, v, views.vel)
+    store(views.c, i, add(joint_bias(model, i, views.S, v), motion_cross(v_i, vJ)))
+    store(views.pA, i, force_cross(v_i, inertia_times(model.mass, model.first_moment, model.rotational_inertia,
+                                                      i, v_i)))
+    if f_ext.shape[0] > 0:
+        for r in range(6):
+            views.pA[i, r] -= f_ext[i, r]
+
+
+@njit(cache=True, inline="always")
+def articulated_inertia(model, i, views, scale):
+    """Pass 2 of the ABA for body i's inertia (q only; F&O eq. 12, RBDL Alg. 3),
+    its children done: U_i = I^A_i S_i, D_i = S_i^T U_i + the joint's armature,
+    I^a_i = I^A_i - U_i D_i^-1 U_i^T, and I^A_λ += ^iX_λ^T I^a_i ^iX_λ. False
+    when D_i is singular. U[i, k] is column k of U_i; pass 3 needs only U and
+    D^-1. A revolute or prismatic joint's S = [s; 0] or [0; s]: U from three
+    columns of I^A, D a scalar."""
     R, p, S, IA, U, Dinv, work = views.R, views.p, views.S, views.IA, views.U, views.Dinv, views.work
-    scale = model.inertia_scale[0]
-    body_inertias(packed, IA)
-    for i in range(model.parent.shape[0] - 1, -1, -1):
-        ni = model.nv_joint[i]
+    ni, kind, lam = model.nv_joint[i], model.joint_type[i], model.parent[i]
+    if kind == REVOLUTE or kind == PRISMATIC:
+        o = 0 if kind == REVOLUTE else 3
+        s0, s1, s2 = S[i, o, 0], S[i, o + 1, 0], S[i, o + 2, 0]
+        for r in range(6):
+            U[i, 0, r] = IA[i, r, o] * s0 + IA[i, r, o + 1] * s1 + IA[i, r, o + 2] * s2
+        D = model.armature[model.v_start[i]] + s0 * U[i, 0, o] + s1 * U[i, 0, o + 1] + s2 * U[i, 0, o + 2]
+        if abs(D) <= SINGULAR_PIVOT * scale:
+            return False
+        Dinv[i, 0, 0] = d = 1.0 / D
+        if lam < 0:
+            return True
+        for r in range(6):  # I^a = I^A - U D^-1 U^T, symmetric
+            scaled = U[i, 0, r] * d
+            for c in range(r, 6):
+                IA[i, r, c] -= scaled * U[i, 0, c]
+                IA[i, c, r] = IA[i, r, c]
+    else:
         for k in range(ni):
             for r in range(6):
                 total = 0.0
                 for c in range(6):
                     total += IA[i, r, c] * S[i, c, k]
                 U[i, k, r] = total
-        if ni == 1:
-            D = model.armature[model.v_start[i]]
-            for r in range(6):
-                D += S[i, r, 0] * U[i, 0, r]
-            if abs(D) <= SINGULAR_PIVOT * scale:
-                return i
-            Dinv[i, 0, 0] = 1.0 / D
-        else:
-            for k in range(ni):
-                for m in range(ni):
-                    total = model.armature[model.v_start[i] + k] if k == m else 0.0
-                    for r in range(6):
-                        total += S[i, r, k] * U[i, m, r]
-                    work[k, m] = total
-            if not invert_small(work, ni, Dinv[i], scale, views.augmented):
-                return i
-        lam = model.parent[i]
+        for k in range(ni):
+            for m in range(ni):
+                total = model.armature[model.v_start[i] + k] if k == m else 0.0
+                for r in range(6):
+                    total += S[i, r, k] * U[i, m, r]
+                work[k, m] = total
+        if not invert_small(work, ni, Dinv[i], scale, views.augmented):
+            return False
         if lam < 0:
-            continue
+            return True
         for r in range(6):  # I^a = I^A - U D^-1 U^T, symmetric
             for c in range(r, 6):
                 total = 0.0
@@ -140,19 +169,28 @@ def articulated_inertias(packed, views):
                 IA[i, r, c] -= total
                 if c != r:
                     IA[i, c, r] = IA[i, r, c]
-        congruence_add(R[i], p[i], IA[i], work, IA[lam])
-    return -1
+    congruence_add(R[i], p[i], IA[i], work, IA[lam])
+    return True
 
 
 @njit(cache=True, inline="always")
-def articulated_bias_force(views, i, ni):
-    """p^a_i = p^A_i + I^a_i c_i + U_i D_i^-1 u_i (F&O eq. 12), a 6-tuple; ni:
-    the joint's number of velocity coordinates."""
-    IA, U, Dinv, c, u = views.IA, views.U, views.Dinv, views.c, views.u
+def articulated_bias(model, i, views, tau):
+    """Pass 2 of the ABA for body i's bias force (F&O eq. 12), its inertia done
+    (articulated_inertia) and its children's forces in p^A_i: u_i = tau_i -
+    S_i^T p^A_i, and p^A_λ += ^λX_i^* (p^A_i + I^a_i c_i + U_i D_i^-1 u_i)."""
+    S, IA, U, Dinv, c, pA, u = views.S, views.IA, views.U, views.Dinv, views.c, views.pA, views.u
+    ni, vi, lam = model.nv_joint[i], model.v_start[i], model.parent[i]
+    for k in range(ni):
+        t = tau[vi + k]
+        for r in range(6):
+            t -= S[i, r, k] * pA[i, r]
+        u[i, k] = t
+    if lam < 0:
+        return
     Dinv_u0 = Dinv[i, 0, 0] * u[i, 0] if ni == 1 else 0.0
-    pa = row(views.pA, i)
+    work = views.work
     for r in range(6):
-        total = pa[r]
+        total = pA[i, r]
         for col in range(6):
             total += IA[i, r, col] * c[i, col]
         if ni == 1:
@@ -161,84 +199,60 @@ def articulated_bias_force(views, i, ni):
             for k in range(ni):
                 for m in range(ni):
                     total += U[i, k, r] * Dinv[i, k, m] * u[i, m]
-        views.work[0, r] = total
-    return row(views.work, 0)
+        work[0, r] = total
+    store_add(pA, lam, force_to_parent(views.R, views.p, i, row(work, 0)))
 
 
-@njit(cache=True)
-def bias_and_accelerations(packed, gravity, views, tau, qdd):
-    """Passes 2 (bias forces, given p^A and c from pass 1) and 3 of the ABA
-    (F&O eqs. 12-14); views.IA holds I^a (articulated_inertias). `gravity`:
-    the acceleration the world has, [0; -g] (joints.gravity_acceleration)."""
-    model = unpack_model(packed)
-    R, p, S, U, Dinv, c, pA, u, acc = (views.R, views.p, views.S, views.U, views.Dinv, views.c, views.pA, views.u,
-                                       views.acc)
-    n = model.parent.shape[0]
-    for i in range(n - 1, -1, -1):
-        ni, vi = model.nv_joint[i], model.v_start[i]
-        for k in range(ni):
-            t = tau[vi + k]
+@njit(cache=True, inline="always")
+def body_acceleration_aba(model, i, views, gravity, qdd):
+    """Pass 3 of the ABA for body i (F&O eqs. 13-14), its parent's acceleration
+    known: a'_i = ^iX_λ a_λ + c_i, qdd_i = D_i^-1 (u_i - U_i^T a'_i), a_i = a'_i + S_i qdd_i.
+    `gravity`: the acceleration the world has, [0; -g] (joints.gravity_acceleration)."""
+    S, U, Dinv, u, acc = views.S, views.U, views.Dinv, views.u, views.acc
+    ni, vi = model.nv_joint[i], model.v_start[i]
+    a_i = add(motion_to_child(views.R, views.p, i, parent_row(acc, model.parent[i], gravity)), row(views.c, i))
+    store(acc, i, a_i)
+    if ni == 1:
+        ua = u[i, 0]
+        for r in range(6):
+            ua -= U[i, 0, r] * a_i[r]
+        qdd[vi] = Dinv[i, 0, 0] * ua
+        for r in range(6):
+            acc[i, r] += S[i, r, 0] * qdd[vi]
+        return
+    for k in range(ni):
+        t = 0.0
+        for m in range(ni):
+            ua = u[i, m]
             for r in range(6):
-                t -= S[i, r, k] * pA[i, r]
-            u[i, k] = t
-        lam = model.parent[i]
-        if lam >= 0:
-            store_add(pA, lam, force_to_parent(R, p, i, articulated_bias_force(views, i, ni)))
-    for i in range(n):
-        ni, vi = model.nv_joint[i], model.v_start[i]
-        a_i = add(motion_to_child(R, p, i, parent_row(acc, model.parent[i], gravity)), row(c, i))
-        store(acc, i, a_i)
-        if ni == 1:
-            ua = u[i, 0]
-            for r in range(6):
-                ua -= U[i, 0, r] * a_i[r]
-            qdd[vi] = Dinv[i, 0, 0] * ua
-            for r in range(6):
-                acc[i, r] += S[i, r, 0] * qdd[vi]
-            continue
-        for k in range(ni):
-            t = 0.0
-            for m in range(ni):
-                ua = u[i, m]
-                for r in range(6):
-                    ua -= U[i, m, r] * a_i[r]
-                t += Dinv[i, k, m] * ua
-            qdd[vi + k] = t
-        store_add(acc, i, subspace_times(S, i, ni, qdd, vi))
-
-
-@njit(cache=True)
-def velocity_pass(packed, v, f_ext, views):
-    """Pass 1 of the ABA (F&O eq. 11): body velocities v_i, bias accelerations
-    c_i = c_J + v_i x S_i qd_i and bias forces p^A_i = v_i x* I_i v_i - f_ext_i."""
-    model = unpack_model(packed)
-    R, p, S = views.R, views.p, views.S
-    has_external = f_ext.shape[0] > 0
-    for i in range(model.parent.shape[0]):
-        v_i, vJ = body_velocity(model, i, R, p, S, v, views.vel)
-        store(views.c, i, add(joint_bias(model, i, S, v), motion_cross(v_i, vJ)))
-        store(views.pA, i, force_cross(v_i, inertia_times(model.mass, model.first_moment, model.rotational_inertia,
-                                                          i, v_i)))
-        if has_external:
-            for r in range(6):
-                views.pA[i, r] -= f_ext[i, r]
+                ua -= U[i, m, r] * a_i[r]
+            t += Dinv[i, k, m] * ua
+        qdd[vi + k] = t
+    store_add(acc, i, subspace_times(S, i, ni, qdd, vi))
 
 
 @njit(cache=True)
 def aba_kernel(packed, q, v, tau, f_ext, qdd, buffer):
     """qdd = FD(q, v, tau); returns 0, INVALID_INPUT without computing
     (inputs.invalid), NONFINITE_RESULT when qdd overflows, or -1 - i when the
-    D of body i is singular (singular_body)."""
+    D of body i is singular (singular_body). The three passes of the ABA, each
+    one loop over the bodies."""
     model = unpack_model(packed)
     if invalid(model, q, v, tau):
         return INVALID_INPUT
-    views = aba_views(buffer, model.parent.shape[0])
-    forward_pass(packed, q, views.R, views.p, views.S)
-    singular = articulated_inertias(packed, views)
-    if singular >= 0:
-        return -1 - singular
-    velocity_pass(packed, v, f_ext, views)
-    bias_and_accelerations(packed, gravity_acceleration(model.gravity), views, tau, qdd)
+    n = model.parent.shape[0]
+    views = aba_views(buffer, n)
+    scale = model.inertia_scale[0]
+    for i in range(n):
+        place_body(model, i, q, views)
+        body_bias(model, i, v, f_ext, views)
+    for i in range(n - 1, -1, -1):
+        if not articulated_inertia(model, i, views, scale):
+            return -1 - i
+        articulated_bias(model, i, views, tau)
+    gravity = gravity_acceleration(model.gravity)
+    for i in range(n):
+        body_acceleration_aba(model, i, views, gravity, qdd)
     return 0 if all_finite(qdd) else NONFINITE_RESULT
 
 
@@ -252,22 +266,28 @@ def aba_batch_kernel(packed, q, v, tau, qdd, status):
 
 @njit(cache=True)
 def inverse_mass_setup(packed, q, buffer):
-    """The articulated inertias at q, kept in `buffer` for inverse_mass_apply;
-    returns the first singular body or -1."""
-    model = unpack_model(packed)
-    views = aba_views(buffer, model.parent.shape[0])
-    forward_pass(packed, q, views.R, views.p, views.S)
-    return articulated_inertias(packed, views)
+    """The articulated inertias at q, kept in `buffer` for inverse_mass_apply:
+    aba_kernel at rest (its other passes cost little beside them, and one
+    compiled ABA is shorter to compile than two); returns the first singular
+    body or -1."""
+    nv = unpack_model(packed).armature.shape[0]
+    rest, qdd = np.zeros(nv), np.empty(nv)
+    status = aba_kernel(packed, q, rest, rest, np.empty((0, 6)), qdd, buffer)
+    return -1 - status if status < 0 else -1
 
 
 @njit(cache=True)
 def inverse_mass_apply(packed, buffer, x, y):
     """y = M^-1 x: passes 2 and 3 of the ABA without velocity or gravity."""
     model = unpack_model(packed)
-    views = aba_views(buffer, model.parent.shape[0])
+    n = model.parent.shape[0]
+    views = aba_views(buffer, n)
     views.c[:] = 0.0
     views.pA[:] = 0.0
-    bias_and_accelerations(packed, REST, views, x, y)
+    for i in range(n - 1, -1, -1):
+        articulated_bias(model, i, views, x)
+    for i in range(n):
+        body_acceleration_aba(model, i, views, REST, y)
 
 
 @njit(cache=True)

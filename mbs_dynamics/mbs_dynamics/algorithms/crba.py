@@ -14,49 +14,54 @@ import numpy as np
 from numba import njit, types
 
 from mbs_dynamics import inputs
-from mbs_dynamics.algorithms.kinematics import body_poses_kernel
+from mbs_dynamics.algorithms.kinematics import place_in_world
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RESULT_MATRIX, VECTOR, ExactKernel, \
     all_finite, invalid, vectors_fit
+from mbs_dynamics.multibody.joints import joint_placement, motion_subspace, world_subspace
 from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
 from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
 from mbs_dynamics.parallel import run_batch
-from mbs_dynamics.spatial.algebra import inertia_times, motion_to_parent, row
+from mbs_dynamics.spatial.algebra import inertia_times, row
 
 
-@njit(cache=True)
-def world_body_inertias(packed, world_R, world_p, mass_w, first_moment_w, inertia_w):
+@njit(cache=True, inline="always")
+def world_body_inertia(model, i, world_R, world_p, mass_w, first_moment_w, inertia_w):
     """(mass_w[i], first_moment_w[i], inertia_w[i]): body i's spatial inertia about
     the world origin in world axes. A body's inertia about its origin o, moved to
     the world origin (rotated, then shifted by p = o):
     h_W = h' + m p,  I_W = I' + m(|p|^2 1 - p p^T) - (h' p^T + p h'^T) + 2 (h'.p) 1,
     with h' = R h and I' = R I_O R^T (the parallel-axis theorem about o, not the CoM)."""
-    model = unpack_model(packed)
-    parent, mass, first_moment, rotational_inertia = (model.parent, model.mass, model.first_moment,
-                                                      model.rotational_inertia)
-    for i in range(parent.shape[0]):
-        R, p, m = world_R[i], world_p[i], mass[i]
-        h0 = R[0, 0] * first_moment[i, 0] + R[0, 1] * first_moment[i, 1] + R[0, 2] * first_moment[i, 2]
-        h1 = R[1, 0] * first_moment[i, 0] + R[1, 1] * first_moment[i, 1] + R[1, 2] * first_moment[i, 2]
-        h2 = R[2, 0] * first_moment[i, 0] + R[2, 1] * first_moment[i, 1] + R[2, 2] * first_moment[i, 2]
-        p0, p1, p2 = p[0], p[1], p[2]
-        diagonal = m * (p0 * p0 + p1 * p1 + p2 * p2) + 2.0 * (h0 * p0 + h1 * p1 + h2 * p2)
-        h, I = (h0, h1, h2), rotational_inertia[i]  # noqa: E741
-        for r in range(3):
-            # row r of R I_O
-            a0 = R[r, 0] * I[0, 0] + R[r, 1] * I[1, 0] + R[r, 2] * I[2, 0]
-            a1 = R[r, 0] * I[0, 1] + R[r, 1] * I[1, 1] + R[r, 2] * I[2, 1]
-            a2 = R[r, 0] * I[0, 2] + R[r, 1] * I[1, 2] + R[r, 2] * I[2, 2]
-            for c in range(r, 3):
-                value = a0 * R[c, 0] + a1 * R[c, 1] + a2 * R[c, 2] - m * p[r] * p[c] - (h[r] * p[c] + p[r] * h[c])
-                if r == c:
-                    value += diagonal
-                inertia_w[i, r, c] = value
-                inertia_w[i, c, r] = value
-        mass_w[i] = m
-        first_moment_w[i, 0], first_moment_w[i, 1], first_moment_w[i, 2] = h0 + m * p0, h1 + m * p1, h2 + m * p2
+    R, p, m, first_moment = world_R[i], world_p[i], model.mass[i], model.first_moment
+    h0 = R[0, 0] * first_moment[i, 0] + R[0, 1] * first_moment[i, 1] + R[0, 2] * first_moment[i, 2]
+    h1 = R[1, 0] * first_moment[i, 0] + R[1, 1] * first_moment[i, 1] + R[1, 2] * first_moment[i, 2]
+    h2 = R[2, 0] * first_moment[i, 0] + R[2, 1] * first_moment[i, 1] + R[2, 2] * first_moment[i, 2]
+    p0, p1, p2 = p[0], p[1], p[2]
+    diagonal = m * (p0 * p0 + p1 * p1 + p2 * p2) + 2.0 * (h0 * p0 + h1 * p1 + h2 * p2)
+    h, I = (h0, h1, h2), model.rotational_inertia[i]  # noqa: E741
+    for r in range(3):
+        # row r of R I_O
+        a0 = R[r, 0] * I[0, 0] + R[r, 1] * I[1, 0] + R[r, 2] * I[2, 0]
+        a1 = R[r, 0] * I[0, 1] + R[r, 1] * I[1, 1] + R[r, 2] * I[2, 1]
+        a2 = R[r, 0] * I[0, 2] + R[r, 1] * I[1, 2] + R[r, 2] * I[2, 2]
+        for c in range(r, 3):
+            value = a0 * R[c, 0] + a1 * R[c, 1] + a2 * R[c, 2] - m * p[r] * p[c] - (h[r] * p[c] + p[r] * h[c])
+            if r == c:
+                value += diagonal
+            inertia_w[i, r, c] = value
+            inertia_w[i, c, r] = value
+    mass_w[i] = m
+    first_moment_w[i, 0], first_moment_w[i, 1], first_moment_w[i, 2] = h0 + m * p0, h1 + m * p1, h2 + m * p2
 
 
 @njit(cache=True)
+def world_body_inertias(packed, world_R, world_p, mass_w, first_moment_w, inertia_w):
+    """world_body_inertia of every body."""
+    model = unpack_model(packed)
+    for i in range(model.parent.shape[0]):
+        world_body_inertia(model, i, world_R, world_p, mass_w, first_moment_w, inertia_w)
+
+
+@njit(cache=True, inline="always")
 def composite_sums(packed, mass_c, first_moment_c, inertia_c):
     """World inertias of bodies (world_body_inertias) -> composites: each body's plus
     those of every body it carries, summed leaves to root (about one point, additive)."""
@@ -73,22 +78,11 @@ def composite_sums(packed, mass_c, first_moment_c, inertia_c):
 
 
 @njit(cache=True)
-def world_composite_inertias(packed, world_R, world_p, mass_c, first_moment_c, inertia_c):
-    """(mass_c[i], first_moment_c[i], inertia_c[i]): body i and every body it carries,
-    as one spatial inertia about the world origin in world axes."""
-    world_body_inertias(packed, world_R, world_p, mass_c, first_moment_c, inertia_c)
-    composite_sums(packed, mass_c, first_moment_c, inertia_c)
-
-
-@njit(cache=True)
 def world_motion_subspaces(packed, S, world_R, world_p, out):
-    """out[i, k] = ^0X_i S_i[:, k]: column k of body i's motion subspace in world
-    axes, about the world origin (spatial.motion_to_parent with the world placement)."""
+    """out[i, k] = ^0X_i S_i[:, k] for every body (joints.world_subspace)."""
     model = unpack_model(packed)
     for i in range(model.parent.shape[0]):
-        for k in range(model.nv_joint[i]):
-            out[i, k, 0], out[i, k, 1], out[i, k, 2], out[i, k, 3], out[i, k, 4], out[i, k, 5] = motion_to_parent(
-                world_R, world_p, i, (S[i, 0, k], S[i, 1, k], S[i, 2, k], S[i, 3, k], S[i, 4, k], S[i, 5, k]))
+        world_subspace(model, i, S, world_R, world_p, out)
 
 
 # What the CRBA needs from q (composite_momenta): each body's composite inertia
@@ -97,7 +91,7 @@ def world_motion_subspaces(packed, S, world_R, world_p, out):
 CompositeViews = namedtuple("CompositeViews", ("mass_c", "first_moment_c", "inertia_c", "S_world", "F"))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def composite_momenta(packed, q, buffer):
     """The CompositeViews of `buffer` at q, after its KinematicViews (world placements)."""
     model = unpack_model(packed)
@@ -108,10 +102,14 @@ def composite_momenta(packed, q, buffer):
     inertia_c, o = take(buffer, o, (n, 3, 3))
     S_world, o = take(buffer, o, (n, 6, 6))
     F, o = take(buffer, o, (6, 6))
-    world_R, world_p = kinematics.world_R, kinematics.world_p
-    body_poses_kernel(packed, q, kinematics.R, kinematics.p, kinematics.S, world_R, world_p)
-    world_composite_inertias(packed, world_R, world_p, mass_c, first_moment_c, inertia_c)
-    world_motion_subspaces(packed, kinematics.S, world_R, world_p, S_world)
+    R, p, S, world_R, world_p = kinematics.R, kinematics.p, kinematics.S, kinematics.world_R, kinematics.world_p
+    for i in range(n):  # body_poses_kernel, world_motion_subspaces and world_body_inertias in one pass
+        joint_placement(model, i, q, R, p)
+        motion_subspace(model, i, q, S)
+        place_in_world(i, model.parent[i], R, p, world_R, world_p)
+        world_subspace(model, i, S, world_R, world_p, S_world)
+        world_body_inertia(model, i, world_R, world_p, mass_c, first_moment_c, inertia_c)
+    composite_sums(packed, mass_c, first_moment_c, inertia_c)
     return CompositeViews(mass_c, first_moment_c, inertia_c, S_world, F)
 
 

@@ -10,10 +10,10 @@ from mbs_dynamics import inputs
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RESULT_MATRIX, VECTOR, ExactKernel, \
     all_finite, invalid, vectors_fit
 from mbs_dynamics.multibody.joints import body_acceleration, body_jerk, body_velocity, forward_pass, joint_placement, \
-    motion_subspace
+    motion_subspace, world_column, world_subspace
 from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
 from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
-from mbs_dynamics.spatial.algebra import cross, motion_cross, motion_to_parent, rotate, rotate_back
+from mbs_dynamics.spatial.algebra import cross, motion_cross, rotate, rotate_back
 from mbs_dynamics.spatial.lie import pose
 
 
@@ -30,9 +30,10 @@ def body_poses_kernel(packed, q, R, p, S, world_R, world_p):
 def place_in_world(i, lam, R, p, world_R, world_p):
     """world_R[i], world_p[i] = world <- body i, from its parent lam's (lam < 0:
     the world) and its placement in the parent (R[i], p[i])."""
-    if lam < 0:
-        world_R[i] = R[i]
-        world_p[i] = p[i]
+    if lam < 0:  # element by element: an array assignment costs more than the copy
+        for r in range(3):
+            world_R[i, r, 0], world_R[i, r, 1], world_R[i, r, 2] = R[i, r, 0], R[i, r, 1], R[i, r, 2]
+            world_p[i, r] = p[i, r]
         return
     for r in range(3):
         for c in range(3):
@@ -82,8 +83,7 @@ def add_point_jacobian(model, S, body_R, body_p, b, x, jacobian):
     j = b
     while j >= 0:
         for m in range(model.nv_joint[j]):
-            column = motion_to_parent(body_R, body_p, j, (S[j, 0, m], S[j, 1, m], S[j, 2, m], S[j, 3, m],
-                                                          S[j, 4, m], S[j, 5, m]))
+            column = world_column(model, j, S, body_R, body_p, m)
             c = model.v_start[j] + m
             jacobian[0, c] += column[0]
             jacobian[1, c] += column[1]
@@ -101,11 +101,7 @@ def world_screws(model, S, body_R, body_p, screws):
     velocity a coordinate gives a point x moving with a body on its path is
     v + w x x, as add_point_jacobian adds it."""
     for j in range(model.parent.shape[0]):
-        for m in range(model.nv_joint[j]):
-            column = motion_to_parent(body_R, body_p, j, (S[j, 0, m], S[j, 1, m], S[j, 2, m], S[j, 3, m],
-                                                          S[j, 4, m], S[j, 5, m]))
-            for r in range(6):
-                screws[j, m, r] = column[r]
+        world_subspace(model, j, S, body_R, body_p, screws)
 
 
 @njit(cache=True)

@@ -17,8 +17,8 @@ import math
 from numba import njit
 
 from mbs_dynamics.multibody.model import PLANAR, PRISMATIC, REVOLUTE, unpack_model
-from mbs_dynamics.spatial.algebra import add, motion_cross, motion_to_child, quaternion_to_rotation, rotation_about_axis, row, \
-    spatial_inertia_matrix, store
+from mbs_dynamics.spatial.algebra import add, cross, motion_cross, motion_to_child, motion_to_parent, \
+    quaternion_to_rotation, rotate, rotation_about_axis, row, store
 
 # The motion of the world, at rest.
 REST = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -89,6 +89,31 @@ def motion_subspace(model, i, q, S):
 
 
 @njit(cache=True, inline="always")
+def world_column(model, i, S, world_R, world_p, k):
+    """^0X_i S_i[:, k] (spatial.motion_to_parent with body i's world placement):
+    column k of its motion subspace in world axes, about the world origin, a
+    6-tuple. A revolute joint's column is a rotation [w; p x w], a prismatic
+    one's a translation [0; R s]: the same numbers as the general transform,
+    without its products with zeros."""
+    kind = model.joint_type[i]
+    if kind == REVOLUTE:
+        w = rotate(world_R, i, (S[i, 0, 0], S[i, 1, 0], S[i, 2, 0]))
+        return w + cross((world_p[i, 0], world_p[i, 1], world_p[i, 2]), w)
+    if kind == PRISMATIC:
+        return (0.0, 0.0, 0.0) + rotate(world_R, i, (S[i, 3, 0], S[i, 4, 0], S[i, 5, 0]))
+    return motion_to_parent(world_R, world_p, i, (S[i, 0, k], S[i, 1, k], S[i, 2, k], S[i, 3, k], S[i, 4, k],
+                                                  S[i, 5, k]))
+
+
+@njit(cache=True, inline="always")
+def world_subspace(model, i, S, world_R, world_p, out):
+    """out[i, k] = world_column k of body i, for each of its joint's columns."""
+    for k in range(model.nv_joint[i]):
+        out[i, k, 0], out[i, k, 1], out[i, k, 2], out[i, k, 3], out[i, k, 4], out[i, k, 5] = world_column(
+            model, i, S, world_R, world_p, k)
+
+
+@njit(cache=True, inline="always")
 def joint_bias(model, i, S, v):
     """c_J = (dS/dt) qd of body i's joint, a 6-tuple: zero but for the planar
     joint, whose linear columns turn with theta: c_J = [0; -theta_dot axis x l],
@@ -128,14 +153,6 @@ def forward_pass(packed, q, R, p, S):
     for i in range(model.parent.shape[0]):
         joint_placement(model, i, q, R, p)
         motion_subspace(model, i, q, S)
-
-
-@njit(cache=True)
-def body_inertias(packed, out):
-    """out[i]: the 6x6 spatial inertia of body i in its frame (RBDL eq. 9)."""
-    model = unpack_model(packed)
-    for i in range(model.mass.shape[0]):
-        spatial_inertia_matrix(model.mass[i], model.first_moment[i], model.rotational_inertia[i], out[i])
 
 
 @njit(cache=True, inline="always")

@@ -187,20 +187,33 @@ def spatial_inertia_matrix(m, h, I_O, out):  # noqa: N803
 
 
 @njit(cache=True, inline="always")
+def rotated_block(R, M, bi, bj, work, symmetric):
+    """work[bi:bi + 3, bj:bj + 3] = R M[bi:bi + 3, bj:bj + 3] R^T in two 3x3
+    products, T = M_block R^T (in work[3:6, 0:3]) and then R T; symmetric: the
+    upper triangle, mirrored."""
+    for k in range(3):
+        m0, m1, m2 = M[bi + k, bj], M[bi + k, bj + 1], M[bi + k, bj + 2]
+        for c in range(3):
+            work[3 + k, c] = m0 * R[c, 0] + m1 * R[c, 1] + m2 * R[c, 2]
+    for r in range(3):
+        for c in range(r if symmetric else 0, 3):
+            value = R[r, 0] * work[3, c] + R[r, 1] * work[4, c] + R[r, 2] * work[5, c]
+            work[bi + r, bj + c] = value
+            if symmetric:
+                work[bi + c, bj + r] = value
+
+
+@njit(cache=True, inline="always")
 def congruence_add(R, p, M, work, out):
-    """out += X^T M X with X = ^iX_λ = [[R^T, 0], [-R^T p~, R^T]]: a 6x6 inertia moved
-    from a child frame to its parent (RBDL eq. 13). In two steps, without forming X:
-    rotate the blocks, M' = diag(R, R) M diag(R^T, R^T) = [[A, B], [B^T, C]], then
-    shift by p: [[A - B p~ - (B p~)^T - p~ C p~, B + p~ C], [(B + p~ C)^T, C]].
-    work: 6x6 scratch."""
-    for bi, bj in ((0, 0), (0, 3), (3, 3)):  # blocks A, B, C of R M R^T
-        for r in range(3):
-            for c in range(3):
-                acc = 0.0
-                for k in range(3):
-                    acc += R[r, k] * (M[bi + k, bj] * R[c, 0] + M[bi + k, bj + 1] * R[c, 1]
-                                      + M[bi + k, bj + 2] * R[c, 2])
-                work[bi + r, bj + c] = acc
+    """out += X^T M X with X = ^iX_λ = [[R^T, 0], [-R^T p~, R^T]]: a symmetric 6x6
+    inertia moved from a child frame to its parent (RBDL eq. 13). In two steps,
+    without forming X: rotate the 3x3 blocks, M' = diag(R, R) M diag(R^T, R^T) =
+    [[A, B], [B^T, C]], then shift by p: [[A - B p~ - (B p~)^T - p~ C p~, B + p~ C],
+    [(B + p~ C)^T, C]]; the symmetric blocks by their upper triangles (out stays
+    exactly symmetric). work: 6x6 scratch."""
+    rotated_block(R, M, 0, 0, work, True)  # A
+    rotated_block(R, M, 0, 3, work, False)  # B
+    rotated_block(R, M, 3, 3, work, True)  # C
     p0, p1, p2 = p[0], p[1], p[2]
     for r in range(3):  # work[3 + r, 0:3] = row r of B p~
         b0, b1, b2 = work[r, 3], work[r, 4], work[r, 5]
@@ -218,19 +231,24 @@ def congruence_add(R, p, M, work, out):
         out[3 + c, 0] += work[0, 3 + c] + pc0
         out[3 + c, 1] += work[1, 3 + c] + pc1
         out[3 + c, 2] += work[2, 3 + c] + pc2
-        for r in range(3):
-            out[3 + r, 3 + c] += work[3 + r, 3 + c]
-    for c in range(3):  # p~ C p~, column c: p x (C p~)[:, c], where (C p~)[:, c] = C (p~ e_c) ...
-        # (C p~)[k, c] for k = 0..2, from C's rows: row k of C times p~
-        e0 = p2 * work[3, 4] - p1 * work[3, 5] if c == 0 else (p0 * work[3, 5] - p2 * work[3, 3] if c == 1
-                                                               else p1 * work[3, 3] - p0 * work[3, 4])
-        e1 = p2 * work[4, 4] - p1 * work[4, 5] if c == 0 else (p0 * work[4, 5] - p2 * work[4, 3] if c == 1
-                                                               else p1 * work[4, 3] - p0 * work[4, 4])
-        e2 = p2 * work[5, 4] - p1 * work[5, 5] if c == 0 else (p0 * work[5, 5] - p2 * work[5, 3] if c == 1
-                                                               else p1 * work[5, 3] - p0 * work[5, 4])
-        pcp0 = p1 * e2 - p2 * e1
-        pcp1 = p2 * e0 - p0 * e2
-        pcp2 = p0 * e1 - p1 * e0
-        out[0, c] += work[0, c] - work[3, c] - work[3 + c, 0] - pcp0
-        out[1, c] += work[1, c] - work[4, c] - work[3 + c, 1] - pcp1
-        out[2, c] += work[2, c] - work[5, c] - work[3 + c, 2] - pcp2
+        for r in range(c + 1):
+            value = work[3 + r, 3 + c]
+            out[3 + r, 3 + c] += value
+            if r != c:
+                out[3 + c, 3 + r] += value
+    for c in range(3):  # p~ C p~, column c: p x (C p~)[:, c], (C p~)[k, c] = row k of C times p~'s column c
+        if c == 0:
+            e0, e1, e2 = (p2 * work[3, 4] - p1 * work[3, 5], p2 * work[4, 4] - p1 * work[4, 5],
+                          p2 * work[5, 4] - p1 * work[5, 5])
+        elif c == 1:
+            e0, e1, e2 = (p0 * work[3, 5] - p2 * work[3, 3], p0 * work[4, 5] - p2 * work[4, 3],
+                          p0 * work[5, 5] - p2 * work[5, 3])
+        else:
+            e0, e1, e2 = (p1 * work[3, 3] - p0 * work[3, 4], p1 * work[4, 3] - p0 * work[4, 4],
+                          p1 * work[5, 3] - p0 * work[5, 4])
+        pcp = (p1 * e2 - p2 * e1, p2 * e0 - p0 * e2, p0 * e1 - p1 * e0)
+        for r in range(c + 1):
+            value = work[r, c] - work[3 + r, c] - work[3 + c, r] - pcp[r]
+            out[r, c] += value
+            if r != c:
+                out[c, r] += value

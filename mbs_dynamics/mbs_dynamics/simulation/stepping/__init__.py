@@ -47,7 +47,8 @@ nearly every step). A sticking point moves with that correction:
 velocity[1:] + tangent_bias = 0 in its CONTACT record. And where some of
 those pairs penetrate, the others' gaps close at the same `stabilization`
 rate, not within the step: the normal targets linear in the gaps across
-the face, which a rigid motion can meet. A body's pairs with one
+the face, which a rigid motion can meet (where none does, points of a
+curved hull, the biases stay as they were). A body's pairs with one
 obstacle, when more than PATCH_POINTS, are reduced to the extreme points of
 their patch (reduce_patches). With compliance > 0 every row is soft (MuJoCo's
 soft constraints in spirit: W's diagonal times 1 + compliance): rows that

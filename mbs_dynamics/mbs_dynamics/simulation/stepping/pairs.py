@@ -36,6 +36,8 @@ Pairs = namedtuple("Pairs", "point obstacle body_a body_b shape_a shape_b gap bi
 # A rigid correction's pivots below this share of the largest are dropped (its twist's components that no
 # normal row moves)
 CORRECTION_PIVOT = 1e-10
+# A rigid correction is taken only where it meets the normal targets within this share of the largest
+CORRECTION_MISFIT = 1e-9
 
 
 @njit(cache=True, inline="always")
@@ -195,7 +197,10 @@ def rigid_corrections(pairs, first_of_body, next_pair, system, dt, stabilization
     the normal targets are linear in the gaps, as the gaps across a face are
     in its corners' positions: with the kink at zero gap, the corners of a
     sole half in, half out of the ground had no rigid motion either.
-    Scratch: first_of_body (nbodies,), next_pair (pairs,), system (6, 9)."""
+    Where no rigid motion meets the normal targets within CORRECTION_MISFIT
+    (points of a curved hull at different depths, a bounce), the biases
+    stay as they were. Scratch: first_of_body (nbodies,), next_pair
+    (pairs,), system (6, 9)."""
     count = pairs.body_b.shape[0]
     pairs.tangent_bias[:, :] = 0.0
     if count < 2:
@@ -279,6 +284,23 @@ def rigid_correction(pairs, first, next_pair, system, dt, stabilization):
                 total -= system[p, col] * system[col, 8]
         system[p, 8] = total / system[p, p]
     w0, w1, w2, v0, v1, v2 = system[0, 8], system[1, 8], system[2, 8], system[3, 8], system[4, 8], system[5, 8]
+    misfit, largest_bias = 0.0, 0.0  # of the normal targets: none where the pairs lie on one face
+    j = first
+    while j >= 0:
+        if pairs.body_a[j] == body_a:
+            n0, n1, n2 = pairs.axes[j, 0, 0], pairs.axes[j, 0, 1], pairs.axes[j, 0, 2]
+            r0, r1, r2 = pairs.location[j, 0] - x0, pairs.location[j, 1] - x1, pairs.location[j, 2] - x2
+            along = n0 * (v0 + w1 * r2 - w2 * r1) + n1 * (v1 + w2 * r0 - w0 * r2) + n2 * (v2 + w0 * r1 - w1 * r0)
+            misfit, largest_bias = max(misfit, abs(along + pairs.bias[j])), max(largest_bias, abs(pairs.bias[j]))
+        j = next_pair[j]
+    if misfit > CORRECTION_MISFIT * largest_bias:
+        # no rigid motion meets the targets (points of a curved hull, an impact's bounce): the biases as they were
+        j = first
+        while j >= 0:
+            if pairs.body_a[j] == body_a and pairs.gap[j] > 0.0 and pairs.bias[j] == stabilization * pairs.gap[j] / dt:
+                pairs.bias[j] = pairs.gap[j] / dt
+            j = next_pair[j]
+        return
     j = first
     while j >= 0:
         if pairs.body_a[j] == body_a:

@@ -1,6 +1,8 @@
 """The simulation core (mbs.Simulation): a falling body against ½ g t², a
 passive pendulum's energy under each integrator, Solo-12 dropped onto the
-ground settling and standing, the initial state inside the joint limits."""
+ground settling and standing, TALOS standing on its sole corners (from its
+stance, and from a perturbed one under PD actuators), the initial state
+inside the joint limits."""
 from __future__ import annotations
 
 import mbs_dynamics as mbs
@@ -109,6 +111,58 @@ def test_talos_standing_on_its_sole_corners_converges_every_step():
         sweeps.append(result.iterations)
     assert np.mean(sweeps) < 10 and max(sweeps) <= 3 * 8
     assert np.abs(mbs.difference(model, q0, simulation.q)).max() < 1e-5 and result.limits_active >= 6
+
+
+def test_talos_standing_from_a_perturbed_stance_keeps_every_contact_rigid():
+    """TALOS on the four corners of each sole under the standing torques and
+    implicit PD actuators (legs stiff enough to hold it up), from its stance
+    with every joint moved by up to 0.02 rad: its soles settle tilted, their
+    corners at different depths, pushed out at different rates. No step is
+    softened (each was, before the tangential rows took the rigid correction's
+    biases: 244 of the first 1000, the rigid solve stalling 5e-9 m/s above a
+    solution that did not exist), the soles stay where they settled, and the
+    records obey the law: Signorini, the cone, and the sticking corners
+    moving with the correction (velocity[1:] + tangent_bias = 0)."""
+    model = mbs.Model.from_urdf_file(robot_path("talos"), floating_base=True)
+    soles = ("left_sole_link", "right_sole_link")
+    corners = [(x, y, 0.0) for x in (-0.1, 0.1) for y in (-0.065, 0.065)]
+    points = tuple(mbs.PointContact(sole, c) for sole in soles for c in corners)
+    stance = model.neutral_configuration()
+    stance[2] -= min((mbs.frame_pose(model, stance, p.frame) @ np.r_[p.point, 1.0])[2] for p in points)
+    zero = np.zeros(model.nv)
+    feedforward = mbs.contact_inverse_dynamics(model, stance, zero, zero, list(points), friction=1.0)[0]
+    joints = list(model.joint_names[1:])
+    legs = np.array(["leg" in joint for joint in joints])
+    inertia = np.diag(mbs.mass_matrix(model, stance))[6:]
+    omega = 2 * np.pi * 5.0
+    stiffness, damping = np.where(legs, 2000.0, omega**2 * inertia), np.where(legs, 50.0, 2 * omega * inertia)
+    q0 = stance.copy()
+    q0[7:] += np.random.default_rng(5).uniform(-0.02, 0.02, model.nq - 7)
+    world = mbs.World(mbs.Ground(friction=1.0), points, joint_limits=False, joint_damping=False, joint_friction=False)
+    simulation = mbs.Simulation(model, world, DT, q=q0, actuators=mbs.Actuators(joints, stiffness, damping))
+    targets = np.zeros(model.nv)
+    targets[6:] = stance[7:]
+    simulation.set_targets(positions=targets)
+    softened = unconverged = 0
+    settled = None
+    for second in range(3):
+        result = simulation.step(feedforward, steps=1000)
+        softened, unconverged = softened + result.softened_steps, unconverged + result.unconverged_steps
+        sole_positions = np.array([mbs.frame_pose(model, simulation.q, sole)[:3, 3] for sole in soles])
+        if second == 0:
+            settled = sole_positions
+    assert unconverged == 0 and softened == 0, (unconverged, softened)
+    assert np.abs(sole_positions - settled).max() < 1e-5
+    assert simulation.q[2] > stance[2] - 1e-3  # upright
+    contacts = result.contacts[:, 0]
+    assert np.all(contacts["in_solver"])
+    normal, tangential = contacts["impulse"][:, 0], np.linalg.norm(contacts["impulse"][:, 1:], axis=1)
+    assert normal.min() >= 0.0 and np.abs(normal * (contacts["velocity"][:, 0] + contacts["bias"])).max() < 1e-12
+    assert np.all(tangential <= normal * (1 + 1e-12))
+    sticking = (normal > 0.0) & (tangential < normal * (1 - 1e-9))
+    assert sticking.sum() >= 4  # (the others carry nothing: the rows of a sole's corners are redundant)
+    slip = contacts["velocity"][:, 1:] + contacts["tangent_bias"]
+    assert np.abs(slip[sticking]).max() < 1e-10
 
 
 def test_initial_state_lies_within_the_joint_limits():

@@ -96,13 +96,12 @@ def test_a_stack_of_three_boxes_rests_still_for_ten_seconds(panda):
         q, v = simulation.object_state(name)
         assert np.abs(q[:3] - q0[:3]).max() < 1e-6, (name, q[:3] - q0[:3])
         assert np.abs(q[3:] - q0[3:]).max() < 1e-6 and np.abs(v).max() < 1e-6
-    # every step converges; a few (0.9 % measured) only at a softer compliance: rows of three stacked boxes'
-    # redundant corners on which the rigid solve stalls
-    assert unconverged == 0 and softened <= 150, (unconverged, softened)
+    # every step converges; a few (0.25 % measured, 0.9 % while the stacked faces' corners, pushed out at
+    # different rates, had zero tangential targets: pairs.rigid_corrections) only at a softer compliance
+    assert unconverged == 0 and softened <= 60, (unconverged, softened)
     assert sorted(set(zip(collisions["body_a"], collisions["body_b"], strict=True))) == [(9, 10), (10, 11)]
     assert len(collisions) == 8  # four corners on each box below
-    # each box carries the ones above it: over a second at rest the normal impulses are their weights' (a
-    # single step's are not, within 1e-4, for a few steps after a softened one)
+    # each box carries the ones above it: over a second at rest the normal impulses are their weights'
     np.testing.assert_allclose(carried, [2 * 1.0 * G, 1 * 1.0 * G], rtol=1e-6)
 
 

@@ -34,7 +34,21 @@ b lets a point that is φ from the obstacle close the gap in one step (b =
 φ/dt), pushes a point inside it out at `stabilization` φ/dt per step, and makes
 a point that would reach it within the step, approaching faster than
 BOUNCE_SPEED, leave at `restitution` times its approach speed (Newton's law of
-restitution, applied at the start of the step). A body's pairs with one
+restitution, applied at the start of the step). Where two bodies (a body
+and the world) meet at several pairs, the tangential rows take biases too,
+those of the rigid motion of one relative to the other whose normal
+velocities are the normal rows' targets -b (pairs.rigid_corrections): a
+tilted sole's corners at different depths are pushed out at different
+rates, which a rigid sole does only by also moving its corners along the
+ground (by the tilt times the difference, ~1e-8 m/s standing), so that
+with tangential targets of zero its sticking corners had no solution and
+the solver stalled (a TALOS standing from a perturbed stance softened
+nearly every step). A sticking point moves with that correction:
+velocity[1:] + tangent_bias = 0 in its CONTACT record. And where some of
+those pairs penetrate, the others' gaps close at the same `stabilization`
+rate, not within the step: the normal targets linear in the gaps across
+the face, which a rigid motion can meet (where none does, points of a
+curved hull, the biases stay as they were). A body's pairs with one
 obstacle, when more than PATCH_POINTS, are reduced to the extreme points of
 their patch (reduce_patches). With compliance > 0 every row is soft (MuJoCo's
 soft constraints in spirit: W's diagonal times 1 + compliance): rows that

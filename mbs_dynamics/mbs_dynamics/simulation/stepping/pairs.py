@@ -29,9 +29,15 @@ PATCH_DIRECTIONS = 8
 
 # The pairs in the solver, the point-obstacle pairs first, then the contacts between bodies: each one's
 # point and obstacle (-1 for a contact between bodies), its bodies a and b (a = -1: the world, an obstacle)
-# and shapes (-1: none), its gap, normal-row bias, contact axes (rows n from a to b, t1, t2), contact point
-# (world) and friction
-Pairs = namedtuple("Pairs", "point obstacle body_a body_b shape_a shape_b gap bias axes location friction")
+# and shapes (-1: none), its gap, normal-row bias, tangential rows' biases (rigid_corrections), contact axes
+# (rows n from a to b, t1, t2), contact point (world) and friction
+Pairs = namedtuple("Pairs", "point obstacle body_a body_b shape_a shape_b gap bias tangent_bias axes location "
+                            "friction")
+# A rigid correction's pivots below this share of the largest are dropped (its twist's components that no
+# normal row moves)
+CORRECTION_PIVOT = 1e-10
+# A rigid correction is taken only where it meets the normal targets within this share of the largest
+CORRECTION_MISFIT = 1e-9
 
 
 @njit(cache=True, inline="always")
@@ -167,7 +173,145 @@ def pairs_view(work, count):
     """The Pairs of the first count of work's pair arrays."""
     return Pairs(work.pair_point[:count], work.pair_obstacle[:count], work.pair_body_a[:count],
                  work.pair_body_b[:count], work.pair_shape_a[:count], work.pair_shape_b[:count], work.pair_gap[:count],
-                 work.pair_bias[:count], work.axes[:count], work.location[:count], work.pair_friction[:count])
+                 work.pair_bias[:count], work.pair_tangent_bias[:count], work.axes[:count], work.location[:count],
+                 work.pair_friction[:count])
+
+
+@njit(cache=True, inline="always")
+def rigid_corrections(pairs, first_of_body, next_pair, system, dt, stabilization):
+    """The tangential rows' biases (pairs.tangent_bias): for each two bodies
+    a, b with several pairs (a sole's corners on the ground, a box on a
+    box), those of the rigid motion of b relative to a whose normal
+    velocities are the normal rows' targets -bias (stepping's docstring);
+    zero for a single pair. The targets of a tilted face's corners at
+    different depths are no rigid motion along the normals alone (the
+    rotation that lifts the deeper corners more moves the corners along the
+    face too, by the tilt times the difference): with zero tangential
+    targets, sticking corners could not obey them all, and the solver
+    stalled on it (the softened steps of a robot standing on its soles). The
+    twist (ω, v) about the pairs' centroid solves n_i·(v + ω x r_i) = -b_i
+    in least squares by symmetrically pivoted elimination of the normal
+    equations, the components no row moves zero (the slide along the
+    face). Where some of the pairs penetrate, the others' gaps close at the
+    same rate (`stabilization` of the gap a step, not all of it), so that
+    the normal targets are linear in the gaps, as the gaps across a face are
+    in its corners' positions: with the kink at zero gap, the corners of a
+    sole half in, half out of the ground had no rigid motion either.
+    Where no rigid motion meets the normal targets within CORRECTION_MISFIT
+    (points of a curved hull at different depths, a bounce), the biases
+    stay as they were. Scratch: first_of_body (nbodies,), next_pair
+    (pairs,), system (6, 9)."""
+    count = pairs.body_b.shape[0]
+    pairs.tangent_bias[:, :] = 0.0
+    if count < 2:
+        return
+    first_of_body[:] = -1
+    for i in range(count - 1, -1, -1):  # each body's pairs in a list, by increasing index
+        next_pair[i] = first_of_body[pairs.body_b[i]]
+        first_of_body[pairs.body_b[i]] = i
+    for i in range(count):
+        body_a = pairs.body_a[i]
+        j, first = first_of_body[pairs.body_b[i]], True  # is i the first of the pairs of its two bodies?
+        while j != i:
+            first = first and pairs.body_a[j] != body_a
+            j = next_pair[j]
+        if first:
+            rigid_correction(pairs, i, next_pair, system, dt, stabilization)
+
+
+@njit(cache=True, inline="always")
+def rigid_correction(pairs, first, next_pair, system, dt, stabilization):
+    """rigid_corrections' twist for the pairs of body_a[first], body_b[first]
+    from `first` on in next_pair's list, and their biases."""
+    body_a = pairs.body_a[first]
+    members, x0, x1, x2, deepest = 0, 0.0, 0.0, 0.0, np.inf
+    j = first
+    while j >= 0:
+        if pairs.body_a[j] == body_a:
+            members += 1
+            x0, x1, x2 = x0 + pairs.location[j, 0], x1 + pairs.location[j, 1], x2 + pairs.location[j, 2]
+            deepest = min(deepest, pairs.gap[j])
+        j = next_pair[j]
+    if members < 2:
+        return
+    x0, x1, x2 = x0 / members, x1 / members, x2 / members
+    if deepest < 0.0:  # a penetration: the gaps' closing speeds at its rate too, linear in the gap across the face
+        j = first
+        while j >= 0:
+            if pairs.body_a[j] == body_a and pairs.gap[j] > 0.0 and pairs.bias[j] == pairs.gap[j] / dt:
+                pairs.bias[j] = stabilization * pairs.gap[j] / dt
+            j = next_pair[j]
+    system[:, :7] = 0.0  # [N | g], N = Σ a aᵀ, g = -Σ a b, a = (r x n, n)
+    j = first
+    while j >= 0:
+        if pairs.body_a[j] == body_a:
+            n0, n1, n2 = pairs.axes[j, 0, 0], pairs.axes[j, 0, 1], pairs.axes[j, 0, 2]
+            r0, r1, r2 = pairs.location[j, 0] - x0, pairs.location[j, 1] - x1, pairs.location[j, 2] - x2
+            a = (r1 * n2 - r2 * n1, r2 * n0 - r0 * n2, r0 * n1 - r1 * n0, n0, n1, n2)
+            for row in range(6):
+                for col in range(6):
+                    system[row, col] += a[row] * a[col]
+                system[row, 6] -= a[row] * pairs.bias[j]
+        j = next_pair[j]
+    largest = 0.0
+    for row in range(6):
+        largest = max(largest, system[row, row])
+        system[row, 7], system[row, 8] = -1.0, 0.0
+    # symmetric pivoting, the largest remaining diagonal first: column 7, the step a row was eliminated at
+    # (-1: not; its unknown zero), column 8 the twist
+    eliminated = 0
+    for s in range(6):
+        p, best = -1, CORRECTION_PIVOT * largest
+        for row in range(6):
+            if system[row, 7] < 0.0 and system[row, row] > best:
+                p, best = row, system[row, row]
+        if p < 0:
+            break
+        system[p, 7] = s
+        eliminated += 1
+        for row in range(6):
+            if system[row, 7] < 0.0:
+                factor = system[row, p] / system[p, p]
+                for col in range(7):
+                    system[row, col] -= factor * system[p, col]
+    for s in range(eliminated - 1, -1, -1):
+        p = 0
+        while system[p, 7] != s:
+            p += 1
+        total = system[p, 6]
+        for col in range(6):
+            if system[col, 7] > s:
+                total -= system[p, col] * system[col, 8]
+        system[p, 8] = total / system[p, p]
+    w0, w1, w2, v0, v1, v2 = system[0, 8], system[1, 8], system[2, 8], system[3, 8], system[4, 8], system[5, 8]
+    misfit, largest_bias = 0.0, 0.0  # of the normal targets: none where the pairs lie on one face
+    j = first
+    while j >= 0:
+        if pairs.body_a[j] == body_a:
+            n0, n1, n2 = pairs.axes[j, 0, 0], pairs.axes[j, 0, 1], pairs.axes[j, 0, 2]
+            r0, r1, r2 = pairs.location[j, 0] - x0, pairs.location[j, 1] - x1, pairs.location[j, 2] - x2
+            along = n0 * (v0 + w1 * r2 - w2 * r1) + n1 * (v1 + w2 * r0 - w0 * r2) + n2 * (v2 + w0 * r1 - w1 * r0)
+            misfit, largest_bias = max(misfit, abs(along + pairs.bias[j])), max(largest_bias, abs(pairs.bias[j]))
+        j = next_pair[j]
+    if misfit > CORRECTION_MISFIT * largest_bias:
+        # no rigid motion meets the targets (points of a curved hull, an impact's bounce): the biases as they were
+        j = first
+        while j >= 0:
+            if pairs.body_a[j] == body_a and pairs.gap[j] > 0.0 and pairs.bias[j] == stabilization * pairs.gap[j] / dt:
+                pairs.bias[j] = pairs.gap[j] / dt
+            j = next_pair[j]
+        return
+    j = first
+    while j >= 0:
+        if pairs.body_a[j] == body_a:
+            r0, r1, r2 = pairs.location[j, 0] - x0, pairs.location[j, 1] - x1, pairs.location[j, 2] - x2
+            f0 = v0 + w1 * r2 - w2 * r1
+            f1 = v1 + w2 * r0 - w0 * r2
+            f2 = v2 + w0 * r1 - w1 * r0
+            for a in range(2):
+                axis = pairs.axes[j, a + 1]
+                pairs.tangent_bias[j, a] = -(axis[0] * f0 + axis[1] * f1 + axis[2] * f2)
+        j = next_pair[j]
 
 
 @njit(cache=True, inline="always")

@@ -85,6 +85,7 @@ CONTACT = _record(
     ("impulse", _float, (3,)),    # along the pair's axes (n, t1, t2): the next step's warm start
     ("velocity", _float, (3,)),   # of the contact point after the step, along (n, t1, t2)
     ("bias", _float),             # of the normal row: the Signorini condition is on velocity[0] + bias
+    ("tangent_bias", _float, (2,)),  # of the tangential rows: sticking is velocity[1:] + tangent_bias = 0
     ("in_solver", _bool),
 )
 
@@ -109,6 +110,7 @@ COLLISION = _record(
     ("impulse", _float, (3,)),    # of a on b along the axes: the next step's warm start
     ("velocity", _float, (3,)),   # of b relative to a at the point after the step, along the axes
     ("bias", _float),             # of the normal row, as CONTACT's
+    ("tangent_bias", _float, (2,)),  # of the tangential rows, as CONTACT's
 )
 
 REPORT = _record(

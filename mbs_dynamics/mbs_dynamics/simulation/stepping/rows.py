@@ -104,7 +104,7 @@ def path_columns(dof_parent, deepest, other, columns):
 def pair_rows(model, dof_parent, rows, pairs, kinematics, v_free, screws, columns):
     """Each pair's rows G = axes (J_b - J_a) (J: the Jacobian of its contact
     point on body b, and on body a, none for the world), c = G v_free + (b
-    on the normal row); the normal warm start clipped at 0 (the caller wrote
+    on the normal row, the tangent biases on the others); the normal warm start clipped at 0 (the caller wrote
     the warm starts, and zeroed G). Only the columns of the two bodies'
     paths to the root are touched. screws (nbodies, 6, 6), columns (nv,):
     scratch."""
@@ -121,7 +121,7 @@ def pair_rows(model, dof_parent, rows, pairs, kinematics, v_free, screws, column
             if deep_b < 0 and deep_a >= 0:
                 deepest[row], other[row] = deep_a, -1
             count = path_columns(dof_parent, deep_b, deep_a, columns)
-            total = pairs.bias[i] if a == 0 else 0.0
+            total = pairs.bias[i] if a == 0 else pairs.tangent_bias[i, a - 1]
             for k in range(count - 1, -1, -1):  # by increasing coordinate
                 total += G[row, columns[k]] * v_free[columns[k]]
             c[row] = total

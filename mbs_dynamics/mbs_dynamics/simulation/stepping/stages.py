@@ -20,7 +20,14 @@ from mbs_dynamics.simulation.stepping.actuation import actuated_terms, has_gains
 from mbs_dynamics.simulation.stepping.integrator import EULER, RKMK4, smooth_step
 from mbs_dynamics.simulation.stepping.islands import solve_islands
 from mbs_dynamics.simulation.stepping.collisions import body_pairs, collision_warm_starts
-from mbs_dynamics.simulation.stepping.pairs import body_twists, contact_pairs, pairs_view, point_positions, within_reach
+from mbs_dynamics.simulation.stepping.pairs import (
+    body_twists,
+    contact_pairs,
+    pairs_view,
+    point_positions,
+    rigid_corrections,
+    within_reach,
+)
 from mbs_dynamics.simulation.stepping.rows import (
     Rows,
     clear_rows,
@@ -90,6 +97,7 @@ def clear_contacts(results):
             contact.impulse[:] = 0.0
             contact.velocity[:] = 0.0
             contact.bias = 0.0
+            contact.tangent_bias[:] = 0.0
             contact.in_solver = False
     for r in range(results.coordinates.shape[0]):
         results.coordinates[r].joint_impulse = 0.0
@@ -112,14 +120,15 @@ def add_body_wrench(body_R, body_p, b, x, f0, f1, f2, wrench):
 
 @njit(cache=True, inline="always")
 def record_rows(pairs, i, impulses, u, diagonal, dt, impulse, velocity):
-    """Pair i's impulses and contact velocity after the step (u less the bias
+    """Pair i's impulses and contact velocity after the step (u less the biases
     and the compliance's share of W λ: diagonal), written into impulse and
     velocity (3,); returns its mean force over the step (world)."""
     f0, f1, f2 = 0.0, 0.0, 0.0
     for a in range(3):
         row = 3 * i + a
         impulse[a] = impulses[row]
-        velocity[a] = u[row] - (pairs.bias[i] if a == 0 else 0.0) - diagonal[row] * impulses[row]
+        bias = pairs.bias[i] if a == 0 else pairs.tangent_bias[i, a - 1]
+        velocity[a] = u[row] - bias - diagonal[row] * impulses[row]
         f0 += impulses[row] * pairs.axes[i, a, 0] / dt
         f1 += impulses[row] * pairs.axes[i, a, 1] / dt
         f2 += impulses[row] * pairs.axes[i, a, 2] / dt
@@ -137,6 +146,7 @@ def record_collision(pairs, i, impulses, u, diagonal, kinematics, dt, results):
     record.location[:] = pairs.location[i]
     record.axes[:] = pairs.axes[i]
     record.gap, record.bias = pairs.gap[i], pairs.bias[i]
+    record.tangent_bias[:] = pairs.tangent_bias[i]
     f0, f1, f2 = record_rows(pairs, i, impulses, u, diagonal, dt, record.impulse, record.velocity)
     body_a, body_b = pairs.body_a[i], pairs.body_b[i]
     add_body_wrench(kinematics.world_R, kinematics.world_p, body_b, pairs.location[i], f0, f1, f2,
@@ -161,6 +171,7 @@ def record_contacts(pairs, spheres, kinematics, impulses, u, diagonal, coordinat
             continue
         contact = results.contacts[k, pairs.obstacle[i]]
         contact.bias, contact.in_solver = pairs.bias[i], True
+        contact.tangent_bias[:] = pairs.tangent_bias[i]
         results.points[k].touching = True
         f0, f1, f2 = record_rows(pairs, i, impulses, u, diagonal, dt, contact.impulse, contact.velocity)
         force = results.points[k].force
@@ -207,6 +218,7 @@ def implicit_step(packed, dof_parent, world, actuation, step, q, v, results, wor
         if world.shapes.shapes.shape[0] > 1:  # (a call costs 0.5 us even when it has nothing to do)
             count, dropped = body_pairs(world, kinematics, work.vel, work.free_vel, step, work, point_pairs, False)
         pairs = pairs_view(work, count)
+        rigid_corrections(pairs, work.pairs_of_body, work.pair_next, work.correction, step.dt, step.stabilization)
         walls = velocity_walls(q, v_free, world.limits, step, work.lowest, work.highest)
         coordinates = joint_row_coordinates(terms, walls, work.coordinates)
         m = 3 * count + coordinates.shape[0]

@@ -20,13 +20,16 @@ from mbs_dynamics.simulation.stepping.integrator import RungeKuttaStages
 # points' positions, the body twists at v and at v_free, the pairs' contact axes and contact points, the
 # bodies' joint axes in the world (kinematics.world_screws), the smooth integrator's stages, the rows (G,
 # deepest, other, c, impulses, u = W impulses + c, the compliance's share of W's diagonal), the pairs' point,
-# obstacle, bodies, shapes, gap, bias and friction, the velocity walls, the coordinates of the joint rows, a
-# row's columns, a count for each body, how many rows of G are zero but for their paths (1,), zeros, no
-# external forces, q after the step, and the collision between bodies' (CollisionWork).
+# obstacle, bodies, shapes, gap, bias, tangential biases (pairs, 2) and friction, the next pair of the same
+# body (pairs,: rigid_corrections' lists), the velocity walls, the coordinates of the joint rows, a row's
+# columns, a count (or first pair) for each body, a rigid correction's normal equations and twist (6, 9), how many rows
+# of G are zero but for their paths (1,), zeros, no external forces, q after the step, and the collision
+# between bodies' (CollisionWork).
 StepWork = namedtuple("StepWork", "M M_nominal h effort damping clamp v_next positions vel free_vel axes location "
                                   "screws stages G deepest other c impulses u diagonal pair_point pair_obstacle "
-                                  "pair_body_a pair_body_b pair_shape_a pair_shape_b pair_gap pair_bias pair_friction "
-                                  "lowest highest coordinates columns pairs_of_body zeroed zero no_force q_next "
+                                  "pair_body_a pair_body_b pair_shape_a pair_shape_b pair_gap pair_bias pair_tangent_bias "
+                                  "pair_friction pair_next lowest highest coordinates columns pairs_of_body correction "
+                                  "zeroed zero no_force q_next "
                                   "collision")
 # Each shape's world placement (k, 3, 3), (k, 3), bounding box (k, 6: lowest then highest corner) and speed
 # bound (k,), the shapes in the order of their boxes' lowest x (k,), the narrow phase's and the manifold's
@@ -68,6 +71,8 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles, nshapes, ma
     u, o = take(floats, o, (rows,))
     pair_gap, o = take(floats, o, (pairs,))
     pair_bias, o = take(floats, o, (pairs,))
+    pair_tangent_bias, o = take(floats, o, (pairs, 2))
+    correction, o = take(floats, o, (6, 9))
     pair_friction, o = take(floats, o, (pairs,))
     lowest, o = take(floats, o, (nv,))
     highest, o = take(floats, o, (nv,))
@@ -103,6 +108,7 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles, nshapes, ma
     pair_body_b, o = take(ints, o, (pairs,))
     pair_shape_a, o = take(ints, o, (pairs,))
     pair_shape_b, o = take(ints, o, (pairs,))
+    pair_next, o = take(ints, o, (pairs,))
     coordinates, o = take(ints, o, (nv,))
     order, o = take(ints, o, (nshapes,))
     faces, o = take(ints, o, (n_faces, 3))
@@ -119,8 +125,9 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles, nshapes, ma
                               ManifoldWork(feature_a, feature_b, clip_in, clip_out), candidates, candidate_gaps)
     return StepWork(M, M_nominal, h, effort, damping, clamp, v_next, positions, vel, free_vel, axes, location, screws,
                     stages, G, deepest, other, c, impulses, u, diagonal, pair_point, pair_obstacle,
-                    pair_body_a, pair_body_b, pair_shape_a, pair_shape_b, pair_gap, pair_bias, pair_friction, lowest,
-                    highest, coordinates, columns, pairs_of_body, zeroed, zero, no_force, q_next, collision), \
+                    pair_body_a, pair_body_b, pair_shape_a, pair_shape_b, pair_gap, pair_bias, pair_tangent_bias,
+                    pair_friction, pair_next, lowest, highest, coordinates, columns, pairs_of_body, correction, zeroed,
+                    zero, no_force, q_next, collision), \
         float_end, int_end
 
 

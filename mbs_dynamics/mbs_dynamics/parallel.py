@@ -11,10 +11,13 @@ A thread waiting here sleeps and lets the others run.
 A batch kernel takes its constant arguments first, then the arrays whose
 leading dimension is the batch (inputs and outputs, the statuses last), and
 runs the states of the slices it is given: kernel(*constants, *slices).
+Other work split into parts of its own (the rollouts) runs on the same pool
+(run_together): one pool in the process.
 """
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 # Below this many states times bodies a batch runs in the calling thread:
 # waking a sleeping thread costs some 10-50 us, as much as 1000 bodies' RNEA.
@@ -50,10 +53,12 @@ def set_num_threads(threads: int) -> None:
 
 
 def _workers(count: int) -> ThreadPoolExecutor:
-    """The pool of up to `count` worker threads (besides the caller's), made on first use."""
+    """The pool of at least `count` worker threads (besides the caller's), made
+    on first use and made anew, larger, when more are asked for (the old one
+    finishes what it was given)."""
     global _pool, _pool_owner
     with _lock:
-        if _pool_owner != (os.getpid(), count):
+        if _pool_owner[0] != os.getpid() or _pool_owner[1] < count:
             if _pool is not None and _pool_owner[0] == os.getpid():
                 _pool.shutdown(wait=False)
             _pool = ThreadPoolExecutor(count, thread_name_prefix="mbs_batch", initializer=_mark_worker)
@@ -75,11 +80,23 @@ def run_batch(kernel, constants: tuple, batched: tuple, work_per_state: int = 1)
         kernel(*constants, *batched)
         return
     bounds = [count * k // threads for k in range(threads + 1)]
-    pool = _workers(_threads - 1)
-    futures = [pool.submit(kernel, *constants, *(x[start:stop] for x in batched))
-               for start, stop in zip(bounds[1:-1], bounds[2:], strict=True)]
+    run_together([partial(kernel, *constants, *(x[start:stop] for x in batched))
+                  for start, stop in zip(bounds[:-1], bounds[1:], strict=True)])
+
+
+def run_together(calls: list) -> None:
+    """Runs the calls (functions of no argument) at once: the first in the
+    calling thread, the others on the pool's threads; a pool worker runs them
+    all itself, one after another (it would wait on its own pool). Returns
+    when all are done; a call's exception is raised here."""
+    if len(calls) <= 1 or getattr(_in_worker, "active", False):
+        for call in calls:
+            call()
+        return
+    pool = _workers(len(calls) - 1)
+    futures = [pool.submit(call) for call in calls[1:]]
     try:
-        kernel(*constants, *(x[:bounds[1]] for x in batched))
+        calls[0]()
     finally:
         for future in futures:
             future.result()

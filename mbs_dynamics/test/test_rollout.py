@@ -167,3 +167,28 @@ def test_a_dask_cluster_of_two_worker_processes_gives_the_local_results(solo):
 def test_an_unreachable_scheduler_is_refused_in_one_line(solo):
     with pytest.raises(ValueError, match="cannot use tcp://127.0.0.1:1 as a Dask scheduler"):
         rolled(solo, scheduler="tcp://127.0.0.1:1")
+
+
+def test_the_rollouts_call_the_simulations_compiled_step(solo):
+    """rollout_kernel calls simulate_kernel, Simulation.step's kernel, in the
+    types Simulation.step passes it: one compiled step serves both (a second
+    copy inlined in the rollouts compiled the whole step again)."""
+    from mbs_dynamics.simulation.rollout import rollout_kernel
+    from mbs_dynamics.simulation.stepping import simulate_kernel
+
+    rolled(solo, threads=2)
+    simulation = mbs.Simulation(solo["model"], solo["world"], DT, actuators=solo["actuators"])
+    simulation.step(solo["efforts"][0, 0])
+    assert len(simulate_kernel.signatures) == 1
+    assert len(rollout_kernel.signatures) == 1
+
+
+def test_rollouts_inside_a_pool_worker_run_there_and_agree(solo):
+    """A rollout asked for from one of parallel.py's pool threads (a batch's
+    worker) runs its shares in that thread, one after another (waiting on its
+    own pool could deadlock), with the same bits."""
+    from mbs_dynamics import parallel
+
+    reference = rolled(solo, threads=1)
+    result = parallel._workers(1).submit(rolled, solo, threads=3).result(timeout=120)
+    assert np.array_equal(result.q, reference.q) and np.array_equal(result.v, reference.v)

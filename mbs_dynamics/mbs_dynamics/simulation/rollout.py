@@ -7,12 +7,13 @@ A control sequence is open loop (efforts (N, T, nv)) or the actuators' PD
 law toward per-step targets (position and velocity targets (N, T, nv)), or
 both. Each rollout is exactly a Simulation stepped one step per call with
 that step's efforts and targets (Simulation.step(tau), set_targets), to the
-last bit: the same compiled step (stepping.stages.simulate_steps), the warm
-starts carried from step to step, the work arrays as a new call finds them.
+last bit: the same compiled step (stepping.simulate_kernel, one step a
+call), the warm starts carried from step to step.
 
-In one process the rollouts are split among `threads` threads, each with its
-own work arrays, results and actuators, each running its rollouts in one
-compiled call that releases the GIL (rollout_kernel). Given a Dask
+In one process the rollouts are split among `threads` threads (the pool of
+parallel.py, the batches'), each with its own work arrays, results and
+actuators, each running its rollouts in one compiled call that releases the
+GIL (rollout_kernel). Given a Dask
 scheduler's address, the rollouts are split into tasks on that cluster's
 workers, results gathered in order: identical to the local run.
 
@@ -23,20 +24,18 @@ recorded, its later rows holding the state it stopped at; the others go on.
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from numba import njit
 
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_MATRIX
-from mbs_dynamics.multibody.model import Model, unpack_model
-from mbs_dynamics.multibody.workspace import untracked
-from mbs_dynamics.parallel import get_num_threads
+from mbs_dynamics.multibody.model import Model
+from mbs_dynamics.parallel import get_num_threads, run_together
 from mbs_dynamics.simulation.simulation import DEFAULT_INTEGRATOR, MARGIN, Actuators, Simulation, World
 from mbs_dynamics.simulation.stepping import copy_records, new_results
-from mbs_dynamics.simulation.stepping.stages import simulate_steps, untracked_results, untracked_world
-from mbs_dynamics.simulation.stepping.work import step_work
+from mbs_dynamics.simulation.stepping.stages import simulate_kernel
 
 STATUS_NAMES = {0: "done", INVALID_INPUT: "invalid input", NONFINITE_RESULT: "non-finite result",
                 SINGULAR_MASS_MATRIX: "singular mass matrix"}
@@ -86,25 +85,20 @@ def _finite(x):
     return True
 
 
-@njit(cache=True, inline="always")
-def run_rollouts(packed, dof_parent, world, settings, actuation, results, buffer, q, v, q_start, v_start, q0, v0,
-                 efforts, position_targets, velocity_targets, contact_count, stride, first, every, q_out, v_out,
-                 forces_out, status, steps_taken, unconverged):
+@njit(cache=True, nogil=True)
+def rollout_kernel(packed, dof_parent, world, settings, actuation, results, buffer, q, v, q_start, v_start, q0, v0,
+                   efforts, position_targets, velocity_targets, contact_count, stride, first, every, q_out, v_out,
+                   forces_out, status, steps_taken, unconverged):
     """Rollouts first, first + every, ... < N (module docstring), one at a time
-    in this workspace: the system's q, v (from q_start, v_start: the objects'
-    poses, the robot's from q0, v0), the actuation and results records and the
-    scratch buffer; settings: SETTINGS (1,) of one step a call. Efforts and
-    targets of shape (N, T, nv), or (0, 0, 0): none (zero efforts; the targets
-    the actuation holds)."""
-    packed, buffer, dof_parent = (untracked(packed[0]), untracked(packed[1])), untracked(buffer), untracked(dof_parent)
-    world, results = untracked_world(world), untracked_results(results)
-    q, v, actuation = untracked(q), untracked(v), untracked(actuation)
-    step = settings[0]
+    in this workspace, the GIL released (one thread's share): the system's q,
+    v (from q_start, v_start: the objects' poses, the robot's from q0, v0),
+    the actuation and results records (a plain tuple) and the scratch buffer;
+    settings: SETTINGS (1,) of one step a call. Efforts and targets of shape
+    (N, T, nv), or (0, 0, 0): none (zero efforts; the targets the actuation
+    holds). Each step is a call of simulate_kernel, Simulation.step's own
+    compiled kernel (compiled once for both, not a second copy of the step)."""
+    points, contacts, coordinates, collisions, report = results[0], results[1], results[2], results[4], results[5]
     nq, nv = q0.shape[1], v0.shape[1]
-    work, work_floats, work_ints = step_work(q.shape[0], v.shape[0], unpack_model(packed).parent.shape[0],
-                                             world.spheres.shape[0],
-                                             world.obstacles.shape[0], world.shapes.shapes.shape[0],
-                                             results.collisions.shape[0], buffer)
     total = q_out.shape[1] * stride
     for i in range(first, q0.shape[0], every):
         q[:] = q_start
@@ -112,14 +106,14 @@ def run_rollouts(packed, dof_parent, world, settings, actuation, results, buffer
         q[:nq] = q0[i]
         v[:nv] = v0[i]
         # a Simulation reset to (q0, v0): no warm starts
-        for k in range(results.contacts.shape[0]):
-            for o in range(results.contacts.shape[1]):
-                results.contacts[k, o].impulse[:] = 0.0
-        for r in range(results.coordinates.shape[0]):
-            results.coordinates[r].joint_impulse = 0.0
-        for c in range(results.collisions.shape[0]):
-            results.collisions[c].impulse[:] = 0.0
-        results.report[0].collisions = 0
+        for k in range(contacts.shape[0]):
+            for o in range(contacts.shape[1]):
+                contacts[k, o].impulse[:] = 0.0
+        for r in range(coordinates.shape[0]):
+            coordinates[r].joint_impulse = 0.0
+        for c in range(collisions.shape[0]):
+            collisions[c].impulse[:] = 0.0
+        report[0].collisions = 0
         status[i], steps_taken[i], unconverged[i] = 0, total, 0
         for t in range(total):
             if efforts.shape[0] > 0:
@@ -134,13 +128,9 @@ def run_rollouts(packed, dof_parent, world, settings, actuation, results, buffer
             if not (_finite(actuation["position_target"]) and _finite(actuation["velocity_target"])):
                 status[i] = INVALID_INPUT
             else:
-                # the work arrays as step_work leaves them for a new call
-                work.zeroed[0] = 0
-                for s in range(work.collision.order.shape[0]):
-                    work.collision.order[s] = s
-                simulate_steps(packed, dof_parent, world, actuation, step, q, v, results, work, buffer)
-                status[i] = results.report[0].status
-                unconverged[i] += results.report[0].unconverged
+                simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, results, buffer)
+                status[i] = report[0].status
+                unconverged[i] += report[0].unconverged
             if status[i] != 0:
                 steps_taken[i] = t
                 for row in range(t // stride, q_out.shape[1]):
@@ -153,19 +143,7 @@ def run_rollouts(packed, dof_parent, world, settings, actuation, results, buffer
                 q_out[i, row] = q[:nq]
                 v_out[i, row] = v[:nv]
                 for k in range(contact_count):
-                    forces_out[i, row, k] = results.points[k].force
-    # the work buffers used last here (stages.simulate_kernel)
-    return work_floats.shape[0] + work_ints.shape[0]
-
-
-@njit(cache=True, nogil=True)
-def rollout_kernel(packed, dof_parent, world, settings, actuation, results, buffer, q, v, q_start, v_start, q0, v0,
-                   efforts, position_targets, velocity_targets, contact_count, stride, first, every, q_out, v_out,
-                   forces_out, status, steps_taken, unconverged):
-    """run_rollouts in one workspace, the GIL released: one thread's share."""
-    run_rollouts(packed, dof_parent, world, settings, actuation, results, buffer, q, v, q_start, v_start, q0, v0,
-                 efforts, position_targets, velocity_targets, contact_count, stride, first, every, q_out, v_out,
-                 forces_out, status, steps_taken, unconverged)
+                    forces_out[i, row, k] = points[k].force
 
 
 def _controls(model: Model, value, name: str, count: int, steps: int | None) -> np.ndarray | None:
@@ -281,14 +259,8 @@ def _run(plan: RolloutPlan, q0, v0, controls, steps: int, stride: int, threads: 
     inputs = (q0, v0, efforts, position_targets, velocity_targets, contact_count, stride)
     outputs = (q_out, v_out, forces_out, status, steps_taken, unconverged)
     threads = max(1, min(threads, count))
-    workspaces = [plan.workspace() for _ in range(threads)]
-    if threads == 1:
-        rollout_kernel(*shared, *workspaces[0], q_start, v_start, *inputs, 0, 1, *outputs)
-    else:
-        with ThreadPoolExecutor(threads) as pool:
-            for done in [pool.submit(rollout_kernel, *shared, *workspace, q_start, v_start, *inputs, w, threads,
-                                     *outputs) for w, workspace in enumerate(workspaces)]:
-                done.result()
+    run_together([partial(rollout_kernel, *shared, *plan.workspace(), q_start, v_start, *inputs, w, threads, *outputs)
+                  for w in range(threads)])
     return Rollouts(q_out, v_out, forces_out, status, steps_taken, unconverged, stride, plan.template.dt)
 
 

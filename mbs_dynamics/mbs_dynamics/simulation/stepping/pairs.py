@@ -161,7 +161,9 @@ def contact_pairs(spheres, obstacles, positions, kinematics, vel, free_vel, step
             work.pair_gap[count] = gap
             count += 1
     if count > PATCH_POINTS and crowded(point, count, spheres, work.pairs_of_body):
-        count = reduce_patches(point, obstacle, work.pair_gap, bias, axes, location, friction, count, spheres, gaps)
+        # np.int64: typing meets count first as the literal 0 and would compile reduce_patches for it too
+        count = reduce_patches(point, obstacle, work.pair_gap, bias, axes, location, friction, np.int64(count),
+                               spheres, gaps)
     for i in range(count):
         work.pair_body_a[i], work.pair_body_b[i] = -1, spheres[point[i]].body
         work.pair_shape_a[i], work.pair_shape_b[i] = -1, -1

@@ -31,7 +31,7 @@ from mbs_dynamics.algorithms.crba import mass_matrix
 from mbs_dynamics.algorithms.kinematics import frames_motion
 from mbs_dynamics.algorithms.rnea import nonlinear_effects
 from mbs_dynamics.control.contacts import RigidContact
-from mbs_dynamics.control.tasks import CenterOfMassTask, FrameTask, PostureTask, Task, finite_vector, gains
+from mbs_dynamics.control.tasks import CenterOfMassTask, FrameTask, PostureTask, Task, finite_vector
 from mbs_dynamics.multibody.model import FLOATING, Model
 from mbs_dynamics.spatial.lie import quaternion_to_matrix
 

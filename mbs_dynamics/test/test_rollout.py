@@ -4,6 +4,11 @@ per rollout; the same results on any number of threads and on a Dask
 cluster of two worker processes."""
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import mbs_dynamics as mbs
 import numpy as np
 import pytest
@@ -169,18 +174,32 @@ def test_an_unreachable_scheduler_is_refused_in_one_line(solo):
         rolled(solo, scheduler="tcp://127.0.0.1:1")
 
 
-def test_the_rollouts_call_the_simulations_compiled_step(solo):
+def test_the_rollouts_call_the_simulations_compiled_step():
     """rollout_kernel calls simulate_kernel, Simulation.step's kernel, in the
     types Simulation.step passes it: one compiled step serves both (a second
-    copy inlined in the rollouts compiled the whole step again)."""
-    from mbs_dynamics.simulation.rollout import rollout_kernel
-    from mbs_dynamics.simulation.stepping import simulate_kernel
+    copy inlined in the rollouts compiled the whole step again). Counted in a
+    fresh process: the suite's other tests call the step in other types."""
+    script = textwrap.dedent("""
+        import numpy as np
+        import mbs_dynamics as mbs
+        from helpers import FEET, solo12_standing
+        from mbs_dynamics.simulation.rollout import rollout_kernel
+        from mbs_dynamics.simulation.stepping import simulate_kernel
 
-    rolled(solo, threads=2)
-    simulation = mbs.Simulation(solo["model"], solo["world"], DT, actuators=solo["actuators"])
-    simulation.step(solo["efforts"][0, 0])
-    assert len(simulate_kernel.signatures) == 1
-    assert len(rollout_kernel.signatures) == 1
+        model, stance = solo12_standing()
+        world = mbs.World(mbs.Ground(friction=0.8), tuple(mbs.PointContact(foot) for foot in FEET))
+        joints = list(model.joint_names[1:])
+        actuators = mbs.Actuators(joints, [5.0] * len(joints), [0.1] * len(joints))
+        targets = np.zeros((2, 5, model.nv))
+        mbs.rollout(model, np.tile(stance, (2, 1)), None, np.zeros((2, 5, model.nv)), position_targets=targets,
+                    velocity_targets=targets, world=world, dt=1e-3, actuators=actuators, threads=2)
+        mbs.Simulation(model, world, 1e-3, actuators=actuators).step(np.zeros(model.nv))
+        print(len(simulate_kernel.signatures), len(rollout_kernel.signatures))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parent, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["1", "1"], done.stdout
 
 
 def test_rollouts_inside_a_pool_worker_run_there_and_agree(solo):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mbs_dynamics.inputs import QUATERNION_TOLERANCE
 from mbs_dynamics.spatial.lie import quaternion_to_matrix, so3_log
 
 POSE, POSITION, ORIENTATION = "pose", "position", "orientation"
@@ -50,7 +51,7 @@ def rotation_matrix(value, what: str) -> np.ndarray:
     if array.shape == (4,):
         q = finite_vector(array, 4, what)
         norm = np.linalg.norm(q)
-        if abs(norm - 1.0) > 1e-3:
+        if abs(norm - 1.0) > QUATERNION_TOLERANCE:
             raise ValueError(f"{what} must be a unit quaternion (x, y, z, w), its norm is {norm:.6g}")
         return quaternion_to_matrix(*(q / norm))
     R = finite_vector(array.ravel(), 9, what).reshape(3, 3) if array.size == 9 else None

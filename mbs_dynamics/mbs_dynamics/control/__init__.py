@@ -13,12 +13,16 @@ per cycle (DESIGN.md §9), TSID's formulation on this package's dynamics.
     com.set_reference(position)            # world axes
     result = controller.compute(q, v)      # result.tau, result.a, result.forces, result.status
     controller.remove_contact("FL_FOOT")   # the foot may lift
+    circle = CircleReference(position, radius=0.03, frequency=0.5)  # references.py: (p, v, a) at t
+    com.set_reference(*circle.at(t))
 
 Needs proxsuite (the QP solver), imported only by this subpackage.
 """
 from mbs_dynamics.control.contacts import RigidContact, RigidPointContact, RigidSurfaceContact
 from mbs_dynamics.control.controller import ControlResult, State, WholeBodyController
+from mbs_dynamics.control.references import CircleReference, RestToRest, SwingTrajectory
 from mbs_dynamics.control.tasks import CenterOfMassTask, FrameTask, OrientationTask, PostureTask, Task
 
-__all__ = ["CenterOfMassTask", "ControlResult", "FrameTask", "OrientationTask", "PostureTask", "RigidContact",
-           "RigidPointContact", "RigidSurfaceContact", "State", "Task", "WholeBodyController"]
+__all__ = ["CenterOfMassTask", "CircleReference", "ControlResult", "FrameTask", "OrientationTask", "PostureTask", "RigidContact",
+           "RestToRest", "RigidPointContact", "RigidSurfaceContact", "State", "SwingTrajectory", "Task",
+           "WholeBodyController"]

@@ -108,7 +108,17 @@ class RigidContact:
 
 
 class RigidPointContact(RigidContact):
-    """A point foot: force (3,) in world axes, normal in world axes."""
+    """A point foot: force (3,) in world axes, normal in world axes.
+
+    radius r > 0: the frame is the centre of a sphere foot rolling on the
+    ground, and the contact point the sphere's lowest point p - r n (not a
+    point fixed in the foot: the one that touched first rises as the sphere
+    turns). It is held by no slip and no normal motion, ṗ + ω × o = 0 with
+    o = -r n fixed in the world, whose rate is p̈ + ω̇ × o: the rows J_lin -
+    [o]× J_ang, the drift p̈₀ + ω̇₀ × o. What the simulator's sphere contact
+    does (a rolling sphere's centre moves by r times its turn, so a radius-0
+    contact at the centre is wrong by that). The reference position is the
+    contact point's."""
 
     size = 3
     motion_rows = 3
@@ -116,21 +126,29 @@ class RigidPointContact(RigidContact):
 
     def __init__(self, frame: str, friction: float = 0.5, normal=(0.0, 0.0, 1.0), min_normal_force=0.0,
                  max_normal_force=np.inf, kp=0.0, kd=0.0, regularization_weight=1e-5,
-                 regularization_axes=(1.0, 1.0, 1e-3)):
+                 regularization_axes=(1.0, 1.0, 1e-3), radius=0.0):
         super().__init__(frame, friction, normal, min_normal_force, max_normal_force, kp, kd,
                          regularization_weight, regularization_axes)
         axes = finite_vector(regularization_axes, 3, f"the regularisation axes of contact '{frame}'")
         self.regularization_axes = axes
         self.regularization = np.diag(axes)  # on f
+        self.radius = float(gains(radius, 1, f"the radius of contact '{frame}'")[0])
         self.set_force_reference(np.zeros(3))
 
     def rows(self, state):
-        """(J (3, nv) world axes, rhs of J a = rhs, G: forces -> J's force)."""
+        """(J (3, nv) world axes, rhs of J a = rhs) of the contact point."""
         k = state.frame_index[self.frame]
         J, twist, drift = state.frame_jacobian[k], state.frame_twist[k], state.frame_drift[k]
-        self.capture(state.frame_rotation[k], state.frame_position[k])
-        desired = self.kp * (self.position - state.frame_position[k]) - self.kd * twist[3:]
-        return J[3:], desired - drift[3:]
+        point, J_point, velocity, drift_point = state.frame_position[k], J[3:], twist[3:], drift[3:]
+        if self.radius:
+            o = -self.radius * self.normal
+            point = point + o
+            J_point = J_point - skew(o) @ J[:3]
+            velocity = velocity + np.cross(twist[:3], o)
+            drift_point = drift_point + np.cross(drift[:3], o)
+        self.capture(state.frame_rotation[k], point)
+        desired = self.kp * (self.position - point) - self.kd * velocity
+        return J_point, desired - drift_point
 
     def generator(self, state):
         return np.eye(3)

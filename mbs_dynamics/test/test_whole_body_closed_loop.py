@@ -1,0 +1,344 @@
+"""The whole-body controller closing the loop around this package's simulator
+(mbs.Simulation, the step the simulator node takes; the world touched at the
+URDF's collision geometry, as the node builds it): efforts only, no position
+actuators. The quadruped stands on its four sphere feet, sways its CoM on a
+3 cm circle at 0.5 Hz, lifts a foot and sets it down, and takes a 0.3 m/s
+lateral push; TALOS crouches 10 cm on its two soles. Each asserts the CoM
+error, the feet's sliding, the base height, the contact forces inside the
+friction cones and a simulator that neither softened nor left a step
+unconverged."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mbs_dynamics as mbs
+from helpers import FEET as SOLO_FEET
+from helpers import close, solo12_standing
+from oracles import robot_path
+
+from mbs_dynamics.contact.geometry import ContactGeometry, collision_contacts
+from mbs_dynamics.spatial.lie import so3_log
+from mbs_dynamics.control import (CenterOfMassTask, CircleReference, FrameTask, OrientationTask, PostureTask,
+                                  RestToRest, RigidPointContact, RigidSurfaceContact, SwingTrajectory,
+                                  WholeBodyController)
+
+DT = 1e-3  # the simulator's step (the node's default)
+GROUND_FRICTION = 0.8  # the node's default ground_friction
+CONTROL_FRICTION = 0.6  # what the controller's cones assume: below the ground's
+FEET = ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT")
+FOOT_RADIUS = 0.02  # the quadruped's sphere feet
+SOLO_FOOT_RADIUS = 0.016
+SOLES = ("left_sole_link", "right_sole_link")
+# TALOS's soles touch the simulator's ground at the corners of their mesh's lowest vertices (x -0.098..0.090,
+# y -0.055..0.057 in the sole frame; on the mesh vertices themselves the rigid step softened every step), the
+# controller's corners lie inside them
+SOLE_MESH_CORNERS = np.array([[-0.098, -0.055, 0.0], [-0.098, 0.057, 0.0], [0.09, -0.055, 0.0], [0.09, 0.057, 0.0]])
+SOLE_CORNERS = np.array([[-0.085, -0.05, 0.0], [-0.085, 0.05, 0.0], [0.08, -0.05, 0.0], [0.08, 0.05, 0.0]])
+
+# The gains that hold (the ROS node's defaults may take them): CoM and base orientation Kp 100 (Kd 2√Kp),
+# weight 1; posture Kp 10, weight 1e-3; swing foot Kp 1000, weight 100; contacts Kp 0 (TSID's).
+COM_KP, BASE_KP, POSTURE_KP, POSTURE_WEIGHT, SWING_KP, SWING_WEIGHT = 100.0, 100.0, 10.0, 1e-3, 1000.0, 100.0
+
+
+class Loop:
+    """A robot in the simulator under the controller at DT * ratio."""
+
+    def __init__(self, urdf: str, q, ratio: int = 1, contact_points=(), geometry=None, **joints):
+        """The world touched at contact_points (PointContact) and geometry
+        (ContactGeometry), neither given: the URDF's collision geometry;
+        joints: World's joint_friction, joint_damping (default True)."""
+        xml = Path(urdf).read_text()
+        self.model = model = mbs.Model.from_urdf_string(xml, floating_base=True)
+        if not contact_points and geometry is None:
+            geometry = collision_contacts(model, xml)
+        world = mbs.World(mbs.Ground(friction=GROUND_FRICTION), contact_points, contact_geometry=geometry, **joints)
+        self.simulation = mbs.Simulation(model, world, DT, q=q)
+        self.controller = WholeBodyController(model)
+        self.com = self.controller.add_task(CenterOfMassTask(kp=COM_KP, weight=1.0))
+        self.base = self.controller.add_task(OrientationTask(self.controller.base_frame, kp=BASE_KP, weight=1.0))
+        self.posture = self.controller.add_task(PostureTask(kp=POSTURE_KP, weight=POSTURE_WEIGHT))
+        self.base.set_reference(np.eye(3))
+        self.posture.set_reference(q[7:])
+        self.ratio, self.cycles = ratio, 0
+        self.worst_cone = -np.inf  # the largest |f_t| - μ f_n of the controller's forces (N)
+        self.softened = self.unconverged = self.infeasible = 0
+
+    def cycle(self):
+        """One control cycle: compute, then `ratio` simulator steps under its torques."""
+        result = self.controller.compute(self.simulation.q, self.simulation.v)
+        self.infeasible += not result.feasible
+        for name, force in result.forces.items():
+            contact = self.controller.contacts[name]
+            if contact.kind == "point":
+                self.worst_cone = max(self.worst_cone, np.hypot(*force[:2]) - contact.friction * force[2])
+            else:
+                for corner in result.corner_forces[name]:
+                    self.worst_cone = max(self.worst_cone, np.hypot(*corner[:2]) - contact.friction * corner[2])
+        step = self.simulation.step(np.r_[np.zeros(6), result.tau], self.ratio)
+        self.softened += step.softened_steps
+        self.unconverged += step.unconverged_steps
+        self.cycles += 1
+        return result
+
+    @property
+    def time(self) -> float:
+        return self.cycles * self.ratio * DT
+
+    @property
+    def com_position(self):
+        return mbs.center_of_mass(self.model, self.simulation.q)
+
+    def frame_position(self, frame):
+        return mbs.frame_pose(self.model, self.simulation.q, frame)[:3, 3]
+
+    def check_simulator(self):
+        assert (self.softened, self.unconverged, self.infeasible) == (0, 0, 0)
+        assert self.worst_cone <= 1e-6
+
+
+def quadruped_standing():
+    """The bundled quadruped with bent knees (hips 0.5 rad, knees -1 rad:
+    straight legs, config/quadruped.yaml's, are singular: a CoM move needs the
+    knees), its feet on the ground."""
+    model = mbs.Model.from_urdf_file(mbs.bundled_robot("quadruped"), floating_base=True)
+    q = model.neutral_configuration()
+    for leg, sign in (("LF", 1), ("RF", 1), ("LH", -1), ("RH", -1)):
+        q[model.q_index(f"{leg}_HFE")], q[model.q_index(f"{leg}_KFE")] = 0.5 * sign, -1.0 * sign
+    q[2] -= min(mbs.frame_pose(model, q, foot)[2, 3] for foot in FEET) - FOOT_RADIUS
+    return q
+
+
+def quadruped_loop(contact_radius=FOOT_RADIUS, **joints):
+    loop = Loop(mbs.bundled_robot("quadruped"), quadruped_standing(), **joints)
+    add_feet(loop, FEET, FOOT_RADIUS, contact_radius)
+    return loop
+
+
+def add_feet(loop, feet, radius, contact_radius=None):
+    """Point contacts at the sphere feet of `radius` (the controller's
+    radius: contact_radius if given)."""
+    loop.feet, loop.foot_radius = feet, radius
+    for foot in feet:
+        loop.controller.add_contact(RigidPointContact(
+            foot, friction=CONTROL_FRICTION, min_normal_force=1.0,
+            radius=radius if contact_radius is None else contact_radius))
+
+
+def contact_points(loop):
+    """The feet's ground points (sphere centre less the radius), (4, 3)."""
+    return np.array([loop.frame_position(foot) - [0, 0, loop.foot_radius] for foot in loop.feet])
+
+
+def foot_rotations(loop):
+    return [mbs.frame_pose(loop.model, loop.simulation.q, foot)[:3, :3] for foot in loop.feet]
+
+
+def slip(loop, points, rotations):
+    """(4,) how far each foot slid since (points, rotations): its ground
+    point's move less the rolling's, r (θ × ẑ) for the turn θ (world axes)."""
+    rolled = [loop.foot_radius * np.cross(so3_log(after @ before.T), [0.0, 0.0, 1.0])
+              for before, after in zip(rotations, foot_rotations(loop), strict=True)]
+    return np.linalg.norm(contact_points(loop) - points - np.array(rolled), axis=1)
+
+
+def circle(loop, duration, settled):
+    """The CoM on a 3 cm circle at 0.5 Hz about where it stands (radius grown
+    over 1 s) for `duration` s: (the largest CoM error from `settled` s on,
+    each foot's slip, how far each foot's ground point moved)."""
+    start, feet, turns = loop.com_position, contact_points(loop), foot_rotations(loop)
+    reference = CircleReference(start, radius=0.03, frequency=0.5, ramp=1.0)
+    errors = []
+    while loop.time < duration - 1e-9:
+        loop.com.set_reference(*reference.at(loop.time))
+        loop.cycle()
+        if loop.time >= settled:
+            errors.append(np.linalg.norm(loop.com_position - reference.at(loop.time)[0]))
+    return max(errors), slip(loop, feet, turns), np.linalg.norm(contact_points(loop) - feet, axis=1)
+
+
+@pytest.mark.parametrize("reference", [
+    RestToRest((0.1, 0.2, 0.3), (0.2, 0.0, 0.25), 0.8, start_time=0.1),
+    CircleReference((0.0, 0.1, 0.3), 0.03, 0.5, ramp=1.0, start_time=0.2),
+    SwingTrajectory((0.2, 0.1, 0.0), (0.25, 0.1, 0.01), 0.05, 0.6, start_time=0.1)], ids=type)
+def test_references_velocity_and_acceleration_are_the_derivatives(reference):
+    """Each reference's velocity and acceleration equal the central
+    differences of its position and velocity (off the ends, where the jerk
+    jumps), at rest at the start (and at the end, but for the circle)."""
+    h = 1e-6
+    for t in np.linspace(0.0, 2.0, 41) + 0.0013:
+        p, v, a = reference.at(t)
+        close((reference.at(t + h)[0] - reference.at(t - h)[0]) / (2 * h), v, 1e-6)
+        close((reference.at(t + h)[1] - reference.at(t - h)[1]) / (2 * h), a, 1e-5)
+    for t in (0.0,) if isinstance(reference, CircleReference) else (0.0, 5.0):
+        assert not np.any(reference.at(t)[1]) and not np.any(reference.at(t)[2])
+    if isinstance(reference, SwingTrajectory):  # mid-swing: the line's middle plus the height
+        assert abs(reference.at(0.4)[0][2] - (0.005 + 0.05)) < 1e-12
+
+
+def test_rolling_contact_is_the_simulators():
+    """Sphere feet: the point contact at the sphere's lowest point (radius r)
+    predicts the accelerations the simulator's step takes, the sphere's
+    centre (radius 0) does not: a rolling sphere's centre moves by r times
+    its turn. Joint friction and damping off (the controller does not
+    model them: with them the step's accelerations differ by 1.5 rad/s²)."""
+    differences = {}
+    for radius in (FOOT_RADIUS, 0.0):
+        loop = quadruped_loop(contact_radius=radius, joint_friction=False, joint_damping=False)
+        start = loop.com_position
+        crouch = RestToRest(start, start + [0.02, 0.0, -0.06], 0.6)
+        worst = 0.0
+        while loop.time < 0.6 - 1e-9:
+            loop.com.set_reference(*crouch.at(loop.time))
+            result = loop.cycle()
+            worst = max(worst, np.max(np.abs(loop.simulation.last.acceleration - result.a)))
+        loop.check_simulator()
+        differences[radius] = worst
+    assert differences[FOOT_RADIUS] < 0.03  # measured 0.008 rad/s² (a and v in one unit: m/s², rad/s²)
+    assert differences[0.0] > 0.2  # measured 0.60
+
+
+def test_quadruped_com_circle():
+    """The CoM on a 3 cm circle at 0.5 Hz (radius grown over 1 s): under 5 mm
+    error from t = 2 s (1 s after the full radius) over 1.5 periods."""
+    loop = quadruped_loop()
+    error, slips, moved = circle(loop, 5.0, 2.0)
+    loop.check_simulator()
+    assert error < 2e-3  # measured 0.9 mm
+    # the feet roll (their ground points move by r times the turn: 2 mm measured), they do not slide
+    assert np.max(slips) < 1e-4 and np.max(moved) > 1e-3
+    assert abs(loop.simulation.q[2] - quadruped_standing()[2]) < 0.01
+
+
+def test_solo12_com_circle():
+    """Solo-12 (example-robot-data) on the same circle, measured from 2 s
+    over 0.75 period. Its feet touch the simulator's ground as spheres of
+    16 mm about the foot frames (the round end of its foot mesh: ±15.8 mm
+    in x, -15.9 mm in z): on the mesh's 48 hull vertices the rigid step
+    softened 10 of 4000 steps (with the controller's contacts the same)."""
+    model, q = solo12_standing()
+    bodies = np.array([model.frame(foot).body for foot in SOLO_FEET])
+    points = np.array([model.frame(foot).translation for foot in SOLO_FEET])  # the frames' origins in the bodies
+    q[2] += SOLO_FOOT_RADIUS
+    loop = Loop(robot_path("solo12"), q, geometry=ContactGeometry(bodies, points, np.full(4, SOLO_FOOT_RADIUS),
+                                                                  SOLO_FEET, ()))
+    add_feet(loop, SOLO_FEET, SOLO_FOOT_RADIUS)
+    error, slips, moved = circle(loop, 3.5, 2.0)
+    loop.check_simulator()
+    assert error < 3e-3  # measured 0.6 mm
+    assert np.max(slips) < 1e-4
+    assert abs(loop.simulation.q[2] - q[2]) < 0.01
+
+
+def test_quadruped_lifts_a_foot_and_sets_it_down():
+    """CoM shifted away from LF over 1 s, LF lifted 5 cm and set down again
+    in 0.8 s (its contact removed, then added back), CoM back: the other
+    feet stay put, the lifted foot lands where it left."""
+    loop = quadruped_loop()
+    start, feet, turns = loop.com_position, contact_points(loop), foot_rotations(loop)
+    shift = RestToRest(start, start + [-0.04, -0.035, 0.0], 1.0)
+    back = RestToRest(start + [-0.04, -0.035, 0.0], start, 1.0, start_time=2.6)
+    lift_off = 1.2
+    swing = FrameTask("LF_FOOT", kp=SWING_KP, weight=SWING_WEIGHT, mask="position")
+    trajectory = SwingTrajectory(loop.frame_position("LF_FOOT"), loop.frame_position("LF_FOOT"), height=0.05,
+                                 duration=0.8, start_time=lift_off)
+    highest, lifted_force = 0.0, 0.0
+    while loop.time < 4.0 - 1e-9:
+        t = loop.time
+        loop.com.set_reference(*(shift if t < 2.6 else back).at(t))
+        if loop.cycles == round(lift_off / DT):
+            loop.controller.remove_contact("LF_FOOT")
+            loop.controller.add_task(swing)
+        if swing in loop.controller.tasks:
+            position, velocity, acceleration = trajectory.at(t)
+            swing.set_reference(position=position, twist=np.r_[0, 0, 0, velocity],
+                                acceleration=np.r_[0, 0, 0, acceleration])
+        if loop.cycles == round((lift_off + 0.8) / DT):
+            loop.controller.remove_task(swing)
+            loop.controller.add_contact(RigidPointContact("LF_FOOT", friction=CONTROL_FRICTION,
+                                                          min_normal_force=1.0, radius=FOOT_RADIUS))
+        loop.cycle()
+        highest = max(highest, contact_points(loop)[0, 2])
+        if lift_off + 0.1 < loop.time < lift_off + 0.7:
+            lifted_force = max(lifted_force, np.linalg.norm(loop.simulation.contact_forces[-4]))
+    loop.check_simulator()
+    assert 0.045 < highest < 0.055  # measured 47.7 mm
+    assert lifted_force == 0.0
+    assert np.max(slip(loop, feet, turns)[1:]) < 1e-4
+    assert np.linalg.norm(contact_points(loop)[0] - feet[0]) < 3e-3  # measured 2.1 mm
+    assert np.linalg.norm(loop.com_position - start) < 3e-3
+    assert abs(loop.simulation.q[2] - quadruped_standing()[2]) < 0.01
+
+
+def test_quadruped_survives_a_lateral_push():
+    """0.3 m/s along y set on the base (as the simulator node's ~/set_state,
+    the joints' velocities zero: the feet too are set moving and slide until
+    the ground's friction stops them, a few mm): it stays up, the feet stick
+    from 0.1 s after the push, the CoM is back within 5 mm in 2 s.
+
+    Without the URDF's Coulomb joint friction: with it, once the legs come
+    to rest (0.6 to 1.3 s after the push) the simulator's rigid solve stalls
+    and softens 17 of the 2200 steps (still at 2000 sweeps: the four stance
+    legs' sticking joints and feet make redundant rows)."""
+    loop = quadruped_loop(joint_friction=False)
+    start, feet = loop.com_position, contact_points(loop)
+    loop.com.set_reference(start)
+    for _ in range(200):
+        loop.cycle()
+    v = loop.simulation.v.copy()
+    v[4] += 0.3  # the base twist [ω; v] in base axes: the base is level
+    loop.simulation.set_state(loop.simulation.q.copy(), v)
+    lowest, farthest = np.inf, 0.0
+    while loop.time < 2.2 - 1e-9:
+        loop.cycle()
+        if loop.cycles == 300:  # the impact's slide is over
+            slid = np.linalg.norm(contact_points(loop) - feet, axis=1)
+            stopped, turns = contact_points(loop), foot_rotations(loop)
+        lowest = min(lowest, loop.simulation.q[2])
+        farthest = max(farthest, np.linalg.norm(loop.com_position - start))
+    loop.check_simulator()
+    assert 0.005 < farthest < 0.05  # measured 10.4 mm
+    assert lowest > quadruped_standing()[2] - 0.02
+    assert np.max(slid) < 0.015  # measured 8.9 mm (right feet), 0.5 mm (left)
+    assert np.max(slip(loop, stopped, turns)) < 1e-4
+    assert np.linalg.norm(loop.com_position - start) < 5e-3
+
+
+def talos_standing():
+    """TALOS (reduced) with bent knees, its soles on the ground."""
+    model = mbs.Model.from_urdf_file(robot_path("talos"), floating_base=True)
+    q = model.neutral_configuration()
+    for side in ("left", "right"):
+        q[model.q_index(f"leg_{side}_3_joint")] = -0.4
+        q[model.q_index(f"leg_{side}_4_joint")] = 0.8
+        q[model.q_index(f"leg_{side}_5_joint")] = -0.4
+    q[model.q_index("arm_left_4_joint")] = q[model.q_index("arm_right_4_joint")] = -0.5
+    q[2] -= mbs.frame_pose(model, q, SOLES[0])[2, 3]
+    return q
+
+
+def test_talos_crouches_10_cm_and_stands_up():
+    """CoM height lowered by 0.10 m over 1.5 s, held 0.3 s, raised over 1.5 s
+    (the controller at 500 Hz): CoM error, soles still, base height."""
+    loop = Loop(robot_path("talos"), talos_standing(), ratio=2,
+                contact_points=tuple(mbs.PointContact(sole, corner) for sole in SOLES for corner in SOLE_MESH_CORNERS))
+    for sole in SOLES:
+        loop.controller.add_contact(RigidSurfaceContact(sole, SOLE_CORNERS, friction=CONTROL_FRICTION,
+                                                        min_normal_force=1.0))
+    start, soles = loop.com_position, [loop.frame_position(sole) for sole in SOLES]
+    down = RestToRest(start, start - [0.0, 0.0, 0.10], 1.5, start_time=0.1)
+    up = RestToRest(start - [0.0, 0.0, 0.10], start, 1.5, start_time=1.9)
+    errors, lowest = [], np.inf
+    while loop.time < 3.6 - 1e-9:
+        reference = (down if loop.time < 1.9 else up).at(loop.time)
+        loop.com.set_reference(*reference)
+        loop.cycle()
+        errors.append(np.linalg.norm(loop.com_position - (down if loop.time < 1.9 else up).at(loop.time)[0]))
+        lowest = min(lowest, loop.com_position[2])
+    assert max(errors) < 3e-3  # measured 1.3 mm
+    assert abs(lowest - (start[2] - 0.10)) < 3e-3
+    assert np.linalg.norm(loop.com_position - start) < 3e-3
+    assert max(np.linalg.norm(loop.frame_position(sole) - p) for sole, p in zip(SOLES, soles)) < 1e-3
+    loop.check_simulator()

@@ -23,6 +23,6 @@ from mbs_dynamics.control.controller import ControlResult, State, WholeBodyContr
 from mbs_dynamics.control.references import CircleReference, RestToRest, SwingTrajectory
 from mbs_dynamics.control.tasks import CenterOfMassTask, FrameTask, OrientationTask, PostureTask, Task
 
-__all__ = ["CenterOfMassTask", "CircleReference", "ControlResult", "FrameTask", "OrientationTask", "PostureTask", "RigidContact",
-           "RestToRest", "RigidPointContact", "RigidSurfaceContact", "State", "SwingTrajectory", "Task",
+__all__ = ["CenterOfMassTask", "CircleReference", "ControlResult", "FrameTask", "OrientationTask", "PostureTask",
+           "RestToRest", "RigidContact", "RigidPointContact", "RigidSurfaceContact", "State", "SwingTrajectory", "Task",
            "WholeBodyController"]

@@ -3,7 +3,8 @@
 * `RigidPointContact` (TSID's ContactPoint in world-aligned axes): a point
   foot. Force f (3) in world axes; the constraint holds the frame origin's
   classical acceleration at Kp (p_ref - p) - Kd ṗ; the linearised friction
-  pyramid (4 facets) and min <= n·f <= max.
+  pyramid (4 facets) and min <= n·f <= max. With a radius, the frame is a
+  sphere foot's centre and the point its lowest, rolling without slip.
 * `RigidSurfaceContact` (TSID's Contact6d): a sole welded to the ground,
   carried by four corner forces in the sole's own axes (12 variables), each
   in its pyramid, their total normal force within bounds; the constraint

@@ -91,6 +91,22 @@ def solo12_standing():
     return model, q
 
 
+SOLES = ("left_sole_link", "right_sole_link")
+
+
+def talos_standing():
+    """TALOS (reduced) with bent knees, the soles flat on the ground at z = 0."""
+    model = mbs.Model.from_urdf_file(robot_path("talos"), floating_base=True)
+    q = model.neutral_configuration()
+    for side in ("left", "right"):
+        q[model.q_index(f"leg_{side}_3_joint")] = -0.4
+        q[model.q_index(f"leg_{side}_4_joint")] = 0.8
+        q[model.q_index(f"leg_{side}_5_joint")] = -0.4
+    q[model.q_index("arm_left_4_joint")] = q[model.q_index("arm_right_4_joint")] = -0.5
+    q[2] -= mbs.frame_pose(model, q, SOLES[0])[2, 3]
+    return model, q
+
+
 def rod(axis="0 0 1", damping=0.0, friction=0.0, lower=-10.0, upper=10.0):
     """A 1 kg point-like mass 0.5 m from a revolute joint: I = 0.25 kg m² about
     the axis (z: a turntable, gravity does not act on it; y: a pendulum)."""

@@ -16,14 +16,14 @@ import pytest
 
 import mbs_dynamics as mbs
 from helpers import FEET as SOLO_FEET
-from helpers import close, solo12_standing
+from helpers import SOLES, close, solo12_standing, talos_standing
 from oracles import robot_path
 
 from mbs_dynamics.contact.geometry import ContactGeometry, collision_contacts
-from mbs_dynamics.spatial.lie import so3_log
 from mbs_dynamics.control import (CenterOfMassTask, CircleReference, FrameTask, OrientationTask, PostureTask,
                                   RestToRest, RigidPointContact, RigidSurfaceContact, SwingTrajectory,
                                   WholeBodyController)
+from mbs_dynamics.spatial.lie import so3_log
 
 DT = 1e-3  # the simulator's step (the node's default)
 GROUND_FRICTION = 0.8  # the node's default ground_friction
@@ -31,7 +31,6 @@ CONTROL_FRICTION = 0.6  # what the controller's cones assume: below the ground's
 FEET = ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT")
 FOOT_RADIUS = 0.02  # the quadruped's sphere feet
 SOLO_FOOT_RADIUS = 0.016
-SOLES = ("left_sole_link", "right_sole_link")
 # TALOS's soles touch the simulator's ground at the corners of their mesh's lowest vertices (x -0.098..0.090,
 # y -0.055..0.057 in the sole frame; on the mesh vertices themselves the rigid step softened every step), the
 # controller's corners lie inside them
@@ -202,9 +201,9 @@ def test_rolling_contact_is_the_simulators():
 
 def test_quadruped_com_circle():
     """The CoM on a 3 cm circle at 0.5 Hz (radius grown over 1 s): under 5 mm
-    error from t = 2 s (1 s after the full radius) over 1.5 periods."""
+    error from t = 2 s (1 s after the full radius) over 1.25 periods."""
     loop = quadruped_loop()
-    error, slips, moved = circle(loop, 5.0, 2.0)
+    error, slips, moved = circle(loop, 4.5, 2.0)
     loop.check_simulator()
     assert error < 2e-3  # measured 0.9 mm
     # the feet roll (their ground points move by r times the turn: 2 mm measured), they do not slide
@@ -233,21 +232,22 @@ def test_solo12_com_circle():
 
 
 def test_quadruped_lifts_a_foot_and_sets_it_down():
-    """CoM shifted away from LF over 1 s, LF lifted 5 cm and set down again
+    """CoM shifted away from LF over 0.8 s, LF lifted 5 cm and set down again
     in 0.8 s (its contact removed, then added back), CoM back: the other
     feet stay put, the lifted foot lands where it left."""
     loop = quadruped_loop()
     start, feet, turns = loop.com_position, contact_points(loop), foot_rotations(loop)
-    shift = RestToRest(start, start + [-0.04, -0.035, 0.0], 1.0)
-    back = RestToRest(start + [-0.04, -0.035, 0.0], start, 1.0, start_time=2.6)
-    lift_off = 1.2
+    shift = RestToRest(start, start + [-0.04, -0.035, 0.0], 0.8)
+    back = RestToRest(start + [-0.04, -0.035, 0.0], start, 0.8, start_time=2.2)
+    lift_off = 1.0
     swing = FrameTask("LF_FOOT", kp=SWING_KP, weight=SWING_WEIGHT, mask="position")
     trajectory = SwingTrajectory(loop.frame_position("LF_FOOT"), loop.frame_position("LF_FOOT"), height=0.05,
                                  duration=0.8, start_time=lift_off)
-    highest, lifted_force = 0.0, 0.0
-    while loop.time < 4.0 - 1e-9:
+    highest, lifted_force, com_error, lowest = 0.0, 0.0, 0.0, np.inf
+    while loop.time < 3.2 - 1e-9:
         t = loop.time
-        loop.com.set_reference(*(shift if t < 2.6 else back).at(t))
+        reference = (shift if t < 2.2 else back).at(t)
+        loop.com.set_reference(*reference)
         if loop.cycles == round(lift_off / DT):
             loop.controller.remove_contact("LF_FOOT")
             loop.controller.add_task(swing)
@@ -260,6 +260,8 @@ def test_quadruped_lifts_a_foot_and_sets_it_down():
             loop.controller.add_contact(RigidPointContact("LF_FOOT", friction=CONTROL_FRICTION,
                                                           min_normal_force=1.0, radius=FOOT_RADIUS))
         loop.cycle()
+        com_error = max(com_error, np.linalg.norm(loop.com_position - reference[0]))
+        lowest = min(lowest, loop.simulation.q[2])
         highest = max(highest, contact_points(loop)[0, 2])
         if lift_off + 0.1 < loop.time < lift_off + 0.7:
             lifted_force = max(lifted_force, np.linalg.norm(loop.simulation.contact_forces[-4]))
@@ -269,7 +271,7 @@ def test_quadruped_lifts_a_foot_and_sets_it_down():
     assert np.max(slip(loop, feet, turns)[1:]) < 1e-4
     assert np.linalg.norm(contact_points(loop)[0] - feet[0]) < 3e-3  # measured 2.1 mm
     assert np.linalg.norm(loop.com_position - start) < 3e-3
-    assert abs(loop.simulation.q[2] - quadruped_standing()[2]) < 0.01
+    assert com_error < 5e-3 and lowest > quadruped_standing()[2] - 0.01  # measured 3.5 mm, 2.2 mm lower
 
 
 def test_quadruped_survives_a_lateral_push():
@@ -306,23 +308,10 @@ def test_quadruped_survives_a_lateral_push():
     assert np.linalg.norm(loop.com_position - start) < 5e-3
 
 
-def talos_standing():
-    """TALOS (reduced) with bent knees, its soles on the ground."""
-    model = mbs.Model.from_urdf_file(robot_path("talos"), floating_base=True)
-    q = model.neutral_configuration()
-    for side in ("left", "right"):
-        q[model.q_index(f"leg_{side}_3_joint")] = -0.4
-        q[model.q_index(f"leg_{side}_4_joint")] = 0.8
-        q[model.q_index(f"leg_{side}_5_joint")] = -0.4
-    q[model.q_index("arm_left_4_joint")] = q[model.q_index("arm_right_4_joint")] = -0.5
-    q[2] -= mbs.frame_pose(model, q, SOLES[0])[2, 3]
-    return q
-
-
 def test_talos_crouches_10_cm_and_stands_up():
     """CoM height lowered by 0.10 m over 1.5 s, held 0.3 s, raised over 1.5 s
     (the controller at 500 Hz): CoM error, soles still, base height."""
-    loop = Loop(robot_path("talos"), talos_standing(), ratio=2,
+    loop = Loop(robot_path("talos"), talos_standing()[1], ratio=2,
                 contact_points=tuple(mbs.PointContact(sole, corner) for sole in SOLES for corner in SOLE_MESH_CORNERS))
     for sole in SOLES:
         loop.controller.add_contact(RigidSurfaceContact(sole, SOLE_CORNERS, friction=CONTROL_FRICTION,

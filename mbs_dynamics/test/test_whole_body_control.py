@@ -14,31 +14,17 @@ import numpy as np
 import pytest
 
 import mbs_dynamics as mbs
-from helpers import FEET, close, solo12_standing
+from helpers import FEET, SOLES, close, solo12_standing, talos_standing
 from oracles import Pair, robot_path
 
 from mbs_dynamics.control import (CenterOfMassTask, FrameTask, OrientationTask, PostureTask, RigidPointContact,
                                   RigidSurfaceContact, WholeBodyController)
 from mbs_dynamics.spatial.lie import so3_exp
 
-SOLES = ("left_sole_link", "right_sole_link")
 # TALOS's sole rectangle in the sole frame (TSID's TALOS demos: lxp, lxn, lyp, lyn)
 SOLE_CORNERS = np.array([[-0.05, -0.05, 0.0], [-0.05, 0.05, 0.0], [0.10, -0.05, 0.0], [0.10, 0.05, 0.0]])
 TOLERANCE = 1e-6
 REPOSITORY = Path(__file__).resolve().parents[2]
-
-
-def talos_standing():
-    """TALOS (reduced) with bent knees, the soles flat on the ground at z = 0."""
-    model = mbs.Model.from_urdf_file(robot_path("talos"), floating_base=True)
-    q = model.neutral_configuration()
-    for side in ("left", "right"):
-        q[model.q_index(f"leg_{side}_3_joint")] = -0.4
-        q[model.q_index(f"leg_{side}_4_joint")] = 0.8
-        q[model.q_index(f"leg_{side}_5_joint")] = -0.4
-    q[model.q_index("arm_left_4_joint")] = q[model.q_index("arm_right_4_joint")] = -0.5
-    q[2] -= mbs.frame_pose(model, q, SOLES[0])[2, 3]
-    return model, q
 
 
 def perturbed(model, q, rng, scale=0.02):

@@ -63,6 +63,9 @@ class Loop:
         self.posture.set_reference(q[7:])
         self.ratio, self.cycles = ratio, 0
         self.worst_cone = -np.inf  # the largest |f_t| - μ f_n of the controller's forces (N)
+        # the largest |f_t| / f_n of the ground's force on a foot bearing 1 N or more: on each contact point, or
+        # summed over each group of them (a sole's corners, whose internal forces may reach the cone's edge)
+        self.ground_friction, self.foot_points = 0.0, None
         self.softened = self.unconverged = self.infeasible = 0
 
     def cycle(self):
@@ -77,6 +80,13 @@ class Loop:
                 for corner in result.corner_forces[name]:
                     self.worst_cone = max(self.worst_cone, np.hypot(*corner[:2]) - contact.friction * corner[2])
         step = self.simulation.step(np.r_[np.zeros(6), result.tau], self.ratio)
+        forces = step.forces[:self.simulation.contact_count]
+        if self.foot_points is not None:
+            forces = np.array([forces[points].sum(axis=0) for points in self.foot_points])
+        bearing = forces[:, 2] >= 1.0
+        if np.any(bearing):
+            self.ground_friction = max(self.ground_friction, np.max(np.hypot(forces[bearing, 0], forces[bearing, 1])
+                                                                    / forces[bearing, 2]))
         self.softened += step.softened_steps
         self.unconverged += step.unconverged_steps
         self.cycles += 1
@@ -93,9 +103,14 @@ class Loop:
     def frame_position(self, frame):
         return mbs.frame_pose(self.model, self.simulation.q, frame)[:3, 3]
 
-    def check_simulator(self):
+    def check_simulator(self, ground_friction=CONTROL_FRICTION):
+        """No softened or unconverged step, no infeasible QP, the controller's
+        forces in its cones and the ground's within ground_friction (|f_t| /
+        f_n measured 0.07 on the circles, 0.31 lifting a foot, 0.13 after the
+        push's slide)."""
         assert (self.softened, self.unconverged, self.infeasible) == (0, 0, 0)
         assert self.worst_cone <= 1e-6
+        assert self.ground_friction <= ground_friction
 
 
 def quadruped_standing():
@@ -295,7 +310,8 @@ def test_quadruped_survives_a_lateral_push():
     lowest, farthest = np.inf, 0.0
     while loop.time < 2.2 - 1e-9:
         loop.cycle()
-        if loop.cycles == 300:  # the impact's slide is over
+        if loop.cycles == 300:  # the impact's slide (at the ground's friction, 0.8) is over
+            loop.ground_friction = 0.0
             slid = np.linalg.norm(contact_points(loop) - feet, axis=1)
             stopped, turns = contact_points(loop), foot_rotations(loop)
         lowest = min(lowest, loop.simulation.q[2])
@@ -310,9 +326,12 @@ def test_quadruped_survives_a_lateral_push():
 
 def test_talos_crouches_10_cm_and_stands_up():
     """CoM height lowered by 0.10 m over 1.5 s, held 0.3 s, raised over 1.5 s
-    (the controller at 500 Hz): CoM error, soles still, base height."""
+    (the controller at 500 Hz): CoM error, the depth reached, soles still.
+    The ground touches each sole at the four corners of its mesh's lowest
+    vertices; its force summed over them stays in the controller's cone."""
     loop = Loop(robot_path("talos"), talos_standing()[1], ratio=2,
                 contact_points=tuple(mbs.PointContact(sole, corner) for sole in SOLES for corner in SOLE_MESH_CORNERS))
+    loop.foot_points = [np.arange(4), np.arange(4, 8)]
     for sole in SOLES:
         loop.controller.add_contact(RigidSurfaceContact(sole, SOLE_CORNERS, friction=CONTROL_FRICTION,
                                                         min_normal_force=1.0))
@@ -327,7 +346,7 @@ def test_talos_crouches_10_cm_and_stands_up():
         errors.append(np.linalg.norm(loop.com_position - (down if loop.time < 1.9 else up).at(loop.time)[0]))
         lowest = min(lowest, loop.com_position[2])
     assert max(errors) < 3e-3  # measured 1.3 mm
-    assert abs(lowest - (start[2] - 0.10)) < 3e-3
-    assert np.linalg.norm(loop.com_position - start) < 3e-3
-    assert max(np.linalg.norm(loop.frame_position(sole) - p) for sole, p in zip(SOLES, soles)) < 1e-3
+    assert abs(lowest - (start[2] - 0.10)) < 3e-3  # measured 0.9 mm
+    assert np.linalg.norm(loop.com_position - start) < 3e-3  # measured 0.08 mm
+    assert max(np.linalg.norm(loop.frame_position(sole) - p) for sole, p in zip(SOLES, soles)) < 1e-3  # 3 µm
     loop.check_simulator()

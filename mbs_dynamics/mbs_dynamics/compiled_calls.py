@@ -1,22 +1,60 @@
 """Calls of numba-compiled functions from Python without numba's per-call
 type resolution: the one module that relies on numba's private dispatcher
 internals (numba is pinned in constraints.txt, 0.68.1; test_compiled_calls
-fails, naming the hook, when an upgrade changes it).
+fails, naming the hook, when an upgrade changes one of them).
 
 Why: numba's dispatcher looks up the compiled version for the types of a
-call's arguments on every call: about 0.1 us for float64 arrays (a quarter
-of a microsecond for a vector that converts to a read-only one), about a
-microsecond for each structured array or tuple of arrays (a typeof in
-Python), and compiles another version for arguments of a type it has not
-compiled (seconds). The per-call paths (inputs.ExactKernel, contact_step)
-call instead the compiled version's CPython wrapper,
-`Dispatcher.overloads[argument types].entry_point` (numba's CompileResult):
-no type resolution at all. That wrapper unboxes its arguments as the types
-it was compiled for WITHOUT checking them (an array of another dtype is
-read as if it were right; one of more dimensions writes its extra shape
-past the struct's), so its callers pass only arrays they made themselves
-or checked to be of exactly those types (inputs.exact).
+call's arguments on every call: about 70 ns and 10 ns an argument for
+float64 arrays, about a microsecond for each structured array or tuple of
+arrays (a typeof in Python); for arguments of a type it has not compiled it
+compiles another version (seconds), or, where it may not compile, explains
+the mismatch (some 100 us). The per-call paths avoid these:
+
+* exact_dispatcher (inputs.ExactKernel.call: the one-state fast paths of
+  several user vectors): a dispatcher compiled for one signature, which
+  refuses arguments of other types with a TypeError in about a microsecond.
+  It replaces, on the instance, the two methods numba's C dispatcher
+  (numba/_dispatcher.cpp) calls back when no compiled signature matches and
+  it may not compile: `_search_new_conversions` (which would look for
+  conversions to install and retry) and `_explain_matching_error` (which
+  would type every argument to word the error); and it registers with
+  `typingctx.install_possible_conversions` the conversions the C dispatcher
+  may apply itself (a writable array where the signature has a read-only
+  one).
+* compiled_entry (inputs.ExactKernel.entry: the fast paths of one user
+  vector; contact_step): the compiled version's CPython wrapper,
+  `Dispatcher.overloads[argument types].entry_point` (numba's
+  CompileResult), called directly: no type resolution at all. That wrapper
+  unboxes its arguments as the types it was compiled for WITHOUT checking
+  them (an array of another dtype is read as if it were right; one of more
+  dimensions writes its extra shape past the struct's), so its callers pass
+  only arrays they made themselves or checked to be of exactly those types
+  (inputs.exact: about as long as the dispatcher's look-up for one vector,
+  longer for several).
 """
+from numba import njit
+
+
+def _no_match(*args, **kws):
+    raise TypeError("the arguments are not of the kernel's types")
+
+
+def _no_conversions(*args, **kws):
+    return False
+
+
+def exact_dispatcher(function, signature, conversions=()):
+    """`function` compiled (or loaded from numba's cache) for `signature`
+    alone; a call with arguments of other types raises TypeError ("the
+    arguments are not of the kernel's types") without compiling or typing
+    them. conversions: (from type, to type) pairs the dispatcher applies
+    (e.g. a writable array to the signature's read-only one)."""
+    dispatcher = njit(signature, cache=True)(function)
+    dispatcher._search_new_conversions = _no_conversions
+    dispatcher._explain_matching_error = _no_match
+    for from_type, to_type in conversions:
+        dispatcher.typingctx.install_possible_conversions([from_type], [to_type])
+    return dispatcher
 
 
 def compiled_entry(dispatcher, arguments):

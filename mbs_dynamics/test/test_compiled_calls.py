@@ -3,7 +3,9 @@ test names the hook it checks, so that a numba upgrade that changes one
 fails here, saying which, rather than as a slow, recompiling or wrong call
 elsewhere (the per-call fast paths, inputs.ExactKernel, and contact_step)."""
 import numpy as np
+import pytest
 from numba import njit, types
+from numba.core.dispatcher import Dispatcher
 
 from mbs_dynamics import compiled_calls
 from mbs_dynamics.inputs import RESULT, VECTOR, ExactKernel, exact, unit_stride
@@ -12,6 +14,34 @@ from mbs_dynamics.inputs import RESULT, VECTOR, ExactKernel, exact, unit_stride
 def _total(x, out):
     out[0] = x.sum()
     return x.shape[0]
+
+
+def test_numba_still_has_the_dispatcher_hooks():
+    for hook in ("_search_new_conversions", "_explain_matching_error"):
+        assert callable(getattr(Dispatcher, hook, None)), \
+            f"numba's Dispatcher no longer has {hook}: compiled_calls.exact_dispatcher replaces it"
+    dispatcher = njit(_total)
+    assert callable(getattr(dispatcher.typingctx, "install_possible_conversions", None)), \
+        "numba's typing context no longer has install_possible_conversions (compiled_calls.exact_dispatcher)"
+    assert isinstance(dispatcher.overloads, dict), "numba's Dispatcher.overloads is no longer a dict"
+
+
+def test_an_exact_dispatcher_takes_its_types_and_refuses_others_without_compiling():
+    """One signature (a read-only float64 vector), which a writable one
+    converts to; every other type raises the hooks' TypeError: numba's C
+    dispatcher called them instead of compiling or explaining."""
+    dispatcher = compiled_calls.exact_dispatcher(_total, types.int64(VECTOR, RESULT),
+                                                 [(types.Array(types.float64, 1, "C"), VECTOR)])
+    out = np.zeros(1)
+    readonly = np.arange(4.0)
+    readonly.setflags(write=False)
+    for x in (np.arange(4.0), readonly):
+        out[0] = 0.0
+        assert dispatcher(x, out) == 4 and out[0] == 6.0
+    for other in (np.arange(4, dtype=np.float32), [0.0, 1.0], np.zeros((2, 2)), np.arange(8.0)[::2], 3.0):
+        with pytest.raises(TypeError, match="the arguments are not of the kernel's types"):
+            dispatcher(other, out)
+    assert len(dispatcher.signatures) == 1, "an exact dispatcher compiled another version: the hooks were not called"
 
 
 def _stride(x, out):
@@ -28,9 +58,9 @@ def test_an_exact_kernel_calls_its_compiled_entry_which_reads_the_arrays_strides
     kernel = ExactKernel(_stride, types.boolean, VECTOR, RESULT)
     out = np.zeros(1)
     assert kernel.entry(np.arange(4.0), out) and out[0] == 8
-    assert kernel.entry is not kernel.dispatcher and len(kernel.dispatcher.signatures) == 1, \
-        "numba's Dispatcher.overloads[types].entry_point is gone: ExactKernel calls the dispatcher (a quarter " \
-        "of a microsecond slower a call)"
+    assert kernel.entry is not kernel.call and len(kernel.call.signatures) == 1, \
+        "numba's Dispatcher.overloads[types].entry_point is gone: ExactKernel calls the dispatcher (about 0.1 µs " \
+        "slower a call)"
     strided = np.arange(8.0)[::2]
     assert exact(strided)
     assert not kernel.entry(strided, out) and out[0] == 16, \

@@ -376,7 +376,7 @@ def test_fast_paths_take_any_array_like_and_compile_one_version(function):
         np.testing.assert_array_equal(call(model, other_q, other_v), expected)
     call(model, np.r_[q[:7], q[7:] + 0.1], v + 0.1)
     np.testing.assert_array_equal(expected, kept)  # not overwritten by the later calls
-    assert len(kernels[function].dispatcher.signatures) == 1
+    assert len(kernels[function].call.signatures) == 1
     with pytest.raises(ValueError, match=rf"q must have shape \({model.nq},\)"):
         call(model, q[:-1], v)
     with pytest.raises(ValueError, match=r"q has a non-finite value \(nan\) at index \(9,\)"):

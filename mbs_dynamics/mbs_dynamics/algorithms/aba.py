@@ -344,7 +344,7 @@ _COUPLED_FORWARD_DYNAMICS = ExactKernel(_coupled_forward_dynamics_call, types.in
                                         types.Array(types.int64, 1, "C", readonly=True), VECTOR, VECTOR, VECTOR,
                                         RESULT)
 _FORWARD_DYNAMICS = ExactKernel(_forward_dynamics_call, types.int64, PACKED_FLAT, VECTOR, VECTOR, VECTOR, RESULT)
-_empty, _exact = np.empty, inputs.exact  # globals, not attributes: 20 ns a call
+_empty = np.empty  # a global, not an attribute of np: 20 ns a call
 
 
 def singular_mass_matrix(model: Model, joint: str | None) -> SingularMassMatrix:
@@ -368,14 +368,17 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
     dimension (then f_ext must be None). A singular mass matrix raises
     SingularMassMatrix (a ValueError) naming the joint.
     """
-    if f_ext is None and _exact(q) and _exact(v) and _exact(tau):
+    if f_ext is None:
         qdd = _empty(model.nv)
-        if model.has_coupled_joints:
-            status = _COUPLED_FORWARD_DYNAMICS.entry(model.packed_flat, model.dof_parent, q, v, tau, qdd)
-        else:
-            status = _FORWARD_DYNAMICS.entry(model.packed_flat, q, v, tau, qdd)
-        if not status:
-            return qdd
+        try:
+            if model.has_coupled_joints:
+                status = _COUPLED_FORWARD_DYNAMICS.call(model.packed_flat, model.dof_parent, q, v, tau, qdd)
+            else:
+                status = _FORWARD_DYNAMICS.call(model.packed_flat, q, v, tau, qdd)
+            if not status:
+                return qdd
+        except TypeError:  # not arrays of float64: the checked path converts them
+            pass
     q = inputs.shaped(model, q, model.nq, "q")
     v = inputs.shaped(model, v, model.nv, "v")
     tau = inputs.shaped(model, tau, model.nv, "tau")
@@ -384,7 +387,7 @@ def forward_dynamics(model: Model, q, v, tau, f_ext=None) -> np.ndarray:
         raise ValueError("f_ext is not supported with a batch of states")
     if model.has_coupled_joints and not (batch or f_ext):  # the compiled path, on converted inputs
         qdd = _empty(model.nv)
-        if not _COUPLED_FORWARD_DYNAMICS.entry(model.packed_flat, model.dof_parent, q, v, tau, qdd):
+        if not _COUPLED_FORWARD_DYNAMICS.call(model.packed_flat, model.dof_parent, q, v, tau, qdd):
             return qdd
     if model.has_coupled_joints:  # a batch, applied wrenches, or an error to explain
         M = mass_matrix(model, q)

@@ -406,7 +406,7 @@ _NONLINEAR_EFFECTS = ExactKernel(_nonlinear_effects_call, types.int64, PACKED_FL
 # --- the functions -----------------------------------------------------------
 
 _NO_FORCE = np.empty((0, 6))
-_empty, _exact = np.empty, inputs.exact  # globals, not attributes: 20 ns a call
+_empty = np.empty  # a global, not an attribute of np: 20 ns a call
 _KERNELS = (rnea_kernel, rnea_spatial_kernel, rnea_hybrid_kernel)  # by form number
 _BATCH_KERNELS = (rnea_batch_kernel, rnea_spatial_batch_kernel, rnea_hybrid_batch_kernel)
 _FORMS = {name: form for form, name in enumerate(RNEA_REPRESENTATIONS)}
@@ -450,10 +450,13 @@ def inverse_dynamics(model: Model, q, v, a, f_ext=None,
     in, one of RNEA_REPRESENTATIONS (body, spatial, hybrid: MD §4); all give the
     same torques, the default is the fastest.
     """
-    if f_ext is None and representation == "body" and _exact(q) and _exact(v) and _exact(a):
+    if f_ext is None and representation == "body":
         tau = _empty(model.nv)
-        if not _INVERSE_DYNAMICS.entry(model.packed_flat, q, v, a, tau):
-            return tau
+        try:
+            if not _INVERSE_DYNAMICS.call(model.packed_flat, q, v, a, tau):
+                return tau
+        except TypeError:  # not arrays of float64: the checked path converts them
+            pass
     form = _form(representation)
     q = inputs.shaped(model, q, model.nq, "q")
     v = inputs.shaped(model, v, model.nv, "v")
@@ -469,10 +472,13 @@ def inverse_dynamics(model: Model, q, v, a, f_ext=None,
 
 def nonlinear_effects(model: Model, q, v, representation: str = DEFAULT_RNEA_REPRESENTATION) -> np.ndarray:
     """h(q, v) = C(q, v) v + g(q) = RNEA(q, v, 0), in `representation` (inverse_dynamics)."""
-    if representation == "body" and _exact(q) and _exact(v):
+    if representation == "body":
         tau = _empty(model.nv)
-        if not _NONLINEAR_EFFECTS.entry(model.packed_flat, q, v, tau):
-            return tau
+        try:
+            if not _NONLINEAR_EFFECTS.call(model.packed_flat, q, v, tau):
+                return tau
+        except TypeError:
+            pass
     form = _form(representation)
     q = inputs.shaped(model, q, model.nq, "q")
     v = inputs.shaped(model, v, model.nv, "v")

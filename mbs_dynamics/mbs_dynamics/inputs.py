@@ -17,7 +17,7 @@ import threading
 import numpy as np
 from numba import njit, types
 
-from mbs_dynamics.compiled_calls import exact_dispatcher
+from mbs_dynamics.compiled_calls import compiled_entry, exact_dispatcher
 from mbs_dynamics.multibody.model import Model
 
 QUATERNION_TOLERANCE = 1e-3
@@ -59,10 +59,10 @@ def all_finite(x):
 # --- the per-call fast path ---------------------------------------------------
 # A function called one state at a time passes its users' arrays straight to
 # an ExactKernel; only when that refuses them (a list, float32, a batch, a
-# wrong length, a NaN: status or TypeError) does it take its checked path,
-# which converts, explains and raises as before. The fast path costs a
-# microsecond less than converting (shaped) and checking (same_batch) in
-# Python: on a UR5 that is half of a call.
+# wrong length or stride, a NaN: a status, `exact` false, or TypeError) does
+# it take its checked path, which converts, explains and raises as before.
+# The fast path costs a microsecond less than converting (shaped) and
+# checking (same_batch) in Python: on a UR5 that is half of a call.
 
 # The argument types of ExactKernels: model.packed_flat, vectors (q, v, ...
 # read-only or not: a writable one converts at little cost) and results.
@@ -71,35 +71,64 @@ VECTOR = types.Array(types.float64, 1, "C", readonly=True)
 RESULT = types.Array(types.float64, 1, "C")
 RESULT_MATRIX = types.Array(types.float64, 2, "C")
 _WRITABLE_VECTOR = types.Array(types.float64, 1, "C")
+_ndarray, _FLOAT64 = np.ndarray, np.dtype(np.float64)
+
+
+def exact(x) -> bool:
+    """True when x may go to an ExactKernel's `entry` as a vector: a numpy
+    array (not a subclass) of one dimension and native float64. Its stride
+    is checked by the kernel (vectors_fit): the entry reads the array's
+    shape and strides as they are and the dimensions of its types, so a
+    batch must never reach it (its unboxing would write past the one
+    dimension). About 70 ns, as long as numba's dispatcher takes to check
+    a whole call's types: `entry` pays where a call has one user vector."""
+    return type(x) is _ndarray and x.ndim == 1 and x.dtype is _FLOAT64
 
 
 class ExactKernel:
     """A compiled function in exactly one signature, compiled (or loaded from
-    numba's cache) on its first call, `call`: arguments of other types raise
-    TypeError in about a microsecond, where numba's own dispatcher would
-    compile another version for them (seconds) or search its conversions and
-    explain the mismatch (some 100 µs): compiled_calls.exact_dispatcher.
-    Called from Python only (a compiled caller cannot compile it)."""
+    numba's cache) on its first call, two ways to call it from Python (a
+    compiled caller cannot compile it):
+
+    * `call`: arguments of other types raise TypeError in about a
+      microsecond, where numba's own dispatcher would compile another
+      version for them (seconds) or search its conversions and explain the
+      mismatch (some 100 µs): compiled_calls.exact_dispatcher.
+    * `entry`: without numba's type resolution (compiled_calls.compiled_entry),
+      reading its arguments as the signature's types unchecked: for the
+      caller's own arrays and users' vectors that `exact` accepted."""
 
     def __init__(self, function, result_type, *argument_types):
         self.function = function
         self.signature = result_type(*argument_types)
         self.lock = threading.Lock()
-        self.call = self._first_call
+        self.call = self.entry = self._first_call
 
     def _first_call(self, *args):
         with self.lock:
             if self.call == self._first_call:
-                self.call = exact_dispatcher(self.function, self.signature, [(_WRITABLE_VECTOR, VECTOR)])
+                dispatcher = exact_dispatcher(self.function, self.signature, [(_WRITABLE_VECTOR, VECTOR)])
+                self.entry = compiled_entry(dispatcher, args)
+                self.call = dispatcher
         return self.call(*args)
 
 
 @njit(cache=True, inline="always")
 def vectors_fit(ints, q, v, a):
     """True when q has the model's nq elements and v and a its nv (model.packed's
-    ints: nv in the header, nq last, multibody.model.lay_out_model)."""
+    ints: nv in the header, nq last, multibody.model.lay_out_model), each with
+    its elements next to each other (an ExactKernel's entry takes a strided
+    vector as it is: unit_stride)."""
     nq, nv = ints[ints.shape[0] - 1], ints[2]
-    return q.shape[0] == nq and v.shape[0] == nv and a.shape[0] == nv
+    return q.shape[0] == nq and v.shape[0] == nv and a.shape[0] == nv and unit_stride(q) and unit_stride(v) \
+        and unit_stride(a)
+
+
+@njit(cache=True, inline="always")
+def unit_stride(x):
+    """True when the vector x's elements are adjacent: its stride as the
+    array has it (numba reads the struct's, also where the type says "C")."""
+    return x.shape[0] <= 1 or x.strides[0] == 8
 
 
 def overflow(model: Model, what: str, *named) -> ValueError:

@@ -1,14 +1,14 @@
 """The numba internals that compiled_calls relies on (numba is pinned): each
 test names the hook it checks, so that a numba upgrade that changes one
 fails here, saying which, rather than as a slow, recompiling or wrong call
-elsewhere (the per-call fast paths and contact_step)."""
+elsewhere (the per-call fast paths, inputs.ExactKernel, and contact_step)."""
 import numpy as np
 import pytest
 from numba import njit, types
 from numba.core.dispatcher import Dispatcher
 
 from mbs_dynamics import compiled_calls
-from mbs_dynamics.inputs import RESULT, VECTOR
+from mbs_dynamics.inputs import RESULT, VECTOR, ExactKernel, exact, unit_stride
 
 
 def _total(x, out):
@@ -42,6 +42,35 @@ def test_an_exact_dispatcher_takes_its_types_and_refuses_others_without_compilin
         with pytest.raises(TypeError, match="the arguments are not of the kernel's types"):
             dispatcher(other, out)
     assert len(dispatcher.signatures) == 1, "an exact dispatcher compiled another version: the hooks were not called"
+
+
+def _stride(x, out):
+    out[0] = x.strides[0]
+    return unit_stride(x)
+
+
+def test_an_exact_kernel_calls_its_compiled_entry_which_reads_the_arrays_strides():
+    """ExactKernel.entry is the compiled entry of its one signature after the
+    first call (not numba's dispatcher), and the entry reads a vector's
+    stride as the array has it although the type says contiguous: what
+    unit_stride (vectors_fit) refuses a strided vector by, as inputs.exact
+    lets it through."""
+    kernel = ExactKernel(_stride, types.boolean, VECTOR, RESULT)
+    out = np.zeros(1)
+    assert kernel.entry(np.arange(4.0), out) and out[0] == 8
+    assert kernel.entry is not kernel.call and len(kernel.call.signatures) == 1, \
+        "numba's Dispatcher.overloads[types].entry_point is gone: ExactKernel calls the dispatcher (about 0.1 µs " \
+        "slower a call)"
+    strided = np.arange(8.0)[::2]
+    assert exact(strided)
+    assert not kernel.entry(strided, out) and out[0] == 16, \
+        "numba no longer reads the strides of a 'C' array from the array: a strided vector would be misread"
+    readonly = np.arange(3.0)
+    readonly.setflags(write=False)
+    assert kernel.entry(readonly, out) and kernel.entry(np.arange(8.0)[::8], out)  # one element: any stride
+    for other in (np.arange(4, dtype=np.float32), [0.0, 1.0], np.zeros((2, 2)), np.arange(4), 3.0,
+                  np.arange(4.0).astype(">f8"), np.arange(4.0).view(np.matrix)):
+        assert not exact(other), other
 
 
 def test_a_compiled_entry_is_the_compiled_function_without_type_resolution():

@@ -162,7 +162,7 @@ def _centroidal_momentum_matrix_call(flat, q, A):
 _CENTROIDAL_MOMENTUM = ExactKernel(_centroidal_momentum_call, types.int64, PACKED_FLAT, VECTOR, VECTOR, RESULT)
 _CENTROIDAL_MOMENTUM_MATRIX = ExactKernel(_centroidal_momentum_matrix_call, types.int64, PACKED_FLAT, VECTOR,
                                           RESULT_MATRIX)
-_empty = np.empty  # a global, not an attribute of np: 20 ns a call
+_empty, _exact = np.empty, inputs.exact  # globals, not attributes: 20 ns a call
 
 
 def _momentum(model: Model, q, v) -> np.ndarray:
@@ -198,12 +198,10 @@ def center_of_mass_velocity(model: Model, q, v) -> np.ndarray:
 def centroidal_momentum(model: Model, q, v) -> np.ndarray:
     """h_G = [k_G; l] (6,): angular momentum about the CoM and linear momentum,
     world-aligned axes. q, v may carry a leading batch dimension."""
-    h = _empty(6)
-    try:
-        if not _CENTROIDAL_MOMENTUM.call(model.packed_flat, q, v, h):
+    if _exact(q) and _exact(v):
+        h = _empty(6)
+        if not _CENTROIDAL_MOMENTUM.entry(model.packed_flat, q, v, h):
             return h
-    except TypeError:  # not arrays of float64: the checked path converts them
-        pass
     q = inputs.shaped(model, q, model.nq, "q")
     v = inputs.shaped(model, v, model.nv, "v")
     inputs.same_batch(q, v)
@@ -237,12 +235,10 @@ def potential_energy(model: Model, q):
 
 def centroidal_momentum_matrix(model: Model, q) -> np.ndarray:
     """A_G (6, nv) with h_G = A_G v."""
-    A = _empty((6, model.nv))
-    try:
-        if not _CENTROIDAL_MOMENTUM_MATRIX.call(model.packed_flat, q, A):
+    if _exact(q):
+        A = _empty((6, model.nv))
+        if not _CENTROIDAL_MOMENTUM_MATRIX.entry(model.packed_flat, q, A):
             return A
-    except TypeError:  # not an array of float64: the checked path converts it
-        pass
     q = inputs.shaped(model, q, model.nq, "q", batch=False)
     A = np.empty((6, model.nv))
     status = momentum_matrix_kernel(model.packed, q, A, np.empty(3), scratch(model))

@@ -216,17 +216,15 @@ def _mass_matrix_call(flat, q, M):
 
 
 _MASS_MATRIX = ExactKernel(_mass_matrix_call, types.int64, PACKED_FLAT, VECTOR, RESULT_MATRIX)
-_empty = np.empty  # a global, not an attribute of np: 20 ns a call
+_empty, _exact = np.empty, inputs.exact  # globals, not attributes: 20 ns a call
 
 
 def mass_matrix(model: Model, q) -> np.ndarray:
     """M(q), (nv, nv), full and symmetric (CRBA); q may carry a leading batch dimension."""
-    M = _empty((model.nv, model.nv))
-    try:
-        if not _MASS_MATRIX.call(model.packed_flat, q, M):
+    if _exact(q):
+        M = _empty((model.nv, model.nv))
+        if not _MASS_MATRIX.entry(model.packed_flat, q, M):
             return M
-    except TypeError:  # not an array of float64: the checked path converts it
-        pass
     q = inputs.shaped(model, q, model.nq, "q")
     if q.ndim == 2:
         M = np.empty((q.shape[0], model.nv, model.nv))

@@ -90,11 +90,12 @@ def add_weighted_rows(weight, rows, rhs, mask, count, H, g):
 
 
 @njit(cache=True)
-def assemble_kernel(nu, M, h, J, frame_twist, frame_drift, frame_R, frame_p, com, com_velocity, com_jacobian, com_drift, q_joints,
+def assemble_kernel(nu, M, h, J, motion, frame_R, frame_p, com, com_velocity, com_jacobian, com_drift, q_joints,
                     v_joints, tasks, postures, contacts, regularization, generators, torque_rows, torque_limit,
                     bound_rows, position_lower, position_upper, acceleration_limit, horizon, hessian_regularization, H, g, A, b, lower, upper, C, Jf,
                     rows, work):
-    """Writes the cycle's QP into H, g, A, b, C (its dynamic rows: the
+    """motion (k, 2, 6): the frames' twists and drifts (frames_motion).
+    Writes the cycle's QP into H, g, A, b, C (its dynamic rows: the
     pyramids' rows are the caller's), lower, upper (the acceleration
     bounds as controller.acceleration_bounds) and Jf (nf, nv: the generalised
     force is Jfᵀ f). tasks (k, TASK_COLUMNS), postures (p, 5, na)
@@ -115,7 +116,7 @@ def assemble_kernel(nu, M, h, J, frame_twist, frame_drift, frame_R, frame_p, com
         surface = contact[CONTACT_KIND] == SURFACE_CONTACT
         size = 12 if surface else 3
         m = 6 if surface else 3
-        R, p, twist, drift = frame_R[k], frame_p[k], frame_twist[k], frame_drift[k]
+        R, p, twist, drift = frame_R[k], frame_p[k], motion[k, 0], motion[k, 1]
         kp, kd = contact[CONTACT_KP], contact[CONTACT_KD]
         if surface:
             local_rows(R, J[k], twist, drift, contact[CONTACT_ROTATION:CONTACT_ROTATION + 9].reshape(3, 3),
@@ -189,8 +190,8 @@ def assemble_kernel(nu, M, h, J, frame_twist, frame_drift, frame_R, frame_p, com
             add_weighted_rows(weight, com_jacobian, desired, task[TASK_MASK:TASK_MASK + 3], 3, H, g)
         elif kind == FRAME_TASK:
             k = int(task[TASK_FRAME])
-            R, twist = frame_R[k], frame_twist[k]
-            local_rows(R, J[k], twist, frame_drift[k], task[TASK_ROTATION:TASK_ROTATION + 9].reshape(3, 3),
+            R, twist = frame_R[k], motion[k, 0]
+            local_rows(R, J[k], twist, motion[k, 1], task[TASK_ROTATION:TASK_ROTATION + 9].reshape(3, 3),
                        task[TASK_POSITION:TASK_POSITION + 3], frame_p[k], rows, error, velocity, drift_local,
                        scratch3)
             reference_twist, reference_acceleration = task[TASK_TWIST:TASK_TWIST + 6], \

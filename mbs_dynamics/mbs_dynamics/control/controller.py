@@ -68,6 +68,7 @@ class State:
     com_velocity: np.ndarray | None = None
     com_jacobian: np.ndarray | None = None
     com_drift: np.ndarray | None = None
+    frame_motion: np.ndarray | None = None  # (k, 2, 6): [twist; drift] of each frame
 
 
 @dataclass
@@ -92,7 +93,7 @@ class ControlResult:
 class _Workspace:
     """The QP's matrices and its solver for one contact set, allocated once."""
 
-    def __init__(self, nv, n, n_eq, n_in, settings):
+    def __init__(self, nv, n_joints, n, n_eq, n_in, settings):
         self.H, self.g = np.zeros((n, n)), np.zeros(n)
         self.A, self.b = np.zeros((n_eq, n)), np.zeros(n_eq)
         self.C, self.lower, self.upper = np.zeros((n_in, n)), np.zeros(n_in), np.zeros(n_in)
@@ -104,6 +105,7 @@ class _Workspace:
         # the compiled assembly's: generalised force = Jfᵀ f, scratch, the contacts' tables
         self.Jf, self.rows, self.scratch = np.zeros((n - nv, nv)), np.zeros((6, nv)), np.zeros(33)
         self.contact_table = self.regularization = self.generators = None
+        self.q_joints, self.v_joints = np.zeros(n_joints), np.zeros(n_joints)
 
 
 class WholeBodyController:
@@ -216,7 +218,7 @@ class WholeBodyController:
         else:
             J, motion, R, p = np.zeros((0, 6, model.nv)), np.zeros((0, 2, 6)), np.zeros((0, 3, 3)), np.zeros((0, 3))
         state = State(q, v, {name: k for k, name in enumerate(frames)}, J, motion[:, 0], motion[:, 1], R, p,
-                      q[self.nq_base:], v[self.nu:], self.joint_selection)
+                      q[self.nq_base:], v[self.nu:], self.joint_selection, frame_motion=motion)
         return state
 
     def _centroidal(self, state: State, h: np.ndarray) -> None:
@@ -302,6 +304,9 @@ class WholeBodyController:
             row[14:17] = contact.position
             target = contact.regularization_target
             row[17:17 + len(target)] = target
+        # copies: a read-only q would compile the kernel a second time
+        work.q_joints[:] = state.joint_positions
+        work.v_joints[:] = state.joint_velocities
         tasks = self.tasks
         task_table = np.zeros((len(tasks), assembly.TASK_COLUMNS))
         postures = []
@@ -341,12 +346,13 @@ class WholeBodyController:
         com = state.com if state.com is not None else _EMPTY
         Jf = work.Jf
         assembly.assemble_kernel(
-            self.nu, M, h, state.frame_jacobian, state.frame_twist, state.frame_drift, state.frame_rotation, state.frame_position, com,
+            self.nu, M, h, state.frame_jacobian, state.frame_motion, state.frame_rotation, state.frame_position, com,
             state.com_velocity if state.com is not None else _EMPTY,
             state.com_jacobian if state.com is not None else _EMPTY_ROWS,
-            state.com_drift if state.com is not None else _EMPTY, state.joint_positions, state.joint_velocities,
+            state.com_drift if state.com is not None else _EMPTY, work.q_joints, work.v_joints,
             task_table, posture_table, table, work.regularization, work.generators, self.torque_rows,
-            self.torque_limit, self.bound_rows, self.position_lower, self.position_upper, self.acceleration_limit, self.horizon,
+            self.torque_limit, self.bound_rows, self.position_lower, self.position_upper, self.acceleration_limit,
+            self.horizon,
             self.hessian_regularization, work.H, work.g,
             work.A, work.b, work.lower, work.upper, work.C, Jf, work.rows, work.scratch)
         return Jf
@@ -426,7 +432,7 @@ class WholeBodyController:
             n_in = sum(c.B.shape[0] for c in contacts) + len(self.torque_rows) + len(self.bound_rows)
             if len(self._workspaces) >= MAX_WORKSPACES:
                 self._workspaces.pop(next(iter(self._workspaces)))
-            work = self._workspaces[key] = _Workspace(self.model.nv, n, n_eq, n_in, self.settings)
+            work = self._workspaces[key] = _Workspace(self.model.nv, self.na, n, n_eq, n_in, self.settings)
         return work
 
     def _solve(self, work, contacts, state, M, h, Jf) -> ControlResult:

@@ -204,6 +204,17 @@ def regressor(model, frame):
     mbs.joint_torque_regressor(model, qs, vs, vs)
 
 
+def whole_body_control(model, frame):
+    """The whole-body controller's cycle (its QP assembly kernel)."""
+    from mbs_dynamics.control import CenterOfMassTask, PostureTask, RigidPointContact, WholeBodyController
+    controller = WholeBodyController(model)
+    controller.add_contact(RigidPointContact(frame))
+    controller.add_task(CenterOfMassTask())
+    controller.add_task(PostureTask())
+    q, v, _, _ = _state(model)
+    controller.compute(q, v)
+
+
 # What the nodes call, then the rest, in the order the processes take them up.
 # The simulation first: it is the longest by far (its step kernel inlines the
 # stepping: about two thirds of the nodes' compile time) and calls aba, rnea and
@@ -214,7 +225,8 @@ def regressor(model, frame):
 # (mbs_dynamics_identify is a command a user runs like a node: its regressor is warmed with them)
 NODE_TASKS = (simulation, forward_dynamics, kinematics, inverse_dynamics, mass_matrix, centroidal, contact_forward,
               contact_inverse, regressor)
-OTHER_TASKS = (derivatives, rnea_forms, id_rate, frame_motion, coriolis, batches, contact_step, coupled_mimic, rollouts)
+OTHER_TASKS = (derivatives, rnea_forms, id_rate, frame_motion, coriolis, batches, contact_step, coupled_mimic, rollouts,
+               whole_body_control)
 TASKS = {task.__name__: task for task in NODE_TASKS + OTHER_TASKS}
 # The tasks of dense computations (O(nv^2) memory, O(nv^3) time), and the most coordinates of a model a node
 # preloads them for: a 5000-joint model's contact forward dynamics took 368 s at start-up.

@@ -243,6 +243,52 @@ def test_invariants(robot, solo, talos):
     assert np.all(np.abs(result.tau) <= effort + 1e-7)
 
 
+@pytest.mark.parametrize("robot", ["solo", "talos"])
+def test_compiled_assembly_equals_the_tasks_rows(robot, solo, talos):
+    """The QP the compiled assembly builds (built-in tasks and contacts) is
+    the one the tasks' and contacts' rows() give (the path of any other Task
+    or RigidContact subclass), entry by entry to 1e-12 of its scale; and a
+    task subclass with rows of its own takes that path and gives the same
+    cycle."""
+    model, q0 = solo if robot == "solo" else talos
+    q, v = perturbed(model, q0, np.random.default_rng(5))
+    scenario = (solo_scenario if robot == "solo" else talos_scenario)(q)
+    expected = scenario.ours(q, v)
+    controller = scenario.controller
+    q, v = perturbed(model, q0, np.random.default_rng(6), scale=0.01)
+    state = controller.state(q, v)
+    M, h = mbs.mass_matrix(model, q), mbs.nonlinear_effects(model, q, v)
+    controller._centroidal(state, h)
+    contacts = list(controller.contacts.values())
+    work = next(iter(controller._workspaces.values()))
+    built = []
+    for assemble in (controller._assemble_compiled, controller._assemble):
+        Jf = assemble(state, contacts, work, M, h, False)
+        built.append([x.copy() for x in (work.H, work.g, work.A, work.b, work.C, work.lower, work.upper, Jf)])
+    for compiled, general in zip(*built):
+        scale = max(np.max(np.abs(general)), 1.0)
+        assert np.max(np.abs(compiled - general)) <= 1e-12 * scale
+
+    class OwnPosture(PostureTask):
+        def rows(self, state):
+            return super().rows(state)
+
+    q, v = perturbed(model, q0, np.random.default_rng(5))
+    other = (solo_scenario if robot == "solo" else talos_scenario)(q)
+    other.ours(q, v)  # the same first cycle, then the posture replaced by a subclass
+    posture = next(t for t in other.controller.tasks if isinstance(t, PostureTask))
+    own = OwnPosture(kp=5.0, kd=3.0, weight=1e-3)
+    other.controller.remove_task(posture)
+    other.controller.add_task(own)
+    own.set_reference(posture.position)
+    q, v = perturbed(model, q0, np.random.default_rng(8), scale=0.01)
+    fast, general = controller.compute(q, v), other.controller.compute(q, v)
+    assert fast.feasible and general.feasible
+    close(general.tau, fast.tau, 1e-9 * max(1.0, np.max(np.abs(fast.tau))))
+    close(general.a, fast.a, 1e-9 * max(1.0, np.max(np.abs(fast.a))))
+    assert expected.feasible
+
+
 def test_lifted_foot_carries_nothing_and_moves(solo):
     """Remove a contact at run time: the foot gets no force and its frame task
     lifts it; add it back: four forces again, summing to the weight at rest."""

@@ -30,15 +30,22 @@ from mbs_dynamics.algorithms.centroidal import centroidal_momentum_matrix, centr
 from mbs_dynamics.algorithms.crba import mass_matrix
 from mbs_dynamics.algorithms.kinematics import frames_motion
 from mbs_dynamics.algorithms.rnea import nonlinear_effects
-from mbs_dynamics.control.contacts import RigidContact
+from mbs_dynamics.control import assembly
+from mbs_dynamics.control.contacts import RigidContact, RigidPointContact, RigidSurfaceContact
 from mbs_dynamics.control.tasks import CenterOfMassTask, FrameTask, PostureTask, Task, finite_vector
 from mbs_dynamics.multibody.model import FLOATING, Model
 from mbs_dynamics.spatial.lie import quaternion_to_matrix
 
 HESSIAN_REGULARIZATION = 1e-8  # TSID's DEFAULT_HESSIAN_REGULARIZATION on every variable
-INFINITE_BOUND = 1e10  # what stands for an absent bound in the QP (TSID's)
+INFINITE_BOUND = assembly.INFINITE_BOUND
 MAX_WORKSPACES = 64  # contact sets kept with their solvers
 _SOLVED = proxsuite.proxqp.QPSolverOutput.PROXQP_SOLVED
+# the built-in tasks and contacts the compiled assembly builds (by their rows(): a subclass
+# with rows of its own takes the general path)
+_TASK_KINDS = {CenterOfMassTask.rows: assembly.COM_TASK, FrameTask.rows: assembly.FRAME_TASK,
+               PostureTask.rows: assembly.POSTURE_TASK}
+_CONTACT_KINDS = {RigidPointContact.rows: assembly.POINT_CONTACT, RigidSurfaceContact.rows: assembly.SURFACE_CONTACT}
+_EMPTY, _EMPTY_ROWS = np.zeros(0), np.zeros((0, 0))
 
 
 @dataclass
@@ -61,6 +68,7 @@ class State:
     com_velocity: np.ndarray | None = None
     com_jacobian: np.ndarray | None = None
     com_drift: np.ndarray | None = None
+    frame_motion: np.ndarray | None = None  # (k, 2, 6): [twist; drift] of each frame
 
 
 @dataclass
@@ -85,7 +93,7 @@ class ControlResult:
 class _Workspace:
     """The QP's matrices and its solver for one contact set, allocated once."""
 
-    def __init__(self, n, n_eq, n_in, settings):
+    def __init__(self, nv, n_joints, n, n_eq, n_in, settings):
         self.H, self.g = np.zeros((n, n)), np.zeros(n)
         self.A, self.b = np.zeros((n_eq, n)), np.zeros(n_eq)
         self.C, self.lower, self.upper = np.zeros((n_in, n)), np.zeros(n_in), np.zeros(n_in)
@@ -94,6 +102,10 @@ class _Workspace:
             setattr(self.qp.settings, name, value)
         self.initialized = False
         self.contacts = ()  # ids of the contacts whose constant rows C holds
+        # the compiled assembly's: generalised force = Jfᵀ f, scratch, the contacts' tables
+        self.Jf, self.rows, self.scratch = np.zeros((n - nv, nv)), np.zeros((6, nv)), np.zeros(33)
+        self.contact_table = self.regularization = self.generators = None
+        self.q_joints, self.v_joints = np.zeros(n_joints), np.zeros(n_joints)
 
 
 class WholeBodyController:
@@ -194,6 +206,11 @@ class WholeBodyController:
         model = self.model
         q = inputs.configuration(model, q, batch=False)
         v = inputs.vector(model, v, model.nv, "v", batch=False)
+        return self._state(q, v)
+
+    def _state(self, q, v) -> State:
+        """state() of a checked q and v."""
+        model = self.model
         frames = tuple(dict.fromkeys([c.frame for c in self.contacts.values()]
                                      + [t.frame for t in self.tasks if isinstance(t, FrameTask)]))
         if frames:
@@ -201,7 +218,7 @@ class WholeBodyController:
         else:
             J, motion, R, p = np.zeros((0, 6, model.nv)), np.zeros((0, 2, 6)), np.zeros((0, 3, 3)), np.zeros((0, 3))
         state = State(q, v, {name: k for k, name in enumerate(frames)}, J, motion[:, 0], motion[:, 1], R, p,
-                      q[self.nq_base:], v[self.nu:], self.joint_selection)
+                      q[self.nq_base:], v[self.nu:], self.joint_selection, frame_motion=motion)
         return state
 
     def _centroidal(self, state: State, h: np.ndarray) -> None:
@@ -219,22 +236,137 @@ class WholeBodyController:
         state.com_drift = R @ h[3:6] / mass + model.gravity
 
     def compute(self, q, v) -> ControlResult:
-        model, nv, nu = self.model, self.model.nv, self.nu
-        state = self.state(q, v)
+        model = self.model
+        q = inputs.configuration(model, q, batch=False)
+        v = inputs.vector(model, v, model.nv, "v", batch=False)
+        state = self._state(q, v)
         contacts = list(self.contacts.values())
         M = mass_matrix(model, state.q)
         h = nonlinear_effects(model, state.q, state.v)
-        if any(isinstance(t, CenterOfMassTask) for t in self.tasks):
+        com_task = False
+        compiled = True
+        for task in self.tasks:
+            kind = _TASK_KINDS.get(type(task).rows)
+            compiled = compiled and kind is not None
+            com_task = com_task or isinstance(task, CenterOfMassTask)
+        for contact in contacts:
+            compiled = compiled and _CONTACT_KINDS.get(type(contact).rows) is not None
+        if com_task:
             self._centroidal(state, h)
         nf = sum(c.size for c in contacts)
-        n = nv + nf
         key = tuple(c.name for c in contacts)
-        work = self._workspace(key, n, contacts)
+        work = self._workspace(key, model.nv + nf, contacts)
+        constant = work.contacts == tuple(map(id, contacts))  # the pyramids' rows are in place
+        if compiled:
+            Jf = self._assemble_compiled(state, contacts, work, M, h, constant)
+        else:
+            Jf = self._assemble(state, contacts, work, M, h, constant)
+        work.contacts = tuple(map(id, contacts))
+        return self._solve(work, contacts, state, M, h, Jf)
+
+    def _constant_rows(self, contacts, work) -> None:
+        """The rows of C that depend on the contact set alone: the pyramids'
+        (with their bounds) and the acceleration bounds' unit rows."""
+        C, lower, upper, nv, nu = work.C, work.lower, work.upper, self.model.nv, self.nu
+        C[:] = 0.0
+        column, in_row = nv, 0
+        for contact in contacts:
+            rows = contact.B.shape[0]
+            C[in_row:in_row + rows, column:column + contact.size] = contact.B
+            lower[in_row:in_row + rows] = contact.lower
+            upper[in_row:in_row + rows] = contact.upper
+            column, in_row = column + contact.size, in_row + rows
+        k = len(self.bound_rows)
+        first = in_row + len(self.torque_rows)
+        C[first + np.arange(k), nu + self.bound_rows] = 1.0
+
+    def _assemble_compiled(self, state, contacts, work, M, h, constant) -> np.ndarray:
+        """The QP of the cycle built by assembly.assemble_kernel from tables
+        of the tasks and contacts (the built-in kinds); returns Jf."""
+        if not constant:
+            self._constant_rows(contacts, work)
+            work.contact_table = np.zeros((len(contacts), assembly.CONTACT_COLUMNS))
+            work.regularization = np.zeros((len(contacts), 6, 12))
+            work.generators = np.zeros((len(contacts), 6, 12))
+            for i, contact in enumerate(contacts):
+                W, G = contact.regularization, contact.generator(state)
+                work.regularization[i, :W.shape[0], :W.shape[1]] = W
+                work.generators[i, :G.shape[0], :G.shape[1]] = G
+        table = work.contact_table
+        index = state.frame_index
+        for i, contact in enumerate(contacts):
+            k = index[contact.frame]
+            contact.capture(state.frame_rotation[k], state.frame_position[k])
+            row = table[i]
+            row[:5] = (_CONTACT_KINDS[type(contact).rows], k, contact.kp, contact.kd,
+                       contact.regularization_weight)
+            row[5:14] = contact.rotation.ravel()
+            row[14:17] = contact.position
+            target = contact.regularization_target
+            row[17:17 + len(target)] = target
+        # copies: a read-only q would compile the kernel a second time
+        work.q_joints[:] = state.joint_positions
+        work.v_joints[:] = state.joint_velocities
+        tasks = self.tasks
+        task_table = np.zeros((len(tasks), assembly.TASK_COLUMNS))
+        postures = []
+        for i, task in enumerate(tasks):
+            row = task_table[i]
+            kind = _TASK_KINDS[type(task).rows]
+            row[0], row[2] = kind, task.weight
+            if kind == assembly.FRAME_TASK:
+                k = index[task.frame]
+                if task.rotation is None:
+                    task.rotation = state.frame_rotation[k].copy()
+                if task.position is None:
+                    task.position = state.frame_position[k].copy()
+                row[1] = k
+                row[3:9] = task.mask
+                row[9:15] = task.kp
+                row[15:21] = task.kd
+                row[21:30] = task.rotation.ravel()
+                row[30:33] = task.position
+                row[33:39] = task.twist
+                row[39:45] = task.acceleration
+            elif kind == assembly.COM_TASK:
+                if task.position is None:
+                    task.position = state.com.copy()
+                row[3:6] = task.mask
+                row[9:12] = task.kp
+                row[15:18] = task.kd
+                row[30:33] = task.position
+                row[33:36] = task.velocity
+                row[39:42] = task.acceleration
+            else:
+                if task.position is None:
+                    task.position = state.joint_positions.copy()
+                row[1] = len(postures)
+                postures.append((task.kp, task.kd, task.position, task.velocity, task.acceleration))
+        posture_table = np.array(postures, dtype=float).reshape(len(postures), 5, self.na)
+        com = state.com if state.com is not None else _EMPTY
+        Jf = work.Jf
+        assembly.assemble_kernel(
+            self.nu, M, h, state.frame_jacobian, state.frame_motion, state.frame_rotation, state.frame_position, com,
+            state.com_velocity if state.com is not None else _EMPTY,
+            state.com_jacobian if state.com is not None else _EMPTY_ROWS,
+            state.com_drift if state.com is not None else _EMPTY, work.q_joints, work.v_joints,
+            task_table, posture_table, table, work.regularization, work.generators, self.torque_rows,
+            self.torque_limit, self.bound_rows, self.position_lower, self.position_upper, self.acceleration_limit,
+            self.horizon,
+            self.hessian_regularization, work.H, work.g,
+            work.A, work.b, work.lower, work.upper, work.C, Jf, work.rows, work.scratch)
+        return Jf
+
+    def _assemble(self, state, contacts, work, M, h, constant) -> np.ndarray:
+        """The QP of the cycle from the tasks' and contacts' rows() (any Task
+        or RigidContact subclass); returns Jf."""
+        nv, nu, n = self.model.nv, self.nu, work.H.shape[0]
         H, g, A, b, C, lower, upper = work.H, work.g, work.A, work.b, work.C, work.lower, work.upper
-        # contact rows and the map from force variables to generalised forces
+        if not constant:
+            self._constant_rows(contacts, work)
+        nf = n - nv
         Jf = np.zeros((nf, nv))  # generalised force = Jf^T f
         row, column, in_row = nu, nv, 0
-        constant = work.contacts == tuple(map(id, contacts))  # the pyramids' rows are in place
         H[:] = 0.0
         g[:] = 0.0
         for contact in contacts:
@@ -244,18 +376,11 @@ class WholeBodyController:
             b[row:row + m] = rhs
             G = contact.generator(state)
             Jf[column - nv:column - nv + contact.size] = G.T @ Jc
-            rows = contact.B.shape[0]
-            if not constant:
-                C[in_row:in_row + rows] = 0.0
-                C[in_row:in_row + rows, column:column + contact.size] = contact.B
-                lower[in_row:in_row + rows] = contact.lower
-                upper[in_row:in_row + rows] = contact.upper
             W, target = contact.regularization, contact.regularization_target
             block = slice(column, column + contact.size)
             H[block, block] += contact.regularization_weight * (W.T @ W)
             g[block] -= contact.regularization_weight * (W.T @ target)
-            row, column, in_row = row + m, column + contact.size, in_row + rows
-        work.contacts = tuple(map(id, contacts))
+            row, column, in_row = row + m, column + contact.size, in_row + contact.B.shape[0]
         if nu:
             A[:nu, :nv] = M[:nu]
             A[:nu, nv:] = -Jf[:, :nu].T
@@ -274,9 +399,6 @@ class WholeBodyController:
         k = len(rows)
         if k:
             a_lower, a_upper = self.acceleration_bounds(state)
-            if not constant:
-                C[in_row:in_row + k] = 0.0
-                C[in_row + np.arange(k), nu + rows] = 1.0
             lower[in_row:in_row + k] = a_lower[rows]
             upper[in_row:in_row + k] = a_upper[rows]
             in_row += k
@@ -291,7 +413,7 @@ class WholeBodyController:
             H[:nv, :nv] += task.weight * (At.T @ At)
             g[:nv] -= task.weight * (At.T @ bt)
         H.flat[::n + 1] += self.hessian_regularization
-        return self._solve(work, contacts, state, M, h, Jf)
+        return Jf
 
     def acceleration_bounds(self, state: State) -> tuple[np.ndarray, np.ndarray]:
         """Bounds on the actuated accelerations: reach no position limit within
@@ -310,7 +432,7 @@ class WholeBodyController:
             n_in = sum(c.B.shape[0] for c in contacts) + len(self.torque_rows) + len(self.bound_rows)
             if len(self._workspaces) >= MAX_WORKSPACES:
                 self._workspaces.pop(next(iter(self._workspaces)))
-            work = self._workspaces[key] = _Workspace(n, n_eq, n_in, self.settings)
+            work = self._workspaces[key] = _Workspace(self.model.nv, self.na, n, n_eq, n_in, self.settings)
         return work
 
     def _solve(self, work, contacts, state, M, h, Jf) -> ControlResult:

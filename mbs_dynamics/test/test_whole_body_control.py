@@ -265,9 +265,19 @@ def test_compiled_assembly_equals_the_tasks_rows(robot, solo, talos):
     for assemble in (controller._assemble_compiled, controller._assemble):
         Jf = assemble(state, contacts, work, M, h, False)
         built.append([x.copy() for x in (work.H, work.g, work.A, work.b, work.C, work.lower, work.upper, Jf)])
-    for compiled, general in zip(*built):
-        scale = max(np.max(np.abs(general)), 1.0)
-        assert np.max(np.abs(compiled - general)) <= 1e-12 * scale
+    if robot == "solo":  # and with the feet as rolling spheres (RigidPointContact's radius)
+        for contact in contacts:
+            contact.radius = 0.016
+        for assemble in (controller._assemble_compiled, controller._assemble):
+            Jf = assemble(state, contacts, work, M, h, False)
+            built.append([x.copy() for x in (work.H, work.g, work.A, work.b, work.C, work.lower, work.upper, Jf)])
+        assert np.max(np.abs(built[2][3] - built[0][3])) > 1e-6  # the radius changes the contacts' rows
+        for contact in contacts:
+            contact.radius = 0.0
+    for compiled, general in zip(built[::2], built[1::2]):
+        for x, y in zip(compiled, general):
+            scale = max(np.max(np.abs(y)), 1.0)
+            assert np.max(np.abs(x - y)) <= 1e-12 * scale
 
     class OwnPosture(PostureTask):
         def rows(self, state):

@@ -18,8 +18,8 @@ TASK_COLUMNS = 45
 COM_TASK, FRAME_TASK, POSTURE_TASK = 0, 1, 2
 # contact table columns
 CONTACT_KIND, CONTACT_FRAME, CONTACT_KP, CONTACT_KD, CONTACT_WEIGHT = 0, 1, 2, 3, 4
-CONTACT_ROTATION, CONTACT_POSITION, CONTACT_TARGET = 5, 14, 17
-CONTACT_COLUMNS = 23
+CONTACT_ROTATION, CONTACT_POSITION, CONTACT_TARGET, CONTACT_OFFSET = 5, 14, 17, 23
+CONTACT_COLUMNS = 26
 POINT_CONTACT, SURFACE_CONTACT = 0, 1
 INFINITE_BOUND = 1e10  # what stands for an absent bound in the QP (TSID's)
 
@@ -125,11 +125,23 @@ def assemble_kernel(nu, M, h, J, motion, frame_R, frame_p, com, com_velocity, co
             for r in range(6):
                 A[row + r, :nv] = rows[r]
                 b[row + r] = (kp * error[r] - kd * velocity[r]) - drift_local[r]
-        else:
+        elif contact[CONTACT_OFFSET] == 0.0 and contact[CONTACT_OFFSET + 1] == 0.0 \
+                and contact[CONTACT_OFFSET + 2] == 0.0:
             for r in range(3):
                 A[row + r, :nv] = J[k, 3 + r]
                 b[row + r] = (kp * (contact[CONTACT_POSITION + r] - p[r]) - kd * twist[3 + r]) - drift[3 + r]
                 rows[r] = J[k, 3 + r]
+        else:  # a rolling sphere's lowest point o = -r n from its centre (contacts.RigidPointContact)
+            o = contact[CONTACT_OFFSET:CONTACT_OFFSET + 3]
+            for r in range(3):
+                r1, r2 = (r + 1) % 3, (r + 2) % 3
+                # rows J_lin - [o]x J_ang; velocity ṗ + ω x o; drift p̈0 + ω̇0 x o
+                rows[r] = J[k, 3 + r] - (o[r1] * J[k, r2] - o[r2] * J[k, r1])
+                point = p[r] + o[r]
+                point_velocity = twist[3 + r] + (twist[r1] * o[r2] - twist[r2] * o[r1])
+                point_drift = drift[3 + r] + (drift[r1] * o[r2] - drift[r2] * o[r1])
+                A[row + r, :nv] = rows[r]
+                b[row + r] = (kp * (contact[CONTACT_POSITION + r] - point) - kd * point_velocity) - point_drift
         G = generators[ci]
         for f in range(size):  # Jf = Gᵀ Jc
             for c in range(nv):

@@ -136,13 +136,18 @@ class RigidPointContact(RigidContact):
         self.radius = float(gains(radius, 1, f"the radius of contact '{frame}'")[0])
         self.set_force_reference(np.zeros(3))
 
+    @property
+    def offset(self) -> np.ndarray:
+        """The contact point from the frame origin, world axes (-r n)."""
+        return -self.radius * self.normal
+
     def rows(self, state):
         """(J (3, nv) world axes, rhs of J a = rhs) of the contact point."""
         k = state.frame_index[self.frame]
         J, twist, drift = state.frame_jacobian[k], state.frame_twist[k], state.frame_drift[k]
         point, J_point, velocity, drift_point = state.frame_position[k], J[3:], twist[3:], drift[3:]
         if self.radius:
-            o = -self.radius * self.normal
+            o = self.offset
             point = point + o
             J_point = J_point - skew(o) @ J[:3]
             velocity = velocity + np.cross(twist[:3], o)

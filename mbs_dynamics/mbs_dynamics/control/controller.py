@@ -296,7 +296,9 @@ class WholeBodyController:
         index = state.frame_index
         for i, contact in enumerate(contacts):
             k = index[contact.frame]
-            contact.capture(state.frame_rotation[k], state.frame_position[k])
+            offset = contact.offset if contact.kind == "point" else None
+            contact.capture(state.frame_rotation[k],
+                            state.frame_position[k] if offset is None else state.frame_position[k] + offset)
             row = table[i]
             row[:5] = (_CONTACT_KINDS[type(contact).rows], k, contact.kp, contact.kd,
                        contact.regularization_weight)
@@ -304,6 +306,8 @@ class WholeBodyController:
             row[14:17] = contact.position
             target = contact.regularization_target
             row[17:17 + len(target)] = target
+            if offset is not None:
+                row[assembly.CONTACT_OFFSET:assembly.CONTACT_OFFSET + 3] = offset
         # copies: a read-only q would compile the kernel a second time
         work.q_joints[:] = state.joint_positions
         work.v_joints[:] = state.joint_velocities

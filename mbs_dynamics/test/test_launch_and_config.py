@@ -24,10 +24,10 @@ from mbs_dynamics.robots import BUNDLED_ROBOTS
 from mbs_dynamics.ros.bringup import NODE_CLASSES as BRINGUP_NODES
 from mbs_dynamics.ros.bringup import share_directory
 from mbs_dynamics.ros.launch_plan import NODES as DEFAULT_NODES
-from mbs_dynamics.ros.launch_plan import VIEW_EXECUTABLE, VIEW_NODE
+from mbs_dynamics.ros.launch_plan import CONTROLLER_NODES, VIEW_EXECUTABLE, VIEW_NODE
 from mbs_dynamics.ros.parameters import COMMON_PARAMETERS, EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY
 
-PLAN_NODES = {**DEFAULT_NODES, VIEW_NODE: VIEW_EXECUTABLE}  # every node a plan can start
+PLAN_NODES = {**DEFAULT_NODES, VIEW_NODE: VIEW_EXECUTABLE, **CONTROLLER_NODES}  # every node a plan can start
 from mbs_dynamics.ros.launch_plan import PlanError, node_names, normalized_namespace, plan
 from mbs_dynamics.ros.run_monitor import RunMonitor
 
@@ -60,7 +60,8 @@ def test_console_scripts_are_declared():
     scripts = console_scripts()
     assert set(scripts) == {"inverse_dynamics_node", "dynamics_server_node", "simulator_node",
                             "mbs_dynamics_bringup", "mbs_dynamics_record", "mbs_dynamics_play_trajectory",
-                            "mbs_dynamics_identify", "mbs_dynamics_excitation", "mbs_dynamics_view"}
+                            "mbs_dynamics_identify", "mbs_dynamics_excitation", "mbs_dynamics_view",
+                            "whole_body_controller_node", "whole_body_references_node"}
     for script in scripts:
         assert (Path(sys.executable).parent / script).exists(), script
 
@@ -114,7 +115,7 @@ def test_config_defaults_are_the_nodes_own():
                 assert type(value) is type(default) and same(value, default), f"{node_name}.{name}"
 
 
-@pytest.mark.parametrize("robot", [*BUNDLED_ROBOTS, "objects"])
+@pytest.mark.parametrize("robot", [*BUNDLED_ROBOTS, "objects", "quadruped_wbc"])
 def test_robot_configs_set_declared_parameters(robot):
     """config/<robot>.yaml, read after the main config for a bundled robot
     (and objects.yaml for --objects), sets parameters the nodes declare, with
@@ -142,7 +143,7 @@ def test_launch_file_arguments_reach_every_route():
     that the nodes can take robot_description from the topic of their namespace."""
     arguments = launch_file_arguments()
     assert set(arguments) == {"robot", "robot_description_file", "config_file", "namespace", "use_sim_time", "nodes",
-                              "closed_loop", "view", "record_file", "objects"}
+                              "closed_loop", "view", "record_file", "objects", "controller"}
     assert arguments["robot"][0] == "" and arguments["robot_description_file"][0] == ""
     assert arguments["namespace"][0] == "" and arguments["use_sim_time"][0] == "false"
     source = LAUNCH_FILE.read_text()

@@ -303,8 +303,8 @@ class WholeBodyControllerNode(RobotNode):
         frame = message.header.frame_id
         world = self.parameter("world_frame")
         if frame not in ("", world):
-            raise InvalidInput("wrong_frame", f"{topic} is in frame '{frame[:80]}': references are in the world "
-                                              f"frame '{world}'")
+            raise InvalidInput("wrong_frame", f"frame_id '{frame[:80]}' is not the world frame '{world}' "
+                                              "(world_frame): references are given in it")
 
     def _on_com_reference(self, message: PointStamped) -> None:
         try:
@@ -329,7 +329,7 @@ class WholeBodyControllerNode(RobotNode):
         try:
             self._reference_frame(message, topic)
             if frame in self.controller.contacts:
-                raise InvalidInput("in_contact", f"{topic}: '{frame}' is an active contact: its task is off until "
+                raise InvalidInput("in_contact", f"'{frame}' is an active contact: its task is off until "
                                                  "~/set_contacts lifts it")
             task = self.frame_tasks[frame]
             p, o = message.pose.position, message.pose.orientation

@@ -74,7 +74,7 @@ import mbs_dynamics as mbs
 from mbs_dynamics import warmup
 from mbs_dynamics.algorithms.differentiation import FilteredDerivative
 from mbs_dynamics.algorithms.joint_friction import SMOOTHING_VELOCITY
-from mbs_dynamics.ros.conversions import InvalidInput, base_state, measured_state, stamp_seconds
+from mbs_dynamics.ros.conversions import InvalidInput, base_state, stamp_seconds
 from mbs_dynamics.algorithms.tracking import computed_torque_acceleration
 from mbs_dynamics.ros.input_loss import StampGaps
 from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
@@ -358,14 +358,7 @@ class InverseDynamicsNode(RobotNode):
 
     def _state(self, message: JointState) -> tuple[np.ndarray, np.ndarray]:
         """(q, v) of a joint_states message (and odom)."""
-        match = self.joints.match(message.name)
-        self.warn_unknown_joints(match.unknown)
-        base = None
-        if self.model.floating_base:
-            if self._odometry is None:
-                raise InvalidInput("no_odometry", "no odom received yet: the floating base's state is unknown")
-            base = self._odometry[:2]
-        return measured_state(self.joints, match, message, base)
+        return self.measured(message, None if self._odometry is None else self._odometry[:2])
 
     def _accelerations(self, q, v, stamp) -> tuple[np.ndarray, np.ndarray | None]:
         """a from the acceleration source, and the reference's velocities (None

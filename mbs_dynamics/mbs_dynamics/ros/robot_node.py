@@ -38,7 +38,7 @@ from rclpy.task import Future
 from std_msgs.msg import String
 
 from mbs_dynamics import Model, RobotDescription, URDFError, parse_urdf_file, parse_urdf_string
-from mbs_dynamics.ros.conversions import JointMap, listed
+from mbs_dynamics.ros.conversions import InvalidInput, JointMap, listed, measured_state
 from mbs_dynamics.ros.input_loss import PublisherSequences, with_message_info
 from mbs_dynamics.ros.parameters import COMMON_PARAMETERS, ParameterSpec, declare_parameters
 
@@ -304,6 +304,16 @@ class RobotNode(ProcessNode):
         if new and len(self._warned_unknown) < MAX_WARNED_NAMES:
             self._warned_unknown.update(new)
             self.get_logger().warning(f"ignoring joints the model does not have: {listed(new, 20)}")
+
+    def measured(self, message, base) -> tuple[np.ndarray, np.ndarray]:
+        """(q, v) of a joint_states message by joint name (names the model
+        lacks warned once) and, for a floating base, base = (q_base, v_base)
+        of the newest odom; InvalidInput when a floating base has none yet."""
+        match = self.joints.match(message.name)
+        self.warn_unknown_joints(match.unknown)
+        if self.model.floating_base and base is None:
+            raise InvalidInput("no_odometry", "no odom received yet: the floating base's state is unknown")
+        return measured_state(self.joints, match, message, base if self.model.floating_base else None)
 
     def dropped(self) -> int:
         """The messages dropped so far, for any reason."""

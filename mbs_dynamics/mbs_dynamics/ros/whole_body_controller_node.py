@@ -54,8 +54,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 import mbs_dynamics as mbs
 from mbs_dynamics.control import (CenterOfMassTask, FrameTask, OrientationTask, PostureTask, RigidPointContact,
                                   RigidSurfaceContact, WholeBodyController)
-from mbs_dynamics.ros.conversions import (InvalidInput, base_state, contact_wrenches, listed, measured_state,
-                                          set_vector, stamp_seconds)
+from mbs_dynamics.ros.conversions import InvalidInput, base_state, contact_wrenches, listed, set_vector, stamp_seconds
 from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values, timings
 from mbs_dynamics.ros.spinning import node_main
@@ -202,8 +201,8 @@ class WholeBodyControllerNode(RobotNode):
         self.report_diagnostics("whole-body control")
         self.get_logger().info(
             f"whole-body control of {len(self.controller.joint_names)} joints, efforts to "
-            f"{self.efforts_publisher.topic_name}; contacts {names['contact_frames']} ({self.parameter('contact_type')})"
-            f", frame tasks {names['frame_task_frames']}")
+            f"{self.efforts_publisher.topic_name}; contacts {names['contact_frames']} "
+            f"({self.parameter('contact_type')}), frame tasks {names['frame_task_frames']}")
 
     # --- parameters -----------------------------------------------------------
 
@@ -322,7 +321,8 @@ class WholeBodyControllerNode(RobotNode):
             self.orientation_task.set_reference((o.x, o.y, o.z, o.w))
             self.counts["references"] += 1
         except ValueError as error:
-            self.drop(getattr(error, "reason", "invalid_orientation_reference"), f"~/base_orientation_reference: {error}")
+            self.drop(getattr(error, "reason", "invalid_orientation_reference"),
+                      f"~/base_orientation_reference: {error}")
 
     def _on_frame_reference(self, frame: str, message: PoseStamped) -> None:
         topic = f"~/frame_reference/{frame}"
@@ -401,20 +401,14 @@ class WholeBodyControllerNode(RobotNode):
         self.cycle_times.append(time.perf_counter() - start)
 
     def _state(self, message: JointState, stamp: float) -> tuple[np.ndarray, np.ndarray]:
-        match = self.joints.match(message.name)
-        self.warn_unknown_joints(match.unknown)
-        base = None
-        if self.model.floating_base:
-            if self._odometry is None:
-                raise InvalidInput("no_odometry", "no odom received yet: the floating base's state is unknown")
-            age = stamp - self._odometry[2]
-            if age > self.settings.state_timeout:
-                raise InvalidInput("stale_state", f"the newest odom is {age:.3g} s older than joint_states "
-                                                  f"(state_timeout {self.settings.state_timeout:g} s): the state "
-                                                  "is stale; holding the last torques")
-            base = self._odometry[:2]
-        q, v = measured_state(self.joints, match, message, base)
-        return q, v
+        """(q, v) of a joint_states message and the newest odom, unless that
+        is more than state_timeout older (InvalidInput 'stale_state')."""
+        odometry = self._odometry
+        if self.model.floating_base and odometry is not None and stamp - odometry[2] > self.settings.state_timeout:
+            raise InvalidInput("stale_state", f"the newest odom is {stamp - odometry[2]:.3g} s older than "
+                                              f"joint_states (state_timeout {self.settings.state_timeout:g} s): the "
+                                              "state is stale; holding the last torques")
+        return self.measured(message, None if odometry is None else odometry[:2])
 
     def _publish(self, stamp, tau) -> None:
         efforts = self._efforts

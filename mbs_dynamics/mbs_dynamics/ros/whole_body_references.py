@@ -27,7 +27,7 @@ from sensor_msgs.msg import JointState
 
 import mbs_dynamics as mbs
 from mbs_dynamics.control.references import circle, minimum_jerk
-from mbs_dynamics.ros.conversions import InvalidInput, base_state, measured_state, set_vector, stamp_seconds
+from mbs_dynamics.ros.conversions import InvalidInput, base_state, set_vector, stamp_seconds
 from mbs_dynamics.ros.parameters import EMPTY_STRING_ARRAY, ParameterSpec
 from mbs_dynamics.ros.robot_node import RobotNode
 from mbs_dynamics.ros.spinning import node_main
@@ -98,7 +98,7 @@ class WholeBodyReferencesNode(RobotNode):
         self._last = t
         try:
             if self._start is None:
-                q, v = measured_state(self.joints, self.joints.match(message.name), message, self._odometry)
+                q, v = self.measured(message, self._odometry)
                 foot = mbs.frame_pose(self.model, q, self.foot)[:3, 3] if self.foot else None
                 self._start = (t, mbs.centroidal_state(self.model, q, v)[1], foot)
                 self.get_logger().info(f"CoM at the start {np.round(self._start[1], 4).tolist()}")

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 from geometry_msgs.msg import PointStamped, PoseStamped, QuaternionStamped
 from nav_msgs.msg import Odometry
+from rclpy.experimental import EventsExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from visualization_msgs.msg import Marker, MarkerArray
@@ -61,8 +62,9 @@ from mbs_dynamics.ros.spinning import node_main
 from mbs_dynamics_interfaces.msg import Contact, ContactWrenches
 from mbs_dynamics_interfaces.srv import SetContacts
 
-# The newest state is what a controller needs: a short queue, best effort (matches any publisher).
-STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
+# A controller acts on the newest state: a queue of one, best effort (matches any publisher); the states it
+# skipped while a cycle ran are counted as lost (lost_joint_states, lost_odom).
+STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
 COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
 CONTACT_TYPES = ("point", "surface")
 FRAME_TASK_TYPES = ("pose", "position")
@@ -85,6 +87,8 @@ class ControllerSettings:
 
 
 class WholeBodyControllerNode(RobotNode):
+    # rclpy's executor in C++: the Python executors rebuild their wait set for each message (~0.4 ms of CPU)
+    EXECUTOR = EventsExecutor
     PARAMETERS = (
         ParameterSpec("control_rate", 0.0,
                       "Most control cycles a second, by the joint_states stamps (Hz); 0 = one per joint_states "

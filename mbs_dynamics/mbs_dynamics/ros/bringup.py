@@ -125,8 +125,9 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                        help="URDF file of the robot (neither: the robot_description topic of the namespace)")
     parser.add_argument("--config", metavar="YAML", default=None,
                         help=f"ROS 2 params file (default: {default_config()})")
-    parser.add_argument("--nodes", default=",".join(NODES),
-                        help=f"comma-separated nodes to start, from {', '.join(NODES)} (default: all)")
+    parser.add_argument("--nodes", default=None,
+                        help=f"comma-separated nodes to start, from {', '.join(NODES)} (default: all; with "
+                             "--controller, the simulator)")
     parser.add_argument("--namespace", default="/", metavar="NS",
                         help="namespace of every node (default: /; --ros-args -r __ns:=NS does the same)")
     parser.add_argument("--use-sim-time", action="store_true", help="nodes follow /clock")
@@ -150,6 +151,8 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                         help="a controller whose efforts the simulator applies: wbc, the whole-body controller and "
                              "a reference node that moves the CoM along a circle and lifts a foot")
     arguments = parser.parse_args(argv)
+    if arguments.nodes is None:  # a controller's loop alone by default: the other nodes would share its process
+        arguments.nodes = "simulator" if arguments.controller else ",".join(NODES)
     if arguments.record and os.path.splitext(arguments.record)[1] not in RECORDINGS:
         parser.error(f"--record: the file must end in {' or '.join(RECORDINGS)}, got {arguments.record}")
     try:

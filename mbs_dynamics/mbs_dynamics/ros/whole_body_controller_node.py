@@ -470,6 +470,11 @@ class WholeBodyControllerNode(RobotNode):
         set_vector(point, values)
         return point
 
+    def destroy_node(self) -> None:
+        # the QP solvers (nanobind objects) go with the node, not at the interpreter's exit (a "leaked" report)
+        self.__dict__.pop("controller", None)
+        super().destroy_node()
+
     # --- reporting -----------------------------------------------------------------
 
     def diagnostics(self) -> tuple[str, dict, bool]:

@@ -185,6 +185,24 @@ def test_launch_plan_adds_the_view_on_request_with_its_recording():
     assert plan(["simulator"], str(CONFIG_FILE), view=True)[-1].parameters == {}
 
 
+def test_launch_plan_adds_the_whole_body_controller_and_its_references_beside_the_simulator():
+    """controller 'wbc': the controller and its references after the chosen
+    nodes, with the same files and robot, in the namespace (its simulator's
+    clock); refused without the simulator, beside the closed loop, unknown."""
+    robot = mbs.bundled_robot("quadruped")
+    plans = plan(["simulator"], str(CONFIG_FILE), "quadruped_wbc.yaml", robot, namespace="robot1", controller="wbc")
+    assert [(p.name, p.executable) for p in plans] == [("simulator", "simulator_node"), *CONTROLLER_NODES.items()]
+    for p in plans:
+        assert p.parameter_files == (str(CONFIG_FILE), "quadruped_wbc.yaml")
+        assert p.parameters == {"robot_description_file": robot} and p.remappings == (("/clock", "clock"),)
+    for nodes, closed_loop, controller, message in (
+            (["inverse_dynamics"], False, "wbc", "controller wbc drives the simulator: it needs the simulator node"),
+            (["simulator", "inverse_dynamics"], True, "wbc", "controller wbc and closed_loop both command"),
+            (["simulator"], False, "mpc", "controller: unknown 'mpc'; choose from wbc")):
+        with pytest.raises(PlanError, match=message):
+            plan(nodes, str(CONFIG_FILE), closed_loop=closed_loop, controller=controller)
+
+
 def test_the_objects_config_puts_its_objects_beside_the_arm_where_they_rest():
     """--objects (objects.yaml, after the robot's config, the simulator's
     only): its URDFs resolve through package:// where pip installed them, and

@@ -186,7 +186,8 @@ class WholeBodyControllerNode(RobotNode):
         self._last_stamp = -np.inf
         self._tau = None  # the last published efforts
         self._efforts = JointState(name=list(self.controller.joint_names))
-        self._order = np.array([self.controller.joint_names.index(name) for name in self.joints.names])
+        self._world_frame = self.parameter("world_frame")
+        self._wrench_kind = Contact.POINT if self.parameter("contact_type") == "point" else Contact.FRAME
         self.check_parameters_at_run_time()
         self.efforts_publisher = self.create_publisher(JointState, self.parameter("efforts_topic"), COMMAND_QOS)
         self.forces_publisher = self.create_publisher(ContactWrenches, "~/contact_forces", COMMAND_QOS)
@@ -304,7 +305,7 @@ class WholeBodyControllerNode(RobotNode):
 
     def _reference_frame(self, message, topic: str) -> None:
         frame = message.header.frame_id
-        world = self.parameter("world_frame")
+        world = self._world_frame
         if frame not in ("", world):
             raise InvalidInput("wrong_frame", f"frame_id '{frame[:80]}' is not the world frame '{world}' "
                                               "(world_frame): references are given in it")
@@ -423,10 +424,9 @@ class WholeBodyControllerNode(RobotNode):
 
     def _publish_forces(self, stamp, seconds: float, q, result) -> None:
         frames = [name for name in self._names["contact_frames"] if name in result.forces]
-        kind = Contact.POINT if self.parameter("contact_type") == "point" else Contact.FRAME
-        contacts = [Contact(frame=frame, kind=kind) for frame in frames]
+        contacts = [Contact(frame=frame, kind=self._wrench_kind) for frame in frames]
         message = ContactWrenches(wrenches=contact_wrenches(contacts, [result.forces[f] for f in frames]))
-        message.header.stamp, message.header.frame_id = stamp, self.parameter("world_frame")
+        message.header.stamp, message.header.frame_id = stamp, self._world_frame
         self.forces_publisher.publish(message)
         rate = self.settings.markers_rate
         if rate > 0 and not self._last_markers <= seconds < self._last_markers + 1.0 / rate:
@@ -436,7 +436,7 @@ class WholeBodyControllerNode(RobotNode):
     def _markers(self, stamp, q, frames, result) -> MarkerArray:
         """An arrow per contact force (1 mm per N) from its frame's origin, the
         CoM reference (green) and the CoM (blue), spheres of 2 cm."""
-        world = self.parameter("world_frame")
+        world = self._world_frame
         markers = [Marker(action=Marker.DELETEALL)]
 
         def marker(namespace, k, kind, rgba):

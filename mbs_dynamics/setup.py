@@ -28,6 +28,8 @@ setup(
             "inverse_dynamics_node = mbs_dynamics.ros.inverse_dynamics_node:main",
             "dynamics_server_node = mbs_dynamics.ros.dynamics_server_node:main",
             "simulator_node = mbs_dynamics.ros.simulator.node:main",
+            "whole_body_controller_node = mbs_dynamics.ros.whole_body_controller_node:main",
+            "whole_body_references_node = mbs_dynamics.ros.whole_body_references:main",
             "mbs_dynamics_view = mbs_dynamics.ros.view_node:main",
             "mbs_dynamics_bringup = mbs_dynamics.ros.bringup:main",
             "mbs_dynamics_identify = mbs_dynamics.identification.cli:main",

@@ -13,7 +13,7 @@ import pytest
 
 MESSAGES = ["BaseState", "CentroidalMomentum", "Contact", "ContactWrench", "ContactWrenches"]
 SERVICES = ["DeleteObject", "DynamicsTerms", "ForwardDynamics", "Impact", "InverseDynamics", "InverseDynamicsTrajectory",
-            "Rollout", "SetState", "SpawnObject", "Step"]
+            "Rollout", "SetContacts", "SetState", "SpawnObject", "Step"]
 
 SCALARS = {
     "boolean": True, "double": 1.25, "float": 0.5, "string": "link_a",

@@ -24,10 +24,10 @@ from mbs_dynamics.robots import BUNDLED_ROBOTS
 from mbs_dynamics.ros.bringup import NODE_CLASSES as BRINGUP_NODES
 from mbs_dynamics.ros.bringup import share_directory
 from mbs_dynamics.ros.launch_plan import NODES as DEFAULT_NODES
-from mbs_dynamics.ros.launch_plan import VIEW_EXECUTABLE, VIEW_NODE
+from mbs_dynamics.ros.launch_plan import CONTROLLER_NODES, VIEW_EXECUTABLE, VIEW_NODE
 from mbs_dynamics.ros.parameters import COMMON_PARAMETERS, EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY
 
-PLAN_NODES = {**DEFAULT_NODES, VIEW_NODE: VIEW_EXECUTABLE}  # every node a plan can start
+PLAN_NODES = {**DEFAULT_NODES, VIEW_NODE: VIEW_EXECUTABLE, **CONTROLLER_NODES}  # every node a plan can start
 from mbs_dynamics.ros.launch_plan import PlanError, node_names, normalized_namespace, plan
 from mbs_dynamics.ros.run_monitor import RunMonitor
 
@@ -60,7 +60,8 @@ def test_console_scripts_are_declared():
     scripts = console_scripts()
     assert set(scripts) == {"inverse_dynamics_node", "dynamics_server_node", "simulator_node",
                             "mbs_dynamics_bringup", "mbs_dynamics_record", "mbs_dynamics_play_trajectory",
-                            "mbs_dynamics_identify", "mbs_dynamics_excitation", "mbs_dynamics_view"}
+                            "mbs_dynamics_identify", "mbs_dynamics_excitation", "mbs_dynamics_view",
+                            "whole_body_controller_node", "whole_body_references_node"}
     for script in scripts:
         assert (Path(sys.executable).parent / script).exists(), script
 
@@ -114,7 +115,7 @@ def test_config_defaults_are_the_nodes_own():
                 assert type(value) is type(default) and same(value, default), f"{node_name}.{name}"
 
 
-@pytest.mark.parametrize("robot", [*BUNDLED_ROBOTS, "objects"])
+@pytest.mark.parametrize("robot", [*BUNDLED_ROBOTS, "objects", "quadruped_wbc"])
 def test_robot_configs_set_declared_parameters(robot):
     """config/<robot>.yaml, read after the main config for a bundled robot
     (and objects.yaml for --objects), sets parameters the nodes declare, with
@@ -142,7 +143,7 @@ def test_launch_file_arguments_reach_every_route():
     that the nodes can take robot_description from the topic of their namespace."""
     arguments = launch_file_arguments()
     assert set(arguments) == {"robot", "robot_description_file", "config_file", "namespace", "use_sim_time", "nodes",
-                              "closed_loop", "view", "record_file", "objects"}
+                              "closed_loop", "view", "record_file", "objects", "controller"}
     assert arguments["robot"][0] == "" and arguments["robot_description_file"][0] == ""
     assert arguments["namespace"][0] == "" and arguments["use_sim_time"][0] == "false"
     source = LAUNCH_FILE.read_text()
@@ -182,6 +183,24 @@ def test_launch_plan_adds_the_view_on_request_with_its_recording():
     assert view.executable == VIEW_EXECUTABLE and ("/clock", "clock") in view.remappings
     assert view.parameters == {"robot_description_file": robot, "record_file": str(Path("run.html").resolve())}
     assert plan(["simulator"], str(CONFIG_FILE), view=True)[-1].parameters == {}
+
+
+def test_launch_plan_adds_the_whole_body_controller_and_its_references_beside_the_simulator():
+    """controller 'wbc': the controller and its references after the chosen
+    nodes, with the same files and robot, in the namespace (its simulator's
+    clock); refused without the simulator, beside the closed loop, unknown."""
+    robot = mbs.bundled_robot("quadruped")
+    plans = plan(["simulator"], str(CONFIG_FILE), "quadruped_wbc.yaml", robot, namespace="robot1", controller="wbc")
+    assert [(p.name, p.executable) for p in plans] == [("simulator", "simulator_node"), *CONTROLLER_NODES.items()]
+    for p in plans:
+        assert p.parameter_files == (str(CONFIG_FILE), "quadruped_wbc.yaml")
+        assert p.parameters == {"robot_description_file": robot} and p.remappings == (("/clock", "clock"),)
+    for nodes, closed_loop, controller, message in (
+            (["inverse_dynamics"], False, "wbc", "controller wbc drives the simulator: it needs the simulator node"),
+            (["simulator", "inverse_dynamics"], True, "wbc", "controller wbc and closed_loop both command"),
+            (["simulator"], False, "mpc", "controller: unknown 'mpc'; choose from wbc")):
+        with pytest.raises(PlanError, match=message):
+            plan(nodes, str(CONFIG_FILE), closed_loop=closed_loop, controller=controller)
 
 
 def test_the_objects_config_puts_its_objects_beside_the_arm_where_they_rest():

@@ -7,7 +7,8 @@ params file: what ``ros2 launch mbs_dynamics mbs_dynamics.launch.py`` starts
                          [--config PARAMS.yaml] [--nodes inverse_dynamics,simulator]
                          [--namespace NS] [--use-sim-time] [--closed-loop]
                          [--duration S] [--summary-period S] [--plot FILE.svg]
-                         [--view] [--record FILE.html|FILE.viser] [--objects] [--ros-args ...]
+                         [--view] [--record FILE.html|FILE.viser] [--objects]
+                         [--controller wbc] [--ros-args ...]
 
 Without --robot or --robot-description-file the nodes read the
 robot_description topic of their namespace (robot_state_publisher's). A
@@ -21,6 +22,10 @@ after that much simulated time, a plot at the end. --view adds the view node
 --record FILE adds it too and saves the run it shows to FILE at the end.
 --objects puts free objects beside the robot (config/objects.yaml: cubes, a
 ball and a can where the bundled arm's tool sweeps after its push).
+--controller wbc adds the whole-body controller, whose efforts the simulator
+applies, and a reference node that moves the CoM along a circle and lifts a
+foot; a bundled robot then reads config/<robot>_wbc.yaml instead of
+config/<robot>.yaml (its joints under effort, not position, control).
 """
 from __future__ import annotations
 
@@ -34,11 +39,14 @@ from mbs_dynamics.robots import BUNDLED_ROBOTS, bundled_robot
 from mbs_dynamics.ros.dynamics_server_node import DynamicsServerNode
 from mbs_dynamics.ros.inverse_dynamics_node import InverseDynamicsNode
 from mbs_dynamics.ros.launch_plan import NODES as EXECUTABLES
-from mbs_dynamics.ros.launch_plan import VIEW_NODE, PlanError, node_names, normalized_namespace, plan
+from mbs_dynamics.ros.launch_plan import (CONTROLLER_NODES, CONTROLLERS, VIEW_NODE, PlanError, node_names,
+                                          normalized_namespace, plan)
 from mbs_dynamics.ros.run_monitor import RunMonitor
 from mbs_dynamics.ros.simulator.node import SimulatorNode
 from mbs_dynamics.ros.spinning import spin_nodes, split_ros_args
 from mbs_dynamics.ros.view_node import RECORDINGS, ViewNode
+from mbs_dynamics.ros.whole_body_controller_node import WholeBodyControllerNode
+from mbs_dynamics.ros.whole_body_references import WholeBodyReferencesNode
 
 # Default node name -> node class (the launch plan's nodes).
 NODES = {
@@ -47,7 +55,10 @@ NODES = {
     "simulator": SimulatorNode,
 }
 assert set(NODES) == set(EXECUTABLES)
-NODE_CLASSES = {**NODES, VIEW_NODE: ViewNode}
+CONTROLLER_CLASSES = {"whole_body_controller": WholeBodyControllerNode,
+                      "whole_body_references": WholeBodyReferencesNode}
+assert set(CONTROLLER_CLASSES) == set(CONTROLLER_NODES)
+NODE_CLASSES = {**NODES, VIEW_NODE: ViewNode, **CONTROLLER_CLASSES}
 
 
 def share_directory() -> str:
@@ -114,8 +125,9 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                        help="URDF file of the robot (neither: the robot_description topic of the namespace)")
     parser.add_argument("--config", metavar="YAML", default=None,
                         help=f"ROS 2 params file (default: {default_config()})")
-    parser.add_argument("--nodes", default=",".join(NODES),
-                        help=f"comma-separated nodes to start, from {', '.join(NODES)} (default: all)")
+    parser.add_argument("--nodes", default=None,
+                        help=f"comma-separated nodes to start, from {', '.join(NODES)} (default: all; with "
+                             "--controller, the simulator)")
     parser.add_argument("--namespace", default="/", metavar="NS",
                         help="namespace of every node (default: /; --ros-args -r __ns:=NS does the same)")
     parser.add_argument("--use-sim-time", action="store_true", help="nodes follow /clock")
@@ -135,7 +147,12 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--objects", action="store_true",
                         help="free objects beside the robot for the simulator (config/objects.yaml: a stack of "
                              "cubes, a ball, a can, where the bundled arm sweeps)")
+    parser.add_argument("--controller", choices=tuple(CONTROLLERS), default="",
+                        help="a controller whose efforts the simulator applies: wbc, the whole-body controller and "
+                             "a reference node that moves the CoM along a circle and lifts a foot")
     arguments = parser.parse_args(argv)
+    if arguments.nodes is None:  # a controller's loop alone by default: the other nodes would share its process
+        arguments.nodes = "simulator" if arguments.controller else ",".join(NODES)
     if arguments.record and os.path.splitext(arguments.record)[1] not in RECORDINGS:
         parser.error(f"--record: the file must end in {' or '.join(RECORDINGS)}, got {arguments.record}")
     try:
@@ -150,6 +167,13 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         parser.error("--closed-loop needs the simulator and inverse_dynamics nodes")
     if not (0 <= arguments.duration < float("inf") and 0 <= arguments.summary_period < float("inf")):
         parser.error("--duration and --summary-period must be finite and >= 0")
+    if arguments.controller and "simulator" not in arguments.nodes:
+        parser.error(f"--controller {arguments.controller} drives the simulator: it needs the simulator node")
+    if arguments.controller and arguments.closed_loop:
+        parser.error("--controller and --closed-loop both command the simulator's efforts: choose one")
+    if arguments.controller and arguments.robot and not robot_config(f"{arguments.robot}_{arguments.controller}"):
+        parser.error(f"--controller {arguments.controller}: no config/{arguments.robot}_{arguments.controller}.yaml "
+                     f"sets it up for {arguments.robot}")
     if arguments.objects and "simulator" not in arguments.nodes:
         parser.error("--objects are the simulator's: they need the simulator node")
     if arguments.duration > 0 and "simulator" not in arguments.nodes:
@@ -177,11 +201,12 @@ def main(argv: list[str] | None = None) -> None:
 
     argv = sys.argv[1:] if argv is None else argv
     arguments, ros_args = parse_arguments(argv)
-    plans = plan(arguments.nodes, arguments.config, robot_config(arguments.robot) if arguments.robot else None,
+    robot = f"{arguments.robot}_{arguments.controller}" if arguments.controller else arguments.robot
+    plans = plan(arguments.nodes, arguments.config, robot_config(robot) if arguments.robot else None,
                  bundled_robot(arguments.robot) if arguments.robot else arguments.robot_description_file or "",
                  arguments.use_sim_time, arguments.closed_loop, arguments.namespace, arguments.view,
                  arguments.record, os.path.join(share_directory(), "config", "objects.yaml") if arguments.objects
-                 else "")
+                 else "", arguments.controller)
     # The params files go first so that --ros-args -p ... given by the user wins; a plan's own parameters
     # (the robot's file, use_sim_time, the closed loop's start_on_command) are overrides of their node, and
     # then the user's -p NODE:NAME:=VALUE.

@@ -74,7 +74,7 @@ import mbs_dynamics as mbs
 from mbs_dynamics import warmup
 from mbs_dynamics.algorithms.differentiation import FilteredDerivative
 from mbs_dynamics.algorithms.joint_friction import SMOOTHING_VELOCITY
-from mbs_dynamics.ros.conversions import InvalidInput, base_state, listed, measured_state, stamp_seconds
+from mbs_dynamics.ros.conversions import InvalidInput, base_state, stamp_seconds
 from mbs_dynamics.algorithms.tracking import computed_torque_acceleration
 from mbs_dynamics.ros.input_loss import StampGaps
 from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
@@ -98,10 +98,6 @@ CONTACT_TYPES = ("point", "frame")
 # so do this many late messages in a row: the node then follows the new stamps.
 STAMP_JUMP_BACK = 1.0
 LATE_IN_A_ROW = 3
-# Unknown joint names warned about, at most (each once), kept by their first
-# WARNED_NAME_LENGTH characters (a name can be as long as a message).
-MAX_WARNED_NAMES = 1000
-WARNED_NAME_LENGTH = 200
 
 
 @dataclass(frozen=True)
@@ -181,7 +177,6 @@ class InverseDynamicsNode(RobotNode):
     def on_robot(self, robot) -> None:
         preload(self.model, (warmup.inverse_dynamics, warmup.centroidal, warmup.contact_inverse))
         self.compute_times = timings()
-        self._warned_unknown: set[str] = set()
         self._last_stamp = -np.inf
         self._late = 0  # late messages in a row
         self._stamp_gaps = StampGaps(self._expected_period(self.settings))
@@ -274,7 +269,7 @@ class InverseDynamicsNode(RobotNode):
             if not message.points:
                 raise InvalidInput("invalid", "~/reference has no points")
             match = self.joints.match(message.joint_names)
-            self._warn_unknown(match.unknown)
+            self.warn_unknown_joints(match.unknown)
             point = message.points[0]
             arrays = {}
             for field in ("positions", "velocities", "accelerations"):
@@ -363,14 +358,7 @@ class InverseDynamicsNode(RobotNode):
 
     def _state(self, message: JointState) -> tuple[np.ndarray, np.ndarray]:
         """(q, v) of a joint_states message (and odom)."""
-        match = self.joints.match(message.name)
-        self._warn_unknown(match.unknown)
-        base = None
-        if self.model.floating_base:
-            if self._odometry is None:
-                raise InvalidInput("no_odometry", "no odom received yet: the floating base's state is unknown")
-            base = self._odometry[:2]
-        return measured_state(self.joints, match, message, base)
+        return self.measured(message, None if self._odometry is None else self._odometry[:2])
 
     def _accelerations(self, q, v, stamp) -> tuple[np.ndarray, np.ndarray | None]:
         """a from the acceleration source, and the reference's velocities (None
@@ -494,12 +482,6 @@ class InverseDynamicsNode(RobotNode):
             self.wrench_publisher.publish(wrench.data())
 
     # --- reporting ----------------------------------------------------------
-
-    def _warn_unknown(self, names) -> None:
-        new = [name[:WARNED_NAME_LENGTH] for name in names if name[:WARNED_NAME_LENGTH] not in self._warned_unknown]
-        if new and len(self._warned_unknown) < MAX_WARNED_NAMES:
-            self._warned_unknown.update(new)
-            self.get_logger().warning(f"ignoring joints the model does not have: {listed(new, 20)}")
 
     def _say_stale(self, message: str) -> None:
         self.counts["stale_reference"] += 1

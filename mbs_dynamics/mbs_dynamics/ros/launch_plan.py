@@ -17,6 +17,11 @@ under any namespace and several robots side by side in one ROS domain:
   domain. In the root namespace, /clock as usual.
 * view: the view node (mbs_dynamics_view) besides the chosen nodes, with the
   same robot; record_file, when given, is its recording.
+* controller 'wbc': the whole_body_controller node, whose efforts the
+  simulator applies (its simulator/joint_efforts), and the
+  whole_body_references node that moves it (the robot's config, e.g.
+  config/quadruped_wbc.yaml, sets both up; the caller passes it as the
+  robot's config).
 """
 from __future__ import annotations
 
@@ -31,6 +36,10 @@ NODES = {
 }
 # The view node: started on request (view), never by default.
 VIEW_NODE, VIEW_EXECUTABLE = "view", "mbs_dynamics_view"
+# Controllers started on request beside the simulator: name -> {node name: console script}.
+CONTROLLERS = {"wbc": {"whole_body_controller": "whole_body_controller_node",
+                       "whole_body_references": "whole_body_references_node"}}
+CONTROLLER_NODES = {name: script for nodes in CONTROLLERS.values() for name, script in nodes.items()}
 
 
 class PlanError(ValueError):
@@ -70,11 +79,12 @@ def node_names(text: str) -> list[str]:
 
 def plan(nodes: list[str], config_file: str, robot_config_file: str | None = None,
          robot_description_file: str = "", use_sim_time: bool = False, closed_loop: bool = False,
-         namespace: str = "/", view: bool = False, record_file: str = "", objects_config_file: str = ""
-         ) -> list[NodePlan]:
+         namespace: str = "/", view: bool = False, record_file: str = "", objects_config_file: str = "",
+         controller: str = "") -> list[NodePlan]:
     """The nodes to start (module docstring). robot_config_file: a bundled
     robot's config, read after config_file; objects_config_file (free objects
-    for the simulator, config/objects.yaml) after it."""
+    for the simulator, config/objects.yaml) after it; controller: '' or one
+    of CONTROLLERS."""
     namespace = normalized_namespace(namespace)
     unknown = [name for name in nodes if name not in NODES]
     if unknown:
@@ -83,6 +93,12 @@ def plan(nodes: list[str], config_file: str, robot_config_file: str | None = Non
         raise PlanError("closed_loop needs the simulator and inverse_dynamics nodes")
     if objects_config_file and "simulator" not in nodes:
         raise PlanError("objects are the simulator's: they need the simulator node")
+    if controller and controller not in CONTROLLERS:
+        raise PlanError(f"controller: unknown '{controller}'; choose from {', '.join(CONTROLLERS)}")
+    if controller and "simulator" not in nodes:
+        raise PlanError(f"controller {controller} drives the simulator: it needs the simulator node")
+    if controller and closed_loop:
+        raise PlanError(f"controller {controller} and closed_loop both command the simulator's efforts: choose one")
     files = tuple(path for path in (config_file, robot_config_file, objects_config_file) if path)
     common = {"use_sim_time": True} if use_sim_time else {}
     if robot_description_file:
@@ -95,6 +111,8 @@ def plan(nodes: list[str], config_file: str, robot_config_file: str | None = Non
             parameters["start_on_command"] = True
             remappings += (("~/joint_efforts", "inverse_dynamics/joint_efforts"),)
         plans.append(NodePlan(name, NODES[name], files, parameters, remappings))
+    for name, executable in CONTROLLERS.get(controller, {}).items():
+        plans.append(NodePlan(name, executable, files, dict(common), remap_clock))
     if view or record_file:
         parameters = dict(common, record_file=os.path.abspath(record_file)) if record_file else dict(common)
         plans.append(NodePlan(VIEW_NODE, VIEW_EXECUTABLE, files, parameters, remap_clock))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -37,7 +38,7 @@ from rclpy.task import Future
 from std_msgs.msg import String
 
 from mbs_dynamics import Model, RobotDescription, URDFError, parse_urdf_file, parse_urdf_string
-from mbs_dynamics.ros.conversions import JointMap
+from mbs_dynamics.ros.conversions import InvalidInput, JointMap, listed, measured_state
 from mbs_dynamics.ros.input_loss import PublisherSequences, with_message_info
 from mbs_dynamics.ros.parameters import COMMON_PARAMETERS, ParameterSpec, declare_parameters
 
@@ -45,6 +46,10 @@ from mbs_dynamics.ros.parameters import COMMON_PARAMETERS, ParameterSpec, declar
 WAITING_REMINDER_PERIOD = 10.0
 # Seconds between repeats of the same warning.
 WARNING_PERIOD = 5.0
+# Unknown joint names warned about, at most (each once), kept by their first
+# WARNED_NAME_LENGTH characters (a name can be as long as a message).
+MAX_WARNED_NAMES = 1000
+WARNED_NAME_LENGTH = 200
 # Compute times kept for the diagnostics' percentiles (per timing).
 TIMING_WINDOW = 5000
 
@@ -134,6 +139,8 @@ class RobotNode(ProcessNode):
         self._description_subscription = None
         self._waiting_timer = None
         self._diagnostics_timer = None
+        self._warned_unknown: set[str] = set()
+        self._warned_drops: dict[str, float] = {}  # reason -> when its drop was last said (monotonic s)
         declare_parameters(self, (*COMMON_PARAMETERS, *self.PARAMETERS))
         self._obtain_robot_description()
 
@@ -281,10 +288,32 @@ class RobotNode(ProcessNode):
     # --- what was dropped, and the diagnostics ---------------------------------
 
     def drop(self, reason: str, message: str) -> None:
-        """Count a message that cannot be used under `reason` and say why, throttled."""
+        """Count a message that cannot be used under `reason` and say why, at
+        most once every WARNING_PERIOD per reason (one reason's flood never
+        hides another's first warning)."""
         self.counts[f"dropped_{reason}"] += 1
-        self.get_logger().warning(f"dropped: {message} ({self.counts[f'dropped_{reason}']} so far)",
-                                  throttle_duration_sec=WARNING_PERIOD)
+        now = time.monotonic()
+        if now - self._warned_drops.get(reason, -np.inf) >= WARNING_PERIOD:
+            self._warned_drops[reason] = now
+            self.get_logger().warning(f"dropped: {message} ({self.counts[f'dropped_{reason}']} so far)")
+
+    def warn_unknown_joints(self, names) -> None:
+        """Say once per name (at most MAX_WARNED_NAMES) that a message named
+        joints the model does not have, which are ignored."""
+        new = [name[:WARNED_NAME_LENGTH] for name in names if name[:WARNED_NAME_LENGTH] not in self._warned_unknown]
+        if new and len(self._warned_unknown) < MAX_WARNED_NAMES:
+            self._warned_unknown.update(new)
+            self.get_logger().warning(f"ignoring joints the model does not have: {listed(new, 20)}")
+
+    def measured(self, message, base) -> tuple[np.ndarray, np.ndarray]:
+        """(q, v) of a joint_states message by joint name (names the model
+        lacks warned once) and, for a floating base, base = (q_base, v_base)
+        of the newest odom; InvalidInput when a floating base has none yet."""
+        match = self.joints.match(message.name)
+        self.warn_unknown_joints(match.unknown)
+        if self.model.floating_base and base is None:
+            raise InvalidInput("no_odometry", "no odom received yet: the floating base's state is unknown")
+        return measured_state(self.joints, match, message, base if self.model.floating_base else None)
 
     def dropped(self) -> int:
         """The messages dropped so far, for any reason."""

@@ -110,6 +110,10 @@ class WholeBodyControllerNode(RobotNode):
                       "contact_sole_size centred at the frame origin, in its x-y plane).", read_only=True),
         ParameterSpec("contact_sole_size", [0.2, 0.1],
                       "Length (along x) and width (along y) of a surface contact's sole (m).", read_only=True),
+        ParameterSpec("contact_radius", 0.0,
+                      "Point contacts: the radius of a sphere foot centred at the frame origin (the contact is "
+                      "its lowest point, rolling without slip); 0 = the frame origin is the contact point (m).",
+                      read_only=True, bounds=(0.0, 1.0)),
         ParameterSpec("friction_coefficient", 0.7, "Friction coefficient of the contacts' pyramids.",
                       read_only=True, bounds=(1e-3, 10.0)),
         ParameterSpec("min_normal_force", 1.0, "Least normal force of an active contact (N).", read_only=True,
@@ -258,7 +262,8 @@ class WholeBodyControllerNode(RobotNode):
         """frame -> a new contact of the parameters' kind."""
         friction, least = self.parameter("friction_coefficient"), self.parameter("min_normal_force")
         if self.parameter("contact_type") == "point":
-            return lambda frame: RigidPointContact(frame, friction=friction, min_normal_force=least)
+            radius = self.parameter("contact_radius")
+            return lambda frame: RigidPointContact(frame, friction=friction, min_normal_force=least, radius=radius)
         length, width = (0.5 * x for x in self.parameter("contact_sole_size"))
         corners = [[length, width, 0.0], [length, -width, 0.0], [-length, -width, 0.0], [-length, width, 0.0]]
         return lambda frame: RigidSurfaceContact(frame, corners, friction=friction, min_normal_force=least)

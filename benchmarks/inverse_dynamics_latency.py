@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
-"""Latency of the inverse dynamics node: TALOS joint_states (and odom) at
-1 kHz from one process, the node in a second, the efforts received in a third.
+"""Latency of the inverse dynamics node (or of the whole-body controller
+node): TALOS joint_states (and odom) at 1 kHz from one process, the node in a
+second, the efforts received in a third.
 
     .venv/bin/python benchmarks/inverse_dynamics_latency.py [--seconds 30] [--rate 1000]
         [--contacts]   (contact-consistent torques on the two soles)
+        [--controller solo12|talos]   (the whole_body_controller node instead:
+                       that robot standing on its four feet / two soles, the
+                       CoM, base orientation and posture tasks of its default
+                       parameters; issue 33's goal p99 < 1 ms / 2 ms)
         [--realtime-priority N]   (SCHED_FIFO at N for the node's joint_states
                        thread, the publisher and the receiver, with their Fast
                        DDS threads, as a real-time driver and controller would
@@ -36,6 +41,8 @@ from pathlib import Path
 
 import numpy as np
 from ros_domain import use_private_ros_domain  # benchmarks/ros_domain.py
+
+ROOT = Path(__file__).resolve().parents[1]
 
 ROBOTS_DIR = importlib.metadata.distribution("example-robot-data").locate_file(
     "cmeel.prefix/share/example-robot-data/robots")
@@ -113,6 +120,7 @@ def main():
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--contacts", action="store_true")
+    parser.add_argument("--controller", choices=("solo12", "talos"), default=None)
     parser.add_argument("--realtime-priority", type=int, default=0)
     arguments = parser.parse_args()
     use_private_ros_domain()
@@ -125,13 +133,29 @@ def main():
     from mbs_dynamics.ros.inverse_dynamics_node import STREAM_QOS
     from mbs_dynamics.ros.spinning import schedule_realtime
 
-    model = mbs.Model.from_urdf_file(TALOS, floating_base=True)
-    parameters = ["-p", f"robot_description_file:={TALOS}", "-p", "floating_base:=true"]
+    if arguments.controller:
+        sys.path.insert(0, str(ROOT / "mbs_dynamics" / "test"))
+        from helpers import FEET, SOLES, robot_path, solo12_standing, talos_standing
+
+        solo = arguments.controller == "solo12"
+        model, q = solo12_standing() if solo else talos_standing()
+        urdf = robot_path(arguments.controller)
+        parameters = ["-p", f"robot_description_file:={urdf}", "-p", "floating_base:=true",
+                      "-p", f"contact_frames:=[{','.join(FEET if solo else SOLES)}]",
+                      "-p", f"contact_type:={'point' if solo else 'surface'}",
+                      "-p", f"efforts_topic:=/{NODE}/joint_efforts"]
+        executable = "whole_body_controller_node"
+    else:
+        model = mbs.Model.from_urdf_file(TALOS, floating_base=True)
+        q = model.neutral_configuration()
+        q[2] = 1.0
+        parameters = ["-p", f"robot_description_file:={TALOS}", "-p", "floating_base:=true"]
+        executable = "inverse_dynamics_node"
     if arguments.contacts:
         parameters += ["-p", "contact_frames:=[left_sole_link,right_sole_link]", "-p", "contact_type:=frame"]
     if arguments.realtime_priority:
         parameters += ["-p", f"realtime_priority:={arguments.realtime_priority}"]
-    executable = os.environ.get("MBS_NODE_EXECUTABLE", Path(sys.executable).parent / "inverse_dynamics_node")
+    executable = os.environ.get("MBS_NODE_EXECUTABLE", Path(sys.executable).parent / executable)
     node_process = subprocess.Popen([str(executable), "--ros-args", "-r", f"__node:={NODE}", *parameters],
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     period = 1.0 / arguments.rate
@@ -148,22 +172,27 @@ def main():
     odometry = node.create_publisher(Odometry, "/odom", STREAM_QOS)
     names = [name for name in model.joint_names if name != "root_joint"]
     rng = np.random.default_rng(0)
-    q = model.neutral_configuration()
-    q[2] = 1.0
-    positions = [float(x) for x in 0.1 * rng.normal(size=len(names))]
+    if arguments.controller:  # standing still
+        positions = [float(q[model.q_index(name)]) for name in names]
+    else:
+        positions = [float(x) for x in 0.1 * rng.normal(size=len(names))]
     odom = Odometry()
     odom.header.frame_id = "odom"
-    odom.pose.pose.position.z, odom.pose.pose.orientation.w = 1.0, 1.0
+    odom.pose.pose.position.x, odom.pose.pose.position.y, odom.pose.pose.position.z = (float(x) for x in q[:3])
+    orientation = odom.pose.pose.orientation
+    orientation.x, orientation.y, orientation.z, orientation.w = (float(x) for x in q[3:7])
     if not ready.wait(60.0):
         sys.exit("the node did not come up:\n" + node_process.stdout.read())
     while joint_states.get_subscription_count() == 0:
         time.sleep(0.05)
     for _ in range(20):  # odom first: without it the node drops joint_states
+        odom.header.stamp = node.get_clock().now().to_msg()
         odometry.publish(odom)
         time.sleep(0.01)
 
     message = JointState(name=names, position=positions)
-    velocities = [array("d", [0.001 * (k % 1000)] * len(names)) for k in range(1000)]
+    step = 1e-5 if arguments.controller else 0.001  # rad/s: a standing robot's joints barely move
+    velocities = [array("d", [step * (k % 1000)] * len(names)) for k in range(1000)]
     sent_ns = np.zeros(count, dtype=np.int64)
     gc.collect()
     gc.freeze()
@@ -179,6 +208,7 @@ def main():
         message.velocity = velocities[k % 1000]  # the publisher as light as a driver: no conversions
         joint_states.publish(message)
         if k % 10 == 0:
+            odom.header.stamp = message.header.stamp  # fresh: the controller holds its torques on a stale odom
             odometry.publish(odom)
         next_time += period
         delay = next_time - time.monotonic()
@@ -201,7 +231,9 @@ def main():
     stamps = 1e-9 * received_ns
     latencies = 1e3 * latencies
     first = stamps < stamps.min() + 1.0
-    print(f"TALOS ({model.nv} coordinates, floating base{', 2 sole contacts' if arguments.contacts else ''}): "
+    robot = {"solo12": "Solo-12 under the whole-body controller (4 feet)",
+             "talos": "TALOS under the whole-body controller (2 soles)"}.get(arguments.controller, "TALOS")
+    print(f"{robot} ({model.nv} coordinates, floating base{', 2 sole contacts' if arguments.contacts else ''}): "
           f"{count} joint_states in {sent_seconds:.1f} s ({count / sent_seconds:.0f} Hz)")
     print(f"latency stamp -> efforts received: p50 {np.percentile(latencies, 50):.3f} ms, "
           f"p99 {np.percentile(latencies, 99):.3f} ms, max {latencies.max():.3f} ms")

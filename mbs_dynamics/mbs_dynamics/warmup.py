@@ -31,7 +31,6 @@ import numpy as np
 import mbs_dynamics as mbs
 from mbs_dynamics.algorithms.kinematics import REPRESENTATIONS
 from mbs_dynamics.contact.constraints import METHODS as CONTACT_METHODS
-from mbs_dynamics.simulation.stepping.stages import compile_step_parts
 
 
 # --- the tasks: each calls a group of core functions that share kernels ---------
@@ -116,19 +115,6 @@ def simulation(model, frame):
     for integrator in mbs.INTEGRATORS:
         simulation = mbs.Simulation(model, world, 1e-3, integrator)
         simulation.step(np.zeros(model.nv))
-
-
-def step_parts(model, frame):
-    """The parts of the simulator's step that numba compiles apart (the
-    narrow phase, the smooth integrator with its ABA: about a third of the
-    step's compile), in the step's own types: run in a process beside the
-    simulation task's, whose step then loads them from the cache (it reaches
-    them after minutes of inlining)."""
-    simulation = mbs.Simulation(model, mbs.World(mbs.Ground(), (mbs.PointContact(frame),)), 1e-3)
-    system = simulation._system.model
-    compile_step_parts(system.packed, system.dof_parent, simulation._world, simulation._actuation,
-                       simulation._settings, simulation._q, simulation._v, tuple(simulation._results),
-                       simulation._buffer)
 
 
 def rollouts(model, frame):
@@ -222,14 +208,12 @@ def regressor(model, frame):
 # The simulation first: it is the longest by far (its step kernel inlines the
 # stepping: about two thirds of the nodes' compile time) and calls aba, rnea and
 # crba in signatures of its own, so one process compiles it from the start while
-# the others take the rest in turn, the first of them the step's parts that
-# numba compiles apart (step_parts), which the step then finds in the cache.
-# Then the kernels that others call (aba,
+# the others take the rest in turn. Then the kernels that others call (aba,
 # kinematics, rnea, crba) before those others (contact), which then load them
 # from the cache rather than compile them a second time.
 # (mbs_dynamics_identify is a command a user runs like a node: its regressor is warmed with them)
-NODE_TASKS = (simulation, step_parts, forward_dynamics, kinematics, inverse_dynamics, mass_matrix, centroidal,
-              contact_forward, contact_inverse, regressor)
+NODE_TASKS = (simulation, forward_dynamics, kinematics, inverse_dynamics, mass_matrix, centroidal, contact_forward,
+              contact_inverse, regressor)
 OTHER_TASKS = (derivatives, rnea_forms, id_rate, frame_motion, coriolis, batches, contact_step, coupled_mimic, rollouts)
 TASKS = {task.__name__: task for task in NODE_TASKS + OTHER_TASKS}
 # The tasks of dense computations (O(nv^2) memory, O(nv^3) time), and the most coordinates of a model a node

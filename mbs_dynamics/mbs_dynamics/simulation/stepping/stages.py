@@ -1,9 +1,7 @@
 """The step, stage by stage, compiled: the free velocity, the contact and
 joint rows solved for their impulses (implicit_step), or the smooth
 integrator (integrator.smooth_step); what the step did written into the
-result records; and simulate_kernel, which takes many steps per call
-(compile_step_parts: the parts it calls that numba compiles apart, compiled
-alone)."""
+result records; and simulate_kernel, which takes many steps per call."""
 from __future__ import annotations
 
 from collections import namedtuple
@@ -281,23 +279,6 @@ def untracked_results(results):
                        untracked(results[4]), untracked(results[5]))
 
 
-@njit(cache=True, inline="always")
-def kernel_views(packed, dof_parent, world, actuation, q, v, results, buffer):
-    """simulate_kernel's arguments as untracked views (workspace.untracked:
-    they live until the kernel returns) and the step's work arrays in
-    `buffer`: (packed, dof_parent, world, actuation, q, v, results, buffer,
-    work, work_floats, work_ints); the kernel uses work_floats and work_ints
-    last (numba frees an array after its last use, and `work` views them)."""
-    packed, buffer, dof_parent = (untracked(packed[0]), untracked(packed[1])), untracked(buffer), untracked(dof_parent)
-    model = unpack_model(packed)
-    q, v, actuation = untracked(q), untracked(v), untracked(actuation)
-    world, results = untracked_world(world), untracked_results(results)
-    work, work_floats, work_ints = step_work(q.shape[0], v.shape[0], model.parent.shape[0], world.spheres.shape[0],
-                                             world.obstacles.shape[0], world.shapes.shapes.shape[0],
-                                             results.collisions.shape[0], buffer)
-    return packed, dof_parent, world, actuation, q, v, results, buffer, work, work_floats, work_ints
-
-
 @njit(cache=True, nogil=True)  # the simulator node's other threads run meanwhile
 def simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, results, buffer):
     """settings.steps steps (stepping's docstring) from (q, v), written in
@@ -307,28 +288,17 @@ def simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, result
     the call 1 us more), those of the last step, with the previous step's
     impulses as the warm starts. Stops at a step it cannot
     take (the state is the one before it); the REPORT says why."""
-    packed, dof_parent, world, actuation, q, v, results, buffer, work, work_floats, work_ints = \
-        kernel_views(packed, dof_parent, world, actuation, q, v, results, buffer)
-    simulate_steps(packed, dof_parent, world, actuation, settings[0], q, v, results, work, buffer)
-    # the work buffers used last here: numba frees an array after its last use, and `work` views them
-    results.report[0].steps += 0 * (work_floats.shape[0] + work_ints.shape[0])
-
-
-# What simulate_kernel's compile spends on body_pairs (the narrow phase) and smooth_step (the integrator, its ABA)
-# is about a third of it: the warm-up compiles them in another process meanwhile (warmup.step_parts).
-@njit(cache=True)
-def compile_step_parts(packed, dof_parent, world, actuation, settings, q, v, results, buffer):
-    """Calls the parts of the step that numba compiles apart (body_pairs,
-    smooth_step) once, in the types simulate_kernel passes them (its
-    arguments), without stepping: the state and results stay as they were."""
-    packed, dof_parent, world, actuation, q, v, results, buffer, work, work_floats, work_ints = \
-        kernel_views(packed, dof_parent, world, actuation, q, v, results, buffer)
+    # every array as an untracked view (workspace.untracked): the arguments live until the kernel returns
+    packed, buffer, dof_parent = (untracked(packed[0]), untracked(packed[1])), untracked(buffer), untracked(dof_parent)
+    model = unpack_model(packed)
     step = settings[0]
-    kinematics, _ = point_positions(packed, q, world.spheres, buffer, work.positions, False)
-    body_twists(unpack_model(packed), kinematics, v, work.vel)
-    body_pairs(world, kinematics, work.vel, work.vel, step, work, np.int64(0), np.bool_(True))
-    smooth_step(packed, q, v, actuation, world.terms, step.dt, step.integrator == RKMK4, work.stages, work.q_next,
-                work.v_next, buffer)
+    q, v, actuation = untracked(q), untracked(v), untracked(actuation)
+    world, results = untracked_world(world), untracked_results(results)
+    work, work_floats, work_ints = step_work(q.shape[0], v.shape[0], model.parent.shape[0], world.spheres.shape[0],
+                                             world.obstacles.shape[0], world.shapes.shapes.shape[0],
+                                             results.collisions.shape[0], buffer)
+    simulate_steps(packed, dof_parent, world, actuation, step, q, v, results, work, buffer)
+    # the work buffers used last here: numba frees an array after its last use, and `work` views them
     results.report[0].steps += 0 * (work_floats.shape[0] + work_ints.shape[0])
 
 

@@ -143,7 +143,7 @@ start_warmup() {
   else
     say "compiling the kernels the nodes use in the background (numba cache, one process per core)"
   fi
-  setsid "$py" -m mbs_dynamics.warmup "$@" > "$warmup_log" 2>&1 &
+  setsid "$py" -m mbs_dynamics.warmup --verbose "$@" > "$warmup_log" 2>&1 &
   warmup_pid=$! lower="nice -n 10"
   trap 'kill -- -$warmup_pid 2>/dev/null || true' EXIT
 }

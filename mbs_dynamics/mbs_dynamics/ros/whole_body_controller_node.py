@@ -191,6 +191,7 @@ class WholeBodyControllerNode(RobotNode):
         self._tau = None  # the last published efforts
         self._efforts = JointState(name=list(self.controller.joint_names))
         self._world_frame = self.parameter("world_frame")
+        self._forces_message = {}  # contact frames -> the ~/contact_forces message of that set
         self._wrench_kind = Contact.POINT if self.parameter("contact_type") == "point" else Contact.FRAME
         self.check_parameters_at_run_time()
         self.efforts_publisher = self.create_publisher(JointState, self.parameter("efforts_topic"), COMMAND_QOS)
@@ -429,9 +430,19 @@ class WholeBodyControllerNode(RobotNode):
 
     def _publish_forces(self, stamp, seconds: float, q, result) -> None:
         frames = [name for name in self._names["contact_frames"] if name in result.forces]
-        contacts = [Contact(frame=frame, kind=self._wrench_kind) for frame in frames]
-        message = ContactWrenches(wrenches=contact_wrenches(contacts, [result.forces[f] for f in frames]))
-        message.header.stamp, message.header.frame_id = stamp, self._world_frame
+        message = self._forces_message.get(tuple(frames))
+        if message is None:  # one message per contact set, built once: a cycle only sets its numbers
+            contacts = [Contact(frame=frame, kind=self._wrench_kind) for frame in frames]
+            message = ContactWrenches(wrenches=contact_wrenches(contacts, [result.forces[f] for f in frames]))
+            message.header.frame_id = self._world_frame
+            self._forces_message[tuple(frames)] = message
+        else:
+            for wrench, frame in zip(message.wrenches, frames):
+                force = result.forces[frame]
+                set_vector(wrench.wrench.force, force[-3:])
+                if force.size == 6:
+                    set_vector(wrench.wrench.torque, force[:3])
+        message.header.stamp = stamp
         self.forces_publisher.publish(message)
         rate = self.settings.markers_rate
         if rate > 0 and not self._last_markers <= seconds < self._last_markers + 1.0 / rate:

@@ -70,7 +70,8 @@ def test_contact_forces_start_at_their_points_and_the_momentum_at_the_com():
     """The ground at its height, a step where the simulator has it; Solo-12
     at a random pose: each contact force's arrow runs from its point (given
     in its link frame; Pinocchio's placement of the frame) along the force
-    times the scale; the momentum arrows from the CoM sphere."""
+    times the scale; the momentum arrows from the CoM sphere; a CoM
+    reference's sphere where it is given."""
     pair = Pair(robot_path("solo12"), floating_base=True)
     step = mbs.Box(size=(0.4, 1.0, 0.1), position=(0.5, 0.0, 0.05), orientation=(0.0, 0.0, np.sin(0.2), np.cos(0.2)))
     viewer = Viewer(pair.model, Path(robot_path("solo12")).read_text(), port=0, ground_height=-0.02, boxes=[step])
@@ -99,6 +100,9 @@ def test_contact_forces_start_at_their_points_and_the_momentum_at_the_com():
         assert np.allclose(heads[:, 0], [[0.1, 0, 0], [0, 0, 0.2]] * 2)
         assert np.allclose(heads[[0, 2], 1, 0], 0.075) and np.allclose(heads[[1, 3], 1, 2], 0.15)
         assert np.allclose(heads[0, 1] + heads[2, 1], [0.15, 0, 0])  # symmetric about the shaft
+        assert not viewer.com_reference.visible  # a CoM reference: drawn once given
+        viewer.show_com_reference((0.05, -0.02, 0.25))
+        assert np.allclose(viewer.com_reference.position, (0.05, -0.02, 0.25)) and viewer.com_reference.visible
     finally:
         viewer.close()
 
@@ -190,12 +194,16 @@ def test_the_view_node_shows_the_robot_in_a_browser_and_follows_its_joints(start
     """The view node of the Panda in /robot1, its meshes through package://:
     before any joint_states the page shows the empty scene; with them, the
     robot (its pixels differ from the empty scene), and a joint moved moves
-    it. A NaN message between is dropped and counted; the node goes on."""
+    it; a CoM reference on com_reference_topic appears as a green sphere. A
+    NaN message between (joint_states, the reference) is dropped and
+    counted; the node goes on."""
     import rclpy
+    from geometry_msgs.msg import PointStamped
     from sensor_msgs.msg import JointState
 
     node = start_process([executable("mbs_dynamics_view"), "--ros-args", "-r", "__ns:=/robot1",
-                          "-p", f"robot_description_file:={robot_path('panda')}", "-p", "port:=0"])
+                          "-p", f"robot_description_file:={robot_path('panda')}", "-p", "port:=0",
+                          "-p", "com_reference_topic:=com_reference"])
     url = re.search(r"open (http://127\.0\.0\.1:\d+/) in a browser", node.wait_for(r"open http://", 60)[0]).group(1)
     empty = screenshot(url, "view_empty")
     publisher = test_node.create_publisher(JointState, "/robot1/joint_states", 10)
@@ -222,8 +230,31 @@ def test_the_view_node_shows_the_robot_in_a_browser_and_follows_its_joints(start
           f"robot -> joints moved {changed(robot, robot_moved):.3f}")
     assert changed(empty, robot) > CHANGED
     assert changed(robot, robot_moved) > CHANGED
+    # a CoM reference (a whole-body controller's) on com_reference_topic: a green sphere where it says
+    reference = test_node.create_publisher(PointStamped, "/robot1/com_reference", 10)
+    point = PointStamped()
+    point.header.frame_id = "world"
+    point.point.x, point.point.y, point.point.z = 0.0, -0.3, 0.4
+    for _ in range(10):
+        reference.publish(point)
+        rclpy.spin_once(test_node, timeout_sec=0.05)
+    with_reference = screenshot(url, "view_com_reference")
+    appeared = int(np.sum(green(with_reference) & ~green(robot_moved)))
+    print(f"green pixels: {int(np.sum(green(robot_moved)))} -> {int(np.sum(green(with_reference)))}, "
+          f"{appeared} new with the CoM reference")
+    assert appeared > 150
+    point.point.z = float("nan")
+    reference.publish(point)
+    node.wait_for("dropped: com_reference: the point")
     assert node.process.poll() is None
     assert node.interrupt() == 0
+
+
+def green(image: np.ndarray) -> np.ndarray:
+    """Where pixels are far greener than red and blue (the CoM reference's
+    sphere; the world axes' y too)."""
+    r, g, b = (image[..., k].astype(int) for k in range(3))
+    return (g > r + 60) & (g > b + 60)
 
 
 # Seconds after its connection by which headless Chromium has compiled its shaders and draws at an even pace.

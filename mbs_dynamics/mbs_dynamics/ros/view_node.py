@@ -8,6 +8,8 @@ and logs the address to open.
     simulator/contact_wrenches              contact forces, drawn as red segments
     inverse_dynamics/centroidal_momentum    centre of mass (sphere), linear momentum
                                             (blue) and angular momentum (purple)
+    com_reference_topic (none by default)   geometry_msgs/PointStamped: a CoM reference
+                                            (a whole_body_controller's), a green sphere
     world                                   visualization_msgs/MarkerArray: the ground grid
                                             and the static boxes, as the simulator has them
     objects                                 visualization_msgs/MarkerArray: the free objects
@@ -48,10 +50,12 @@ others serve on, and a recording is still written at the end.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from geometry_msgs.msg import PointStamped
 from nav_msgs.msg import Odometry
 from rclpy.experimental import EventsExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -122,6 +126,10 @@ class ViewNode(RobotNode):
         ParameterSpec("centroidal_momentum_topic", "inverse_dynamics/centroidal_momentum",
                       "CentroidalMomentum drawn at the centre of mass (relative to the namespace); empty: none.",
                       read_only=True),
+        ParameterSpec("com_reference_topic", "",
+                      "geometry_msgs/PointStamped of a centre-of-mass reference (a whole_body_controller's "
+                      "~/com_reference, world frame) drawn as a green sphere (relative to the namespace); empty: none.",
+                      read_only=True),
         ParameterSpec("force_scale", 0.002, "Length (m) of a contact force's segment per newton.",
                       bounds=(0.0, 10.0)),
         ParameterSpec("momentum_scale", 0.05,
@@ -152,7 +160,7 @@ class ViewNode(RobotNode):
             self.get_logger().warning(f"view: {warning}")
         self.q = self.model.neutral_configuration()
         self._latest = {"joint_states": None, "odom": None, "contacts": None, "momentum": None, "world": None,
-                        "objects": None}
+                        "objects": None, "com_reference": None}
         self.frame_times = timings()
         if self.parameter("record_file"):
             self.viewer.start_recording()
@@ -166,6 +174,9 @@ class ViewNode(RobotNode):
         if self.parameter("centroidal_momentum_topic"):
             self.create_subscription(CentroidalMomentum, self.parameter("centroidal_momentum_topic"),
                                      self._keep("momentum"), LATEST_QOS)
+        if self.parameter("com_reference_topic"):
+            self.create_subscription(PointStamped, self.parameter("com_reference_topic"),
+                                     self._keep("com_reference"), LATEST_QOS)
         if self.parameter("world_topic"):
             self.create_subscription(MarkerArray, self.parameter("world_topic"), self._keep("world"), WORLD_QOS)
         if self.parameter("objects_topic"):
@@ -219,7 +230,7 @@ class ViewNode(RobotNode):
     def _draw(self) -> None:
         start = time.perf_counter()
         states, odometry = self._take("joint_states"), self._take("odom")
-        contacts, momentum = self._take("contacts"), self._take("momentum")
+        contacts, momentum, reference = self._take("contacts"), self._take("momentum"), self._take("com_reference")
         world, objects = self._take("world"), self._take("objects")
         if world is not None:
             self._show_world(world)
@@ -230,7 +241,7 @@ class ViewNode(RobotNode):
         except InvalidInput as error:
             self.drop(error.reason, str(error))
             return
-        if stamp is None and contacts is None and momentum is None:
+        if stamp is None and contacts is None and momentum is None and reference is None:
             return
         viewer = self.viewer
         if stamp is not None:
@@ -242,6 +253,8 @@ class ViewNode(RobotNode):
                 self._show_contacts(contacts)
             if momentum is not None:
                 self._show_momentum(momentum)
+            if reference is not None:
+                self._show_com_reference(reference)
         except InvalidInput as error:
             self.drop(error.reason, str(error))
             return
@@ -304,6 +317,13 @@ class ViewNode(RobotNode):
     def _show_momentum(self, message: CentroidalMomentum) -> None:
         self.viewer.show_momentum(vector_values(message.com_position), vector_values(message.linear_momentum),
                                   vector_values(message.angular_momentum), self.settings.momentum_scale)
+
+    def _show_com_reference(self, message: PointStamped) -> None:
+        point = vector_values(message.point)
+        if not all(map(math.isfinite, point)):
+            raise InvalidInput("invalid", f"{self.parameter('com_reference_topic')}: the point {point} is not "
+                                             "finite")
+        self.viewer.show_com_reference(point)
 
     # --- recording, stopping ---------------------------------------------------
 

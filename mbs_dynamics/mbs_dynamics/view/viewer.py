@@ -58,6 +58,7 @@ FORCE_COLOR = (230, 40, 40)
 LINEAR_MOMENTUM_COLOR = (40, 120, 230)
 ANGULAR_MOMENTUM_COLOR = (150, 60, 200)
 COM_COLOR = (250, 200, 0)
+COM_REFERENCE_COLOR = (40, 200, 60)
 BOX_COLOR = (150, 160, 175)
 ARROW_HEAD = 0.05
 
@@ -172,6 +173,8 @@ class Viewer:
         self.objects: dict[str, tuple] = {}  # key -> (what it draws, its scene frame)
         self._object_meshes: dict = {}
         self.com = self.scene.add_icosphere("/com", radius=0.03, color=COM_COLOR, visible=False)
+        self.com_reference = self.scene.add_icosphere("/com_reference", radius=0.03, color=COM_REFERENCE_COLOR,
+                                                      visible=False)
         self.momentum = self.scene.add_line_segments(  # arrows(): shafts, then barbs, linear before angular
             "/com/momentum", np.zeros((6, 2, 3)),
             np.array([[LINEAR_MOMENTUM_COLOR] * 2, [ANGULAR_MOMENTUM_COLOR] * 2] * 3, dtype=np.uint8),
@@ -387,6 +390,15 @@ class Viewer:
             self.com.visible = True
             self.momentum.points = segments
             self.momentum.visible = True
+
+    def show_com_reference(self, position) -> None:
+        """A centre-of-mass reference (world, m) as a green sphere."""
+        self._call(self._draw_com_reference, np.asarray(position, dtype=float))
+
+    def _draw_com_reference(self, position: np.ndarray) -> None:
+        with self.server.atomic():
+            self.com_reference.position = position
+            self.com_reference.visible = True
 
     def look_at(self, target, distance: float) -> None:
         """Where a browser that connects from now on looks from: `distance`

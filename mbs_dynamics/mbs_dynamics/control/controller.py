@@ -300,12 +300,13 @@ class WholeBodyController:
             contact.capture(state.frame_rotation[k],
                             state.frame_position[k] if offset is None else state.frame_position[k] + offset)
             row = table[i]
-            row[:5] = (_CONTACT_KINDS[type(contact).rows], k, contact.kp, contact.kd,
-                       contact.regularization_weight)
-            row[5:14] = contact.rotation.ravel()
-            row[14:17] = contact.position
+            row[[assembly.CONTACT_KIND, assembly.CONTACT_FRAME, assembly.CONTACT_KP, assembly.CONTACT_KD,
+                 assembly.CONTACT_WEIGHT]] = (_CONTACT_KINDS[type(contact).rows], k, contact.kp, contact.kd,
+                                              contact.regularization_weight)
+            row[assembly.CONTACT_ROTATION:assembly.CONTACT_ROTATION + 9] = contact.rotation.ravel()
+            row[assembly.CONTACT_POSITION:assembly.CONTACT_POSITION + 3] = contact.position
             target = contact.regularization_target
-            row[17:17 + len(target)] = target
+            row[assembly.CONTACT_TARGET:assembly.CONTACT_TARGET + len(target)] = target
             if offset is not None:
                 row[assembly.CONTACT_OFFSET:assembly.CONTACT_OFFSET + 3] = offset
         # copies: a read-only q would compile the kernel a second time
@@ -317,34 +318,34 @@ class WholeBodyController:
         for i, task in enumerate(tasks):
             row = task_table[i]
             kind = _TASK_KINDS[type(task).rows]
-            row[0], row[2] = kind, task.weight
+            row[assembly.TASK_KIND], row[assembly.TASK_WEIGHT] = kind, task.weight
             if kind == assembly.FRAME_TASK:
                 k = index[task.frame]
                 if task.rotation is None:
                     task.rotation = state.frame_rotation[k].copy()
                 if task.position is None:
                     task.position = state.frame_position[k].copy()
-                row[1] = k
-                row[3:9] = task.mask
-                row[9:15] = task.kp
-                row[15:21] = task.kd
-                row[21:30] = task.rotation.ravel()
-                row[30:33] = task.position
-                row[33:39] = task.twist
-                row[39:45] = task.acceleration
+                row[assembly.TASK_FRAME] = k
+                row[assembly.TASK_MASK:assembly.TASK_MASK + 6] = task.mask
+                row[assembly.TASK_KP:assembly.TASK_KP + 6] = task.kp
+                row[assembly.TASK_KD:assembly.TASK_KD + 6] = task.kd
+                row[assembly.TASK_ROTATION:assembly.TASK_ROTATION + 9] = task.rotation.ravel()
+                row[assembly.TASK_POSITION:assembly.TASK_POSITION + 3] = task.position
+                row[assembly.TASK_TWIST:assembly.TASK_TWIST + 6] = task.twist
+                row[assembly.TASK_ACCELERATION:assembly.TASK_ACCELERATION + 6] = task.acceleration
             elif kind == assembly.COM_TASK:
                 if task.position is None:
                     task.position = state.com.copy()
-                row[3:6] = task.mask
-                row[9:12] = task.kp
-                row[15:18] = task.kd
-                row[30:33] = task.position
-                row[33:36] = task.velocity
-                row[39:42] = task.acceleration
+                row[assembly.TASK_MASK:assembly.TASK_MASK + 3] = task.mask
+                row[assembly.TASK_KP:assembly.TASK_KP + 3] = task.kp
+                row[assembly.TASK_KD:assembly.TASK_KD + 3] = task.kd
+                row[assembly.TASK_POSITION:assembly.TASK_POSITION + 3] = task.position
+                row[assembly.TASK_TWIST:assembly.TASK_TWIST + 3] = task.velocity
+                row[assembly.TASK_ACCELERATION:assembly.TASK_ACCELERATION + 3] = task.acceleration
             else:
                 if task.position is None:
                     task.position = state.joint_positions.copy()
-                row[1] = len(postures)
+                row[assembly.TASK_FRAME] = len(postures)  # a posture's row in the posture table
                 postures.append((task.kp, task.kd, task.position, task.velocity, task.acceleration))
         posture_table = np.array(postures, dtype=float).reshape(len(postures), 5, self.na)
         com = state.com if state.com is not None else _EMPTY

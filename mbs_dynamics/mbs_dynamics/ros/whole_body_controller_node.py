@@ -12,9 +12,13 @@ orientation, the frame tasks and the posture. Then, with the input's stamp:
     in   joint_states                 sensor_msgs/JointState
          odom                         nav_msgs/Odometry (floating base)
          ~/com_reference              geometry_msgs/PointStamped (world frame)
+         ~/com_setpoint               trajectory_msgs/MultiDOFJointTrajectory:
+                                      the position, velocity and acceleration
+                                      of its first point (feed-forward)
          ~/base_orientation_reference geometry_msgs/QuaternionStamped
          ~/frame_reference/<frame>    geometry_msgs/PoseStamped, each of
                                       frame_task_frames (pose or position)
+         ~/frame_setpoint/<frame>     trajectory_msgs/MultiDOFJointTrajectory
     out  <efforts_topic>              sensor_msgs/JointState efforts by name
                                       (default simulator/joint_efforts)
          ~/contact_forces             mbs_dynamics_interfaces/ContactWrenches:
@@ -51,16 +55,17 @@ from nav_msgs.msg import Odometry
 from rclpy.experimental import EventsExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import MultiDOFJointTrajectory
 from visualization_msgs.msg import MarkerArray
 
 import mbs_dynamics as mbs
 from mbs_dynamics.control import (CenterOfMassTask, FrameTask, OrientationTask, PostureTask, RigidPointContact,
                                   RigidSurfaceContact, WholeBodyController)
-from mbs_dynamics.ros.conversions import InvalidInput, base_state, listed, stamp_seconds
+from mbs_dynamics.ros.conversions import InvalidInput, base_state, listed, stamp_seconds, vector_values
 from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values, timings
 from mbs_dynamics.ros.spinning import node_main
-from mbs_dynamics.ros.whole_body_messages import ContactForceMessages, whole_body_markers
+from mbs_dynamics.ros.whole_body_messages import ContactForceMessages, setpoint, whole_body_markers
 from mbs_dynamics_interfaces.msg import Contact, ContactWrenches
 from mbs_dynamics_interfaces.srv import SetContacts
 
@@ -206,11 +211,15 @@ class WholeBodyControllerNode(RobotNode):
         if model.floating_base:
             self.create_counted_subscription(Odometry, "odom", self._on_odometry, STATE_QOS)
             self.create_subscription(PointStamped, "~/com_reference", self._on_com_reference, COMMAND_QOS)
+            self.create_subscription(MultiDOFJointTrajectory, "~/com_setpoint", self._on_com_setpoint, COMMAND_QOS)
             self.create_subscription(QuaternionStamped, "~/base_orientation_reference",
                                      self._on_orientation_reference, COMMAND_QOS)
         for frame in self.frame_tasks:
             self.create_subscription(PoseStamped, f"~/frame_reference/{frame}",
                                      lambda message, frame=frame: self._on_frame_reference(frame, message),
+                                     COMMAND_QOS)
+            self.create_subscription(MultiDOFJointTrajectory, f"~/frame_setpoint/{frame}",
+                                     lambda message, frame=frame: self._on_frame_setpoint(frame, message),
                                      COMMAND_QOS)
         self.create_service(SetContacts, "~/set_contacts", self._set_contacts)
         self.report_diagnostics("whole-body control")
@@ -321,41 +330,48 @@ class WholeBodyControllerNode(RobotNode):
             raise InvalidInput("wrong_frame", f"frame_id '{frame[:80]}' is not the world frame '{world}' "
                                               "(world_frame): references are given in it")
 
-    def _on_com_reference(self, message: PointStamped) -> None:
-        try:
-            self._reference_frame(message, "~/com_reference")
-            p = message.point
-            self.com_task.set_reference((p.x, p.y, p.z))
-            self.counts["references"] += 1
-        except ValueError as error:  # InvalidInput, or the controller's refusal (NaN)
-            self.drop(getattr(error, "reason", "invalid_com_reference"), f"~/com_reference: {error}")
-
-    def _on_orientation_reference(self, message: QuaternionStamped) -> None:
-        try:
-            self._reference_frame(message, "~/base_orientation_reference")
-            o = message.quaternion
-            self.orientation_task.set_reference((o.x, o.y, o.z, o.w))
-            self.counts["references"] += 1
-        except ValueError as error:
-            self.drop(getattr(error, "reason", "invalid_orientation_reference"),
-                      f"~/base_orientation_reference: {error}")
-
-    def _on_frame_reference(self, frame: str, message: PoseStamped) -> None:
-        topic = f"~/frame_reference/{frame}"
+    def _reference(self, topic: str, message, reason: str, apply) -> None:
+        """apply() a reference message of `topic` in the world frame; refused (dropped for `reason` or the
+        InvalidInput's, with the controller's reason: a NaN, a bad quaternion) otherwise."""
         try:
             self._reference_frame(message, topic)
-            if frame in self.controller.contacts:
-                raise InvalidInput("in_contact", f"'{frame}' is an active contact: its task is off until "
-                                                 "~/set_contacts lifts it")
-            task = self.frame_tasks[frame]
-            p, o = message.pose.position, message.pose.orientation
-            if task.mask[:3].any():
-                task.set_reference(position=(p.x, p.y, p.z), rotation=(o.x, o.y, o.z, o.w))
-            else:
-                task.set_reference(position=(p.x, p.y, p.z))
+            apply()
             self.counts["references"] += 1
-        except ValueError as error:
-            self.drop(getattr(error, "reason", "invalid_frame_reference"), f"{topic}: {error}")
+        except ValueError as error:  # InvalidInput, or the controller's refusal (NaN)
+            self.drop(getattr(error, "reason", reason), f"{topic}: {error}")
+
+    def _on_com_reference(self, message: PointStamped) -> None:
+        self._reference("~/com_reference", message, "invalid_com_reference",
+                        lambda: self.com_task.set_reference(vector_values(message.point)))
+
+    def _on_com_setpoint(self, message: MultiDOFJointTrajectory) -> None:
+        def apply():
+            position, _, twist, acceleration = setpoint(message)
+            self.com_task.set_reference(position, twist[3:], acceleration[3:])
+
+        self._reference("~/com_setpoint", message, "invalid_com_reference", apply)
+
+    def _on_orientation_reference(self, message: QuaternionStamped) -> None:
+        o = message.quaternion
+        self._reference("~/base_orientation_reference", message, "invalid_orientation_reference",
+                        lambda: self.orientation_task.set_reference((o.x, o.y, o.z, o.w)))
+
+    def _on_frame_reference(self, frame: str, message: PoseStamped) -> None:
+        p, o = message.pose.position, message.pose.orientation
+        self._reference(f"~/frame_reference/{frame}", message, "invalid_frame_reference", lambda: self._set_frame(
+            frame, vector_values(p), (o.x, o.y, o.z, o.w), np.zeros(6), np.zeros(6)))
+
+    def _on_frame_setpoint(self, frame: str, message: MultiDOFJointTrajectory) -> None:
+        self._reference(f"~/frame_setpoint/{frame}", message, "invalid_frame_reference",
+                        lambda: self._set_frame(frame, *setpoint(message)))
+
+    def _set_frame(self, frame: str, position, rotation, twist, acceleration) -> None:
+        if frame in self.controller.contacts:
+            raise InvalidInput("in_contact", f"'{frame}' is an active contact: its task is off until "
+                                             "~/set_contacts lifts it")
+        task = self.frame_tasks[frame]
+        task.set_reference(position=position, rotation=rotation if task.mask[:3].any() else None, twist=twist,
+                           acceleration=acceleration)
 
     def _set_contacts(self, request, response):
         known = self._names["contact_frames"]

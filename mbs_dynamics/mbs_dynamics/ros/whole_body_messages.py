@@ -1,8 +1,9 @@
-"""The whole_body_controller node's outputs as messages: the contact forces
-the QP chose (mbs_dynamics_interfaces/ContactWrenches, one message per set of
-active contacts, built once and refilled each cycle) and the markers
+"""The whole_body_controller node's messages: its outputs, the contact
+forces the QP chose (mbs_dynamics_interfaces/ContactWrenches, one message per
+set of active contacts, built once and refilled each cycle) and the markers
 (visualization_msgs/MarkerArray: an arrow per contact force, the CoM and its
-reference)."""
+reference); and its setpoint inputs (trajectory_msgs/MultiDOFJointTrajectory:
+a reference with its velocity and acceleration, as mav_msgs commands one)."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,7 +11,7 @@ from geometry_msgs.msg import Point
 from visualization_msgs.msg import Marker, MarkerArray
 
 import mbs_dynamics as mbs
-from mbs_dynamics.ros.conversions import contact_wrenches, set_vector
+from mbs_dynamics.ros.conversions import InvalidInput, contact_wrenches, set_vector, vector_values
 from mbs_dynamics_interfaces.msg import Contact, ContactWrenches
 
 FORCE_SCALE = 1e-3  # m of arrow per N
@@ -76,3 +77,20 @@ def point(values) -> Point:
     message = Point()
     set_vector(message, values)
     return message
+
+
+def setpoint(message) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(position (3,), rotation quaternion (x, y, z, w), twist [ω; ṗ] (6,),
+    acceleration [ω̇; p̈] (6,)) of a trajectory_msgs/MultiDOFJointTrajectory
+    setpoint, all in its header's frame: its first point's transforms[0],
+    velocities[0] and accelerations[0] (either of the last two absent: zero);
+    InvalidInput 'invalid_setpoint' without a point or a transform."""
+    if not message.points or not message.points[0].transforms:
+        raise InvalidInput("invalid_setpoint", "a setpoint needs a point with a transform (points[0].transforms[0])")
+    point = message.points[0]
+    transform = point.transforms[0]
+    o = transform.rotation
+    derivatives = [np.zeros(6) if not values else np.array([*vector_values(values[0].angular),
+                                                           *vector_values(values[0].linear)])
+                   for values in (point.velocities, point.accelerations)]
+    return np.array(vector_values(transform.translation)), np.array([o.x, o.y, o.z, o.w]), *derivatives

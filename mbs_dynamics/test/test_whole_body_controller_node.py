@@ -193,6 +193,27 @@ def rclpy_spin(node, seconds):
         rclpy.spin_once(node, timeout_sec=0.005)
 
 
+def test_a_setpoint_is_its_first_points_pose_twist_and_acceleration():
+    """The references node's setpoint message read back by the controller's
+    parser: position, identity rotation, [ω; ṗ] and [ω̇; p̈]; velocities and
+    accelerations left out are zero; no point or no transform is refused."""
+    from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectoryPoint
+
+    from mbs_dynamics.ros.conversions import InvalidInput
+    from mbs_dynamics.ros.whole_body_messages import setpoint
+
+    position, rotation, twist, acceleration = setpoint(setpoint_message(None, [0.1, -0.2, 0.3], [1.0, 2.0, 3.0],
+                                                                        [-4.0, 5.0, -6.0]))
+    assert position.tolist() == [0.1, -0.2, 0.3] and rotation.tolist() == [0.0, 0.0, 0.0, 1.0]
+    assert twist.tolist() == [0, 0, 0, 1.0, 2.0, 3.0] and acceleration.tolist() == [0, 0, 0, -4.0, 5.0, -6.0]
+    bare = setpoint_message(None, [0.1, -0.2, 0.3], np.zeros(3), np.zeros(3))
+    bare.points[0].velocities, bare.points[0].accelerations = [], []
+    assert not np.any(setpoint(bare)[2]) and not np.any(setpoint(bare)[3])
+    for message in (MultiDOFJointTrajectory(), MultiDOFJointTrajectory(points=[MultiDOFJointTrajectoryPoint()])):
+        with pytest.raises(InvalidInput, match=r"a setpoint needs a point with a transform"):
+            setpoint(message)
+
+
 def test_the_quadruped_stands_moves_its_com_lifts_a_foot_and_takes_a_push_under_the_controller(start_process,
                                                                                                   test_node):
     """In /robot1, the simulator applies the controller's efforts (no position

@@ -1,13 +1,16 @@
 """The whole_body_controller node over real DDS in a namespace: the bundled
 quadruped stands on its four feet under its efforts in our simulator, follows
-a CoM reference moved sideways, lifts a foot the contacts service released
-and puts it back; hostile input (a state lacking joints, wrong lengths, NaN,
-a stale or absent odom, NaN and wrong-frame references, a bad quaternion, a
+a CoM setpoint moved sideways, lifts a foot the contacts service released
+and puts it back, takes a sideways push; hostile input (a state lacking
+joints, wrong lengths, NaN, a stale or absent odom, NaN and wrong-frame
+references, a setpoint without a point, a bad quaternion, a
 reference for a foot in contact, unknown contacts, an infeasible QP, an
-unknown frame) gives its message and the node serves on."""
+unknown frame) gives its message and the node serves on. The controller runs
+with the demo's parameters (config/quadruped_wbc.yaml)."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,24 +20,28 @@ from simulators import QUADRUPED_JOINTS
 
 import mbs_dynamics as mbs
 from mbs_dynamics.control.references import RestToRest
+from mbs_dynamics.ros.bringup import share_directory
+from mbs_dynamics.ros.whole_body_references import setpoint_message
 
 FEET = ["LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"]
 # A crouched stance (hips 0.6 rad, knees -1.2 rad): the legs' Jacobians are far from singular.
 STANCE = {name: {"HAA": 0.0, "HFE": 0.6, "KFE": -1.2}[name[3:]] for name in QUADRUPED_JOINTS}
 BASE_HEIGHT = 2 * 0.2 * np.cos(0.6) + 0.02  # the feet's spheres (radius 2 cm) on the ground
+CONFIG = Path(share_directory()) / "config" / "quadruped_wbc.yaml"  # the demo's: contacts, frame tasks, gains
 
 
 def quadruped():
     return mbs.Model.from_urdf_file(mbs.bundled_robot("quadruped"), floating_base=True)
 
 
-def start_controller(start_process, test_node, namespace, *parameters, name="whole_body_controller"):
-    process = start_process([
+def start_controller(start_process, namespace, *parameters):
+    """The controller in `namespace` with the demo's parameters, or with `parameters` (name:=value) instead (the
+    config file's, naming the node, would win over them)."""
+    return start_process([
         executable("whole_body_controller_node"), "--ros-args", "-r", f"__ns:={namespace}",
-        "-p", f"robot_description_file:={mbs.bundled_robot('quadruped')}", "-p", "floating_base:=true",
-        "-p", f"contact_frames:={FEET}", "-p", f"frame_task_frames:={FEET}", "-p", "diagnostics_period:=0.2",
-        *[a for p in parameters for a in ("-p", p)]])
-    return process
+        *(("-p", "floating_base:=true", *[a for p in parameters for a in ("-p", p)]) if parameters
+          else ("--params-file", str(CONFIG))),
+        "-p", f"robot_description_file:={mbs.bundled_robot('quadruped')}", "-p", "diagnostics_period:=0.2"])
 
 
 class Robot:
@@ -44,38 +51,49 @@ class Robot:
     def __init__(self, test_node, namespace: str, efforts_topic: str):
         from diagnostic_msgs.msg import DiagnosticArray
         from geometry_msgs.msg import PointStamped, PoseStamped, QuaternionStamped
-        from mbs_dynamics_interfaces.msg import ContactWrenches
-        from mbs_dynamics_interfaces.srv import SetContacts
+        from mbs_dynamics_interfaces.msg import BaseState, ContactWrenches
+        from mbs_dynamics_interfaces.srv import SetContacts, SetState
         from nav_msgs.msg import Odometry
         from sensor_msgs.msg import JointState
+        from trajectory_msgs.msg import MultiDOFJointTrajectory
 
         from mbs_dynamics.ros.whole_body_controller_node import COMMAND_QOS, STATE_QOS
 
         self.node, self.ns, self.model = test_node, namespace, quadruped()
         controller = f"{namespace}/whole_body_controller"
-        self.latest = {"joint_states": None, "odom": None, "forces": None, "status": None}
+        self.latest = {"joint_states": None, "odom": None, "forces": None, "status": None, "ground": None}
+        self.statuses = []  # the controller's, as they came
         self.efforts = {}
         test_node.create_subscription(JointState, f"{namespace}/joint_states", self._keep("joint_states"), STATE_QOS)
         test_node.create_subscription(Odometry, f"{namespace}/odom", self._keep("odom"), STATE_QOS)
         test_node.create_subscription(ContactWrenches, f"{controller}/contact_forces", self._keep("forces"), 10)
         test_node.create_subscription(DiagnosticArray, "/diagnostics", self._status, 10)
+        test_node.create_subscription(ContactWrenches, f"{namespace}/simulator/contact_wrenches", self._keep("ground"),
+                                      10)
         test_node.create_subscription(JointState, efforts_topic, lambda m: self.efforts.__setitem__(
             (m.header.stamp.sec, m.header.stamp.nanosec), m), COMMAND_QOS)
         self.com_reference = test_node.create_publisher(PointStamped, f"{controller}/com_reference", COMMAND_QOS)
         self.orientation_reference = test_node.create_publisher(
             QuaternionStamped, f"{controller}/base_orientation_reference", COMMAND_QOS)
+        self.com_setpoint = test_node.create_publisher(MultiDOFJointTrajectory, f"{controller}/com_setpoint",
+                                                       COMMAND_QOS)
+        self.foot_setpoint = test_node.create_publisher(MultiDOFJointTrajectory,
+                                                        f"{controller}/frame_setpoint/LF_FOOT", COMMAND_QOS)
         self.foot_reference = {foot: test_node.create_publisher(PoseStamped, f"{controller}/frame_reference/{foot}",
                                                                 COMMAND_QOS) for foot in FEET}
         self.joint_states = test_node.create_publisher(JointState, f"{namespace}/joint_states", STATE_QOS)
         self.odometry = test_node.create_publisher(Odometry, f"{namespace}/odom", STATE_QOS)
         self.contacts = test_node.create_client(SetContacts, f"{controller}/set_contacts")
+        self.set_state = test_node.create_client(SetState, f"{namespace}/simulator/set_state")
         self.messages = {"PointStamped": PointStamped, "PoseStamped": PoseStamped, "JointState": JointState,
-                         "Odometry": Odometry, "QuaternionStamped": QuaternionStamped, "SetContacts": SetContacts}
+                         "Odometry": Odometry, "QuaternionStamped": QuaternionStamped, "SetContacts": SetContacts,
+                         "SetState": SetState, "BaseState": BaseState, "Setpoint": MultiDOFJointTrajectory}
 
     def _status(self, message):
         status = node_status(message, f"{self.ns}/whole_body_controller")
         if status is not None:
             self.latest["status"] = status
+            self.statuses.append(status)
 
     def _keep(self, kind):
         return lambda message: self.latest.__setitem__(kind, message)
@@ -104,6 +122,14 @@ class Robot:
     def foot(self, name: str) -> np.ndarray:
         return mbs.frame_pose(self.model, self.q(), name)[:3, 3]
 
+    def ground_forces(self) -> dict:
+        """{link: the ground's normal force on it (N)} of the simulator's latest ~/contact_wrenches (a link not
+        touching: absent). A foot's sphere is its shank's (the fixed joint merges them: the shank names the body)."""
+        forces = {}
+        for wrench in self.latest["ground"].wrenches:
+            forces[wrench.frame] = forces.get(wrench.frame, 0.0) + wrench.wrench.force.z
+        return forces
+
     def tilt(self) -> float:
         """The base's angle from upright (rad)."""
         R = mbs.frame_pose(self.model, self.q(), "base_link")[:3, :3]
@@ -125,22 +151,37 @@ class Robot:
 
     def move(self, publish, start, end, duration: float) -> None:
         """Publish a minimum-jerk move from start to end over `duration`
-        simulated seconds, at each new state, and wait until it ends."""
+        simulated seconds (publish(position, velocity, acceleration)), at
+        each new state, and wait until it ends."""
         t0 = self.stamp()
         while True:
             rclpy_spin(self.node, 0.02)
             t = self.stamp() - t0
-            publish(RestToRest(start, end, duration).at(t)[0])
+            publish(*RestToRest(start, end, duration).at(t))
             if t >= duration:
                 return
 
     def set_contacts(self, names):
+        return self._call(self.contacts, self.messages["SetContacts"].Request(contacts=list(names)))
+
+    def push(self, velocity) -> None:
+        """The simulator's ~/set_state: its latest state with `velocity` (world axes, m/s) added to the base's."""
+        states, odom = self.latest["joint_states"], self.latest["odom"]
+        R = mbs.frame_pose(self.model, self.q(), "base_link")[:3, :3]
+        base = self.messages["BaseState"](pose=odom.pose.pose, twist=odom.twist.twist)
+        linear = base.twist.linear
+        linear.x, linear.y, linear.z = (float(x) for x in [linear.x, linear.y, linear.z] + R.T @ velocity)
+        joints = self.messages["JointState"](name=states.name, position=states.position, velocity=states.velocity)
+        answer = self._call(self.set_state, self.messages["SetState"].Request(joint_state=joints, base_state=[base]))
+        assert answer.success, answer.message
+
+    def _call(self, client, request):
         import rclpy
 
-        assert self.contacts.wait_for_service(timeout_sec=60)
-        future = self.contacts.call_async(self.messages["SetContacts"].Request(contacts=list(names)))
+        assert client.wait_for_service(timeout_sec=60)
+        future = client.call_async(request)
         rclpy.spin_until_future_complete(self.node, future, timeout_sec=30)
-        assert future.done(), "~/set_contacts did not answer"
+        assert future.done(), f"{client.srv_name} did not answer"
         return future.result()
 
 
@@ -152,13 +193,39 @@ def rclpy_spin(node, seconds):
         rclpy.spin_once(node, timeout_sec=0.005)
 
 
-def test_the_quadruped_stands_moves_its_com_and_lifts_a_foot_under_the_controller(start_process, test_node):
+def test_a_setpoint_is_its_first_points_pose_twist_and_acceleration():
+    """The references node's setpoint message read back by the controller's
+    parser: position, identity rotation, [ω; ṗ] and [ω̇; p̈]; velocities and
+    accelerations left out are zero; no point or no transform is refused."""
+    from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectoryPoint
+
+    from mbs_dynamics.ros.conversions import InvalidInput
+    from mbs_dynamics.ros.whole_body_messages import setpoint
+
+    position, rotation, twist, acceleration = setpoint(setpoint_message(None, [0.1, -0.2, 0.3], [1.0, 2.0, 3.0],
+                                                                        [-4.0, 5.0, -6.0]))
+    assert position.tolist() == [0.1, -0.2, 0.3] and rotation.tolist() == [0.0, 0.0, 0.0, 1.0]
+    assert twist.tolist() == [0, 0, 0, 1.0, 2.0, 3.0] and acceleration.tolist() == [0, 0, 0, -4.0, 5.0, -6.0]
+    bare = setpoint_message(None, [0.1, -0.2, 0.3], np.zeros(3), np.zeros(3))
+    bare.points[0].velocities, bare.points[0].accelerations = [], []
+    assert not np.any(setpoint(bare)[2]) and not np.any(setpoint(bare)[3])
+    for message in (MultiDOFJointTrajectory(), MultiDOFJointTrajectory(points=[MultiDOFJointTrajectoryPoint()])):
+        with pytest.raises(InvalidInput, match=r"a setpoint needs a point with a transform"):
+            setpoint(message)
+
+
+def test_the_quadruped_stands_moves_its_com_lifts_a_foot_and_takes_a_push_under_the_controller(start_process,
+                                                                                                  test_node):
     """In /robot1, the simulator applies the controller's efforts (no position
     control): the quadruped stands 2 simulated s, its base at its height and
-    upright; its CoM follows a reference moved 3 cm sideways; with the CoM
-    over the other three feet, ~/set_contacts releases LF_FOOT, which its
-    frame reference lifts (5 cm asked, 3.6 measured) and puts back; the contact held again, the
-    robot stands on four feet, each carrying load."""
+    upright; its CoM follows a setpoint moved 3 cm sideways with its velocity
+    and acceleration (the CoM error of /diagnostics under 5 mm moving);
+    with the CoM over the other three feet, ~/set_contacts releases LF_FOOT,
+    which its frame reference lifts 5 cm and a setpoint puts back; the
+    contact held again, the robot stands on four feet,
+    each carrying load. Then the simulator's ~/set_state pushes the base
+    sideways (0.3 m/s more along world y): the base stays up and level, the
+    feet on the ground, the CoM back within 2 s."""
     namespace = "/robot1"
     simulator = start_process([
         executable("simulator_node"), "--ros-args", "-r", f"__ns:={namespace}",
@@ -168,7 +235,7 @@ def test_the_quadruped_stands_moves_its_com_and_lifts_a_foot_under_the_controlle
         "-p", f"initial_joint_positions:={[STANCE[name] for name in QUADRUPED_JOINTS]}",
         "-p", "publish_rate:=500.0", "-p", "real_time_factor:=0.5", "-p", "start_on_command:=true",
         "-p", "publish_tf:=false"])
-    controller = start_controller(start_process, test_node, namespace)
+    controller = start_controller(start_process, namespace)
     robot = Robot(test_node, namespace, f"{namespace}/simulator/joint_efforts")
     controller.wait_for(r"\[robot1.whole_body_controller\]: whole-body control of 12 joints, efforts to "
                         r"/robot1/simulator/joint_efforts")
@@ -180,31 +247,43 @@ def test_the_quadruped_stands_moves_its_com_and_lifts_a_foot_under_the_controlle
     assert robot.tilt() < 0.05
     assert np.allclose(robot.com()[:2], c0[:2], atol=0.005), (robot.com(), c0)
 
+    def com_errors(since: int) -> list[float]:
+        """The controller's com_error_max_mm of the statuses from index `since` (a fresh one waited for)."""
+        spin_until(test_node, lambda: len(robot.statuses) > since + 1, 30, "a /diagnostics status")
+        return [float(status["com_error_max_mm"]) for status in robot.statuses[since + 1:]]
+
     sideways = c0 + [0.0, 0.03, 0.0]
-    robot.move(lambda p: robot.com_reference.publish(robot.point(p)), c0, sideways, 0.5)
-    robot.wait_until(robot.stamp() + 1.0)
+    moving = len(robot.statuses)
+    robot.move(lambda *pva: robot.com_setpoint.publish(setpoint_message(None, *pva)), c0, sideways, 0.5)
+    robot.wait_until(robot.stamp() + 0.5)
+    resting = len(robot.statuses)
+    robot.wait_until(robot.stamp() + 0.5)
     assert robot.com()[1] == pytest.approx(sideways[1], abs=0.005), robot.com()
     assert robot.q()[2] == pytest.approx(z0, abs=0.015)
+    # the setpoint carries the move's velocity and acceleration (feed-forward): the CoM follows it closely
+    moved, rested = max(com_errors(moving)), max(com_errors(resting))
+    assert moved < 5.0 and rested < 3.0, (moved, rested)  # measured 1.4-1.6, 0.4-0.8 mm (17.5 mm as positions alone)
 
     over_three_feet = c0 + [-0.045, -0.05, 0.0]  # inside the triangle of RF, LH and RH
-    robot.move(lambda p: robot.com_reference.publish(robot.point(p)), sideways, over_three_feet, 1.0)
+    robot.move(lambda p, *_: robot.com_reference.publish(robot.point(p)), sideways, over_three_feet, 1.0)
     robot.wait_until(robot.stamp() + 0.5)
     answer = robot.set_contacts(["RF_FOOT", "LH_FOOT", "RH_FOOT"])
     assert answer.success, answer.message
     assert list(answer.contacts) == ["RF_FOOT", "LH_FOOT", "RH_FOOT"]
     down = robot.foot("LF_FOOT")
     up = down + [0.0, 0.0, 0.05]
-    robot.move(lambda p: robot.foot_reference["LF_FOOT"].publish(robot.pose(p)), down, up, 0.5)
+    robot.move(lambda p, *_: robot.foot_reference["LF_FOOT"].publish(robot.pose(p)), down, up, 0.5)
     robot.wait_until(robot.stamp() + 0.3)
-    # (the foot stops short of the 5 cm: 4.1 cm with the core's controller and simulator alone, ~3.6 cm here)
-    assert robot.foot("LF_FOOT")[2] > down[2] + 0.03, (robot.foot("LF_FOOT") - down, robot.latest["status"])
+    lifted = robot.foot("LF_FOOT") - down
+    # the joints' friction (0.02 N m) holds the foot short of its reference by 1 mm at frame_task_kp 1000 (9 at 100)
+    assert abs(lifted[2] - 0.05) < 0.005 and np.linalg.norm(lifted[:2]) < 0.005, (lifted, robot.latest["status"])
     assert [w.frame for w in robot.latest["forces"].wrenches] == ["RF_FOOT", "LH_FOOT", "RH_FOOT"]
     assert robot.q()[2] == pytest.approx(z0, abs=0.02) and robot.tilt() < 0.08
-    robot.move(lambda p: robot.foot_reference["LF_FOOT"].publish(robot.pose(p)), up, down, 0.5)
+    robot.move(lambda *pva: robot.foot_setpoint.publish(setpoint_message(None, *pva)), up, down, 0.5)
     robot.wait_until(robot.stamp() + 0.3)
     answer = robot.set_contacts(FEET)
     assert answer.success and list(answer.contacts) == FEET, answer.message
-    robot.move(lambda p: robot.com_reference.publish(robot.point(p)), over_three_feet, c0, 1.0)
+    robot.move(lambda p, *_: robot.com_reference.publish(robot.point(p)), over_three_feet, c0, 1.0)
     robot.wait_until(robot.stamp() + 0.5)
     assert robot.foot("LF_FOOT")[2] == pytest.approx(down[2], abs=0.005)
     assert robot.q()[2] == pytest.approx(z0, abs=0.015) and robot.tilt() < 0.05
@@ -212,9 +291,34 @@ def test_the_quadruped_stands_moves_its_com_and_lifts_a_foot_under_the_controlle
     normal = {w.frame: w.wrench.force.z for w in robot.latest["forces"].wrenches}
     assert list(normal) == FEET and min(normal.values()) > 5.0, normal
     assert "no solution" not in controller.output, controller.output
+
+    # the push: 0.3 m/s sideways more on the base, the joints as they are (the QP holds the trailing right feet
+    # at its least normal force, 1 N, while the left ones stop the robot)
+    robot.push(np.array([0.0, 0.3, 0.0]))
+    pushed, com = robot.stamp(), robot.com()
+    height, tilt, farthest, ground = 0.0, 0.0, 0.0, np.inf
+    while robot.stamp() < pushed + 2.0:
+        rclpy_spin(test_node, 0.01)
+        height, tilt = max(height, abs(robot.q()[2] - z0)), max(tilt, robot.tilt())
+        farthest = max(farthest, np.linalg.norm(robot.com()[:2] - com[:2]))
+        forces = robot.ground_forces()
+        ground = min(ground, *(forces.get(foot.replace("FOOT", "SHANK"), 0.0) for foot in FEET))
+    figures = (f"push: base height {1e3 * height:.1f} mm off at most, tilt {tilt:.3f} rad, CoM {1e3 * farthest:.1f} "
+               f"mm away, {1e3 * np.linalg.norm(robot.com()[:2] - c0[:2]):.1f} mm from c0 after 2 s; least ground "
+               f"force on a foot {ground:.1f} N")
+    print(figures)
+    # measured: 0.9-1.0 mm, 0.008-0.010 rad, 8.7-12.5 mm away, 0.2-0.3 mm from c0, 0.9-1.3 N (load 6-10)
+    assert height < 0.01 and tilt < 0.05, figures
+    assert 0.005 < farthest < 0.03, figures
+    assert ground > 0.0, figures  # the four feet on the ground throughout
+    assert np.allclose(robot.com()[:2], c0[:2], atol=0.003), figures
     status = robot.latest["status"]
-    # nothing dropped but (maybe) the first state, before any odom came
-    assert status["infeasible"] == "0" and status["dropped"] == status.get("dropped_no_odometry", "0") in "01", status
+    # a cycle of the push may find the QP without a solution (1 in half the runs, the last torques held: the same
+    # state solved afresh has one); nothing dropped but the first state, before any odom came, and, on a busy
+    # machine, a state whose odom came late (torques held)
+    assert int(status["infeasible"]) <= 2, (status, controller.output)
+    assert int(status["dropped"]) == int(status.get("dropped_no_odometry", 0)) + int(
+        status.get("dropped_stale_state", 0)) and status.get("dropped_no_odometry", "0") in "01", status
     print(f"controller: {status}")
 
 
@@ -223,10 +327,8 @@ def test_hostile_input_is_refused_with_its_message_and_the_controller_serves_on(
     its one-line warning (counted), nothing crashes, and a good state
     afterwards is answered. A stale state and an infeasible QP republish the
     last solved torques with the new stamp."""
-    import rclpy
-
     namespace = "/robot2"
-    controller = start_controller(start_process, test_node, namespace)
+    controller = start_controller(start_process, namespace)
     robot = Robot(test_node, namespace, f"{namespace}/simulator/joint_efforts")
     controller.wait_for(r"whole-body control of 12 joints")
     wait_for_node(test_node, "whole_body_controller")
@@ -307,6 +409,8 @@ def test_hostile_input_is_refused_with_its_message_and_the_controller_serves_on(
     rclpy_spin(test_node, 0.2)
     refused(lambda: robot.com_reference.publish(robot.point([float("nan"), 0.0, 0.3])),
             r"dropped: ~/com_reference: the CoM reference position has a non-finite value")
+    refused(lambda: robot.com_setpoint.publish(robot.messages["Setpoint"]()),
+            r"dropped: ~/com_setpoint: a setpoint needs a point with a transform \(points\[0\].transforms\[0\]\)")
     refused(lambda: robot.com_reference.publish(robot.point([0.0, 0.0, 0.3], frame="base_link")),
             r"dropped: ~/com_reference: frame_id 'base_link' is not the world frame 'world' \(world_frame\): "
             r"references are given in it")
@@ -344,7 +448,7 @@ def test_hostile_input_is_refused_with_its_message_and_the_controller_serves_on(
     assert controller.process.poll() is None
 
     # an unknown frame is refused at start-up in one line
-    stopped = start_controller(start_process, test_node, "/robot3", "frame_task_frames:=[no_such_frame]")
+    stopped = start_controller(start_process, "/robot3", "frame_task_frames:=[no_such_frame]")
     stopped.wait_for(r"frame_task_frames: model 'mbs_quadruped' has no frames \['no_such_frame'\]; stopping")
     assert stopped.wait_exit(60) == 1
     assert "Traceback" not in stopped.output

@@ -12,16 +12,21 @@ orientation, the frame tasks and the posture. Then, with the input's stamp:
     in   joint_states                 sensor_msgs/JointState
          odom                         nav_msgs/Odometry (floating base)
          ~/com_reference              geometry_msgs/PointStamped (world frame)
+         ~/com_setpoint               trajectory_msgs/MultiDOFJointTrajectory:
+                                      the position, velocity and acceleration
+                                      of its first point (feed-forward)
          ~/base_orientation_reference geometry_msgs/QuaternionStamped
          ~/frame_reference/<frame>    geometry_msgs/PoseStamped, each of
                                       frame_task_frames (pose or position)
+         ~/frame_setpoint/<frame>     trajectory_msgs/MultiDOFJointTrajectory
     out  <efforts_topic>              sensor_msgs/JointState efforts by name
                                       (default simulator/joint_efforts)
          ~/contact_forces             mbs_dynamics_interfaces/ContactWrenches:
                                       the forces the QP chose, world axes
          ~/markers                    visualization_msgs/MarkerArray: an arrow
                                       per contact force, the CoM and its reference
-         /diagnostics                 cycle time, counts, the active contacts
+         /diagnostics                 cycle time, counts, the active contacts,
+                                      the CoM's distance to its reference
     srv  ~/set_contacts               mbs_dynamics_interfaces/SetContacts: the
                                       contacts that hold from the next cycle on
 
@@ -50,15 +55,17 @@ from nav_msgs.msg import Odometry
 from rclpy.experimental import EventsExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from visualization_msgs.msg import Marker, MarkerArray
+from trajectory_msgs.msg import MultiDOFJointTrajectory
+from visualization_msgs.msg import MarkerArray
 
 import mbs_dynamics as mbs
 from mbs_dynamics.control import (CenterOfMassTask, FrameTask, OrientationTask, PostureTask, RigidPointContact,
                                   RigidSurfaceContact, WholeBodyController)
-from mbs_dynamics.ros.conversions import InvalidInput, base_state, contact_wrenches, listed, set_vector, stamp_seconds
+from mbs_dynamics.ros.conversions import InvalidInput, base_state, listed, stamp_seconds, vector_values
 from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values, timings
 from mbs_dynamics.ros.spinning import node_main
+from mbs_dynamics.ros.whole_body_messages import ContactForceMessages, setpoint, whole_body_markers
 from mbs_dynamics_interfaces.msg import Contact, ContactWrenches
 from mbs_dynamics_interfaces.srv import SetContacts
 
@@ -191,8 +198,11 @@ class WholeBodyControllerNode(RobotNode):
         self._tau = None  # the last published efforts
         self._efforts = JointState(name=list(self.controller.joint_names))
         self._world_frame = self.parameter("world_frame")
-        self._forces_message = {}  # contact frames -> the ~/contact_forces message of that set
-        self._wrench_kind = Contact.POINT if self.parameter("contact_type") == "point" else Contact.FRAME
+        self._forces_messages = ContactForceMessages(
+            names["contact_frames"], Contact.POINT if self.parameter("contact_type") == "point" else Contact.FRAME,
+            self._world_frame)
+        # the CoM's distance to its reference (m): at the last cycle, the most since the last diagnostics
+        self._com_error, self._com_error_most = np.nan, -np.inf
         self.check_parameters_at_run_time()
         self.efforts_publisher = self.create_publisher(JointState, self.parameter("efforts_topic"), COMMAND_QOS)
         self.forces_publisher = self.create_publisher(ContactWrenches, "~/contact_forces", COMMAND_QOS)
@@ -201,11 +211,15 @@ class WholeBodyControllerNode(RobotNode):
         if model.floating_base:
             self.create_counted_subscription(Odometry, "odom", self._on_odometry, STATE_QOS)
             self.create_subscription(PointStamped, "~/com_reference", self._on_com_reference, COMMAND_QOS)
+            self.create_subscription(MultiDOFJointTrajectory, "~/com_setpoint", self._on_com_setpoint, COMMAND_QOS)
             self.create_subscription(QuaternionStamped, "~/base_orientation_reference",
                                      self._on_orientation_reference, COMMAND_QOS)
         for frame in self.frame_tasks:
             self.create_subscription(PoseStamped, f"~/frame_reference/{frame}",
                                      lambda message, frame=frame: self._on_frame_reference(frame, message),
+                                     COMMAND_QOS)
+            self.create_subscription(MultiDOFJointTrajectory, f"~/frame_setpoint/{frame}",
+                                     lambda message, frame=frame: self._on_frame_setpoint(frame, message),
                                      COMMAND_QOS)
         self.create_service(SetContacts, "~/set_contacts", self._set_contacts)
         self.report_diagnostics("whole-body control")
@@ -316,41 +330,48 @@ class WholeBodyControllerNode(RobotNode):
             raise InvalidInput("wrong_frame", f"frame_id '{frame[:80]}' is not the world frame '{world}' "
                                               "(world_frame): references are given in it")
 
-    def _on_com_reference(self, message: PointStamped) -> None:
-        try:
-            self._reference_frame(message, "~/com_reference")
-            p = message.point
-            self.com_task.set_reference((p.x, p.y, p.z))
-            self.counts["references"] += 1
-        except ValueError as error:  # InvalidInput, or the controller's refusal (NaN)
-            self.drop(getattr(error, "reason", "invalid_com_reference"), f"~/com_reference: {error}")
-
-    def _on_orientation_reference(self, message: QuaternionStamped) -> None:
-        try:
-            self._reference_frame(message, "~/base_orientation_reference")
-            o = message.quaternion
-            self.orientation_task.set_reference((o.x, o.y, o.z, o.w))
-            self.counts["references"] += 1
-        except ValueError as error:
-            self.drop(getattr(error, "reason", "invalid_orientation_reference"),
-                      f"~/base_orientation_reference: {error}")
-
-    def _on_frame_reference(self, frame: str, message: PoseStamped) -> None:
-        topic = f"~/frame_reference/{frame}"
+    def _reference(self, topic: str, message, reason: str, apply) -> None:
+        """apply() a reference message of `topic` in the world frame; refused (dropped for `reason` or the
+        InvalidInput's, with the controller's reason: a NaN, a bad quaternion) otherwise."""
         try:
             self._reference_frame(message, topic)
-            if frame in self.controller.contacts:
-                raise InvalidInput("in_contact", f"'{frame}' is an active contact: its task is off until "
-                                                 "~/set_contacts lifts it")
-            task = self.frame_tasks[frame]
-            p, o = message.pose.position, message.pose.orientation
-            if task.mask[:3].any():
-                task.set_reference(position=(p.x, p.y, p.z), rotation=(o.x, o.y, o.z, o.w))
-            else:
-                task.set_reference(position=(p.x, p.y, p.z))
+            apply()
             self.counts["references"] += 1
-        except ValueError as error:
-            self.drop(getattr(error, "reason", "invalid_frame_reference"), f"{topic}: {error}")
+        except ValueError as error:  # InvalidInput, or the controller's refusal (NaN)
+            self.drop(getattr(error, "reason", reason), f"{topic}: {error}")
+
+    def _on_com_reference(self, message: PointStamped) -> None:
+        self._reference("~/com_reference", message, "invalid_com_reference",
+                        lambda: self.com_task.set_reference(vector_values(message.point)))
+
+    def _on_com_setpoint(self, message: MultiDOFJointTrajectory) -> None:
+        def apply():
+            position, _, twist, acceleration = setpoint(message)
+            self.com_task.set_reference(position, twist[3:], acceleration[3:])
+
+        self._reference("~/com_setpoint", message, "invalid_com_reference", apply)
+
+    def _on_orientation_reference(self, message: QuaternionStamped) -> None:
+        o = message.quaternion
+        self._reference("~/base_orientation_reference", message, "invalid_orientation_reference",
+                        lambda: self.orientation_task.set_reference((o.x, o.y, o.z, o.w)))
+
+    def _on_frame_reference(self, frame: str, message: PoseStamped) -> None:
+        p, o = message.pose.position, message.pose.orientation
+        self._reference(f"~/frame_reference/{frame}", message, "invalid_frame_reference", lambda: self._set_frame(
+            frame, vector_values(p), (o.x, o.y, o.z, o.w), np.zeros(6), np.zeros(6)))
+
+    def _on_frame_setpoint(self, frame: str, message: MultiDOFJointTrajectory) -> None:
+        self._reference(f"~/frame_setpoint/{frame}", message, "invalid_frame_reference",
+                        lambda: self._set_frame(frame, *setpoint(message)))
+
+    def _set_frame(self, frame: str, position, rotation, twist, acceleration) -> None:
+        if frame in self.controller.contacts:
+            raise InvalidInput("in_contact", f"'{frame}' is an active contact: its task is off until "
+                                             "~/set_contacts lifts it")
+        task = self.frame_tasks[frame]
+        task.set_reference(position=position, rotation=rotation if task.mask[:3].any() else None, twist=twist,
+                           acceleration=acceleration)
 
     def _set_contacts(self, request, response):
         known = self._names["contact_frames"]
@@ -399,7 +420,12 @@ class WholeBodyControllerNode(RobotNode):
                                           throttle_duration_sec=WARNING_PERIOD)
             self._tau = result.tau
             self._publish(message.header.stamp, result.tau)
-            self._publish_forces(message.header.stamp, stamp, q, result)
+            com = None
+            if self.com_task is not None:
+                com = mbs.center_of_mass(self.model, q)
+                self._com_error = float(np.linalg.norm(com - self.com_task.position))
+                self._com_error_most = max(self._com_error_most, self._com_error)
+            self._publish_forces(message.header.stamp, stamp, q, result, com)
         except InvalidInput as error:
             self.drop(error.reason, str(error))
             if error.reason == "stale_state" and self._tau is not None:
@@ -428,63 +454,14 @@ class WholeBodyControllerNode(RobotNode):
         self.efforts_publisher.publish(efforts)
         self.counts["published"] += 1
 
-    def _publish_forces(self, stamp, seconds: float, q, result) -> None:
-        frames = [name for name in self._names["contact_frames"] if name in result.forces]
-        message = self._forces_message.get(tuple(frames))
-        if message is None:  # one message per contact set, built once: a cycle only sets its numbers
-            contacts = [Contact(frame=frame, kind=self._wrench_kind) for frame in frames]
-            message = ContactWrenches(wrenches=contact_wrenches(contacts, [result.forces[f] for f in frames]))
-            message.header.frame_id = self._world_frame
-            self._forces_message[tuple(frames)] = message
-        else:
-            for wrench, frame in zip(message.wrenches, frames):
-                force = result.forces[frame]
-                set_vector(wrench.wrench.force, force[-3:])
-                if force.size == 6:
-                    set_vector(wrench.wrench.torque, force[:3])
-        message.header.stamp = stamp
-        self.forces_publisher.publish(message)
+    def _publish_forces(self, stamp, seconds: float, q, result, com) -> None:
+        self.forces_publisher.publish(self._forces_messages.message(stamp, result.forces))
         rate = self.settings.markers_rate
         if rate > 0 and not self._last_markers <= seconds < self._last_markers + 1.0 / rate:
             self._last_markers = seconds
-            self.markers_publisher.publish(self._markers(stamp, q, frames, result))
-
-    def _markers(self, stamp, q, frames, result) -> MarkerArray:
-        """An arrow per contact force (1 mm per N) from its frame's origin, the
-        CoM reference (green) and the CoM (blue), spheres of 2 cm."""
-        world = self._world_frame
-        markers = [Marker(action=Marker.DELETEALL)]
-
-        def marker(namespace, k, kind, rgba):
-            m = Marker(ns=namespace, id=k, type=kind, action=Marker.ADD)
-            m.header.stamp, m.header.frame_id = stamp, world
-            m.pose.orientation.w = 1.0
-            m.color.r, m.color.g, m.color.b, m.color.a = rgba
-            markers.append(m)
-            return m
-
-        for k, frame in enumerate(frames):
-            origin = mbs.frame_pose(self.model, q, frame)[:3, 3]
-            arrow = marker("contact_forces", k, Marker.ARROW, (1.0, 0.4, 0.0, 1.0))
-            set_vector(arrow.scale, (0.01, 0.02, 0.02))
-            force = result.forces[frame][-3:]
-            arrow.points = [self._point(origin), self._point(origin + 1e-3 * force)]
-        if self.com_task is not None and self.com_task.position is not None:
-            for namespace, k, position, rgba in (("com_reference", 0, self.com_task.position, (0.0, 0.8, 0.0, 0.8)),
-                                                 ("com", 0, mbs.centroidal_state(self.model, q, np.zeros(
-                                                     self.model.nv))[1], (0.1, 0.3, 1.0, 0.8))):
-                sphere = marker(namespace, k, Marker.SPHERE, rgba)
-                set_vector(sphere.pose.position, position)
-                set_vector(sphere.scale, (0.02, 0.02, 0.02))
-        return MarkerArray(markers=markers)
-
-    @staticmethod
-    def _point(values):
-        from geometry_msgs.msg import Point
-
-        point = Point()
-        set_vector(point, values)
-        return point
+            self.markers_publisher.publish(whole_body_markers(
+                self.model, q, stamp, self._world_frame, result.forces, com,
+                None if self.com_task is None else self.com_task.position))
 
     def destroy_node(self) -> None:
         # the QP solvers (nanobind objects) go with the node, not at the interpreter's exit (a "leaked" report)
@@ -500,6 +477,10 @@ class WholeBodyControllerNode(RobotNode):
                   "active_contacts": " ".join(self._active_contacts()) or "none"}
         values.update({key: count for key, count in sorted(self.counts.items()) if key not in values})
         values.update(timing_values("cycle", self.cycle_times))
+        if np.isfinite(self._com_error):  # the most since the last status (the last if no cycle since)
+            values["com_error_mm"] = f"{1e3 * self._com_error:.2f}"
+            values["com_error_max_mm"] = f"{1e3 * max(self._com_error_most, self._com_error):.2f}"
+            self._com_error_most = -np.inf
         message = (f"{self.counts['published']} published, {dropped} dropped, {self.counts['infeasible']} "
                    f"infeasible, contacts: {values['active_contacts']}")
         return message, values, dropped > 0 or lost > 0 or self.counts["infeasible"] > 0

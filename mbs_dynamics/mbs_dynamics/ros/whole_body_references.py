@@ -14,16 +14,21 @@ whole_body_controller node of its namespace (default name
     then 1 s                   the CoM back; 0.5 s later it all starts again
 
     in   joint_states, odom    the state (the first one: the CoM and the foot's start)
-    out  <controller>/com_reference, <controller>/frame_reference/<lifted_foot>
+    out  <controller>/com_setpoint, <controller>/frame_setpoint/<lifted_foot>
+                               trajectory_msgs/MultiDOFJointTrajectory: the
+                               reference's position, velocity and acceleration
+         ~/com_reference       geometry_msgs/PointStamped: the CoM reference
+                               alone (for the view)
     srv  <controller>/set_contacts (called)
 
 The maths of the motion is the core's (mbs_dynamics.control.references)."""
 from __future__ import annotations
 
 import numpy as np
-from geometry_msgs.msg import PointStamped, PoseStamped
+from geometry_msgs.msg import PointStamped, Transform, Twist
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectoryPoint
 
 import mbs_dynamics as mbs
 from mbs_dynamics.control.references import CircleReference, RestToRest, SwingTrajectory
@@ -72,9 +77,12 @@ class WholeBodyReferencesNode(RobotNode):
             raise ValueError(f"lift_com_offset must be 2 values (x, y), got {offset}")
         self.offset = np.array([*offset, 0.0])
         controller = self.parameter("controller")
-        self.com_publisher = self.create_publisher(PointStamped, f"{controller}/com_reference", COMMAND_QOS)
-        self.foot_publisher = (self.create_publisher(PoseStamped, f"{controller}/frame_reference/{self.foot}",
-                                                    COMMAND_QOS) if self.foot else None)
+        self.com_publisher = self.create_publisher(MultiDOFJointTrajectory, f"{controller}/com_setpoint",
+                                                   COMMAND_QOS)
+        self.reference_publisher = self.create_publisher(PointStamped, "~/com_reference", COMMAND_QOS)
+        self.foot_publisher = (self.create_publisher(MultiDOFJointTrajectory,
+                                                    f"{controller}/frame_setpoint/{self.foot}", COMMAND_QOS)
+                               if self.foot else None)
         self.contacts = self.create_client(SetContacts, f"{controller}/set_contacts")
         self._odometry = None
         self._start = None  # (t0, CoM, foot position)
@@ -116,18 +124,19 @@ class WholeBodyReferencesNode(RobotNode):
         if phase < turns:
             radius = self.parameter("circle_radius")
             target = CircleReference(com - [radius, 0.0, 0.0], radius, self.parameter("circle_frequency"),
-                                     ramp=0.0).at(phase)[0]
+                                     ramp=0.0).at(phase)
         elif phase < turns + SHIFT:
-            target = RestToRest(com, com + self.offset, SHIFT).at(phase - turns)[0]
+            target = RestToRest(com, com + self.offset, SHIFT).at(phase - turns)
         elif phase < turns + SHIFT + lift:
-            target = com + self.offset
+            target = com + self.offset, np.zeros(3), np.zeros(3)
             self._lift(stamp, phase - turns - SHIFT, foot)
         else:
-            target = RestToRest(com + self.offset, com, SHIFT).at(phase - turns - SHIFT - lift)[0]
+            target = RestToRest(com + self.offset, com, SHIFT).at(phase - turns - SHIFT - lift)
+        self.com_publisher.publish(setpoint_message(stamp, *target))
         point = PointStamped()
         point.header.stamp = stamp
-        set_vector(point.point, target)
-        self.com_publisher.publish(point)
+        set_vector(point.point, target[0])
+        self.reference_publisher.publish(point)
 
     def _lift(self, stamp, t: float, foot) -> None:
         """The foot's phase at t s into it: released, up, down, held again."""
@@ -135,13 +144,8 @@ class WholeBodyReferencesNode(RobotNode):
             self._lifted = True
             self._call([name for name in self.contact_frames if name != self.foot])
         if SETTLE <= t < SETTLE + 2 * LIFT:
-            position = SwingTrajectory(foot, foot, self.parameter("lift_height"), 2 * LIFT,
-                                       start_time=SETTLE).at(t)[0]
-            pose = PoseStamped()
-            pose.header.stamp = stamp
-            set_vector(pose.pose.position, position)
-            pose.pose.orientation.w = 1.0
-            self.foot_publisher.publish(pose)
+            self.foot_publisher.publish(setpoint_message(stamp, *SwingTrajectory(
+                foot, foot, self.parameter("lift_height"), 2 * LIFT, start_time=SETTLE).at(t)))
         if t >= SETTLE + 2 * LIFT and self._lifted:
             self._lifted = False
             self._call(self.contact_frames)
@@ -156,6 +160,21 @@ class WholeBodyReferencesNode(RobotNode):
 
     def diagnostics(self) -> tuple[str, dict, bool]:
         return "references", {"dropped": self.dropped()}, self.dropped() > 0
+
+
+def setpoint_message(stamp, position, velocity, acceleration) -> MultiDOFJointTrajectory:
+    """A point's position, velocity and acceleration (world axes) as a whole_body_controller setpoint (identity
+    rotation, no angular motion)."""
+    transform, twist, accel = Transform(), Twist(), Twist()
+    set_vector(transform.translation, position)
+    transform.rotation.w = 1.0
+    set_vector(twist.linear, velocity)
+    set_vector(accel.linear, acceleration)
+    message = MultiDOFJointTrajectory(points=[MultiDOFJointTrajectoryPoint(
+        transforms=[transform], velocities=[twist], accelerations=[accel])])
+    if stamp is not None:
+        message.header.stamp = stamp
+    return message
 
 
 main = node_main(WholeBodyReferencesNode, "whole_body_references")

@@ -243,6 +243,29 @@ def test_invariants(robot, solo, talos):
     assert np.all(np.abs(result.tau) <= effort + 1e-7)
 
 
+def test_talos_solves_every_state_of_a_sequence_warm_as_cold(talos):
+    """Fifty perturbed TALOS states one after another (the benchmark's): every
+    QP solves (the ill-conditioned sole corners, weighed only by the 1e-8
+    regularisation beyond their wrench, made ProxQP report false
+    infeasibility on 4 of them), the dynamics hold, and the warm-started
+    solution is a fresh controller's (cold) to 1e-9."""
+    model, q0 = talos
+    q, v = perturbed(model, q0, np.random.default_rng(0))
+    warm, cold = talos_scenario(q), talos_scenario(q)
+    warm.ours(q, v)
+    cold.ours(q, v)  # the same tasks and references
+    for k in range(50):
+        q, v = perturbed(model, q0, np.random.default_rng(k), scale=0.005)
+        result = warm.controller.compute(q, v)
+        assert result.feasible, (k, result.message)
+        close(dynamics_residual(warm.controller, q, v, result), np.zeros(model.nv), 1e-9)
+        if k % 10 == 0:
+            cold.controller._workspaces.clear()  # a solver set up anew
+            first = cold.controller.compute(q, v)
+            close(result.a, first.a, 1e-9 * max(1.0, np.max(np.abs(first.a))))
+            close(result.tau, first.tau, 1e-9 * max(1.0, np.max(np.abs(first.tau))))
+
+
 @pytest.mark.parametrize("robot", ["solo", "talos"])
 def test_compiled_assembly_equals_the_tasks_rows(robot, solo, talos):
     """The QP the compiled assembly builds (built-in tasks and contacts) is

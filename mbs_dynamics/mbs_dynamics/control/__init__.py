@@ -16,7 +16,7 @@ per cycle (DESIGN.md §9), TSID's formulation on this package's dynamics.
     circle = CircleReference(position, radius=0.03, frequency=0.5)  # references.py: (p, v, a) at t
     com.set_reference(*circle.at(t))
 
-Needs proxsuite (the QP solver), imported only by this subpackage.
+Needs daqp (the QP solver), imported only by this subpackage.
 """
 from mbs_dynamics.control.contacts import RigidContact, RigidPointContact, RigidSurfaceContact
 from mbs_dynamics.control.controller import ControlResult, State, WholeBodyController

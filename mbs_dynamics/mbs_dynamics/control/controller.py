@@ -11,8 +11,9 @@ InverseDynamicsFormulationAccForce (DESIGN.md §9):
          a_lo <= a_j <= a_hi                   URDF position limits (and
                                                acceleration limits) as bounds
 
-solved by proxsuite's dense ProxQP, one solver and workspace per contact set
-(allocated when the set is first used), warm-started from its last solution.
+solved by DAQP (a dual active-set solver, the method of TSID's eiquadprog),
+one solver and workspace per contact set (allocated when the set is first
+used), warm-started from its last active set.
 Bad input: NaN or wrongly shaped q, v and references, unknown frames and
 invalid settings raise ValueError with the reason; a QP without a solution
 (contacts that cannot hold the robot, limits that conflict) returns a result
@@ -23,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import proxsuite
+import daqp
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.centroidal import centroidal_momentum_matrix, centroidal_state
@@ -39,7 +40,10 @@ from mbs_dynamics.spatial.lie import quaternion_to_matrix
 HESSIAN_REGULARIZATION = 1e-8  # TSID's DEFAULT_HESSIAN_REGULARIZATION on every variable
 INFINITE_BOUND = assembly.INFINITE_BOUND
 MAX_WORKSPACES = 64  # contact sets kept with their solvers
-_SOLVED = proxsuite.proxqp.QPSolverOutput.PROXQP_SOLVED
+# DAQP's exit flags: > 0 solved; the others as the status a ControlResult reports
+_DAQP_FAILURES = {-1: "primal infeasible", -2: "cycling", -3: "unbounded", -4: "max iterations", -5: "nonconvex",
+                  -6: "overdetermined working set"}
+_DAQP_EQUALITY = 5  # a constraint's sense: an equality
 # the built-in tasks and contacts the compiled assembly builds (by their rows(): a subclass
 # with rows of its own takes the general path)
 _TASK_KINDS = {CenterOfMassTask.rows: assembly.COM_TASK, FrameTask.rows: assembly.FRAME_TASK,
@@ -95,11 +99,16 @@ class _Workspace:
 
     def __init__(self, nv, n_joints, n, n_eq, n_in, settings):
         self.H, self.g = np.zeros((n, n)), np.zeros(n)
-        self.A, self.b = np.zeros((n_eq, n)), np.zeros(n_eq)
-        self.C, self.lower, self.upper = np.zeros((n_in, n)), np.zeros(n_in), np.zeros(n_in)
-        self.qp = proxsuite.proxqp.dense.QP(n, n_eq, n_in)
-        for name, value in settings.items():
-            setattr(self.qp.settings, name, value)
+        # DAQP takes one constraint matrix [A; C] with bounds [b; lower] <= . <= [b; upper]: A, C, b,
+        # lower, upper are views of them (b is written in the lower bounds, copied to the upper)
+        self.constraints = np.zeros((n_eq + n_in, n))
+        self.lower_bounds, self.upper_bounds = np.zeros(n_eq + n_in), np.zeros(n_eq + n_in)
+        self.A, self.C = self.constraints[:n_eq], self.constraints[n_eq:]
+        self.b, self.lower, self.upper = self.lower_bounds[:n_eq], self.lower_bounds[n_eq:], self.upper_bounds[n_eq:]
+        self.sense = np.zeros(n_eq + n_in, dtype=np.int32)
+        self.sense[:n_eq] = _DAQP_EQUALITY
+        self.solver = daqp.Model()
+        self.solver.settings = settings
         self.initialized = False
         self.contacts = ()  # ids of the contacts whose constant rows C holds
         # the compiled assembly's: generalised force = Jfᵀ f, scratch, the contacts' tables
@@ -120,8 +129,8 @@ class WholeBodyController:
     acceleration_limit: |a_j| bound on the actuated joints (scalar or per joint; inf: none)."""
 
     def __init__(self, model: Model, torque_limits: bool = True, torque_limit_scale: float = 1.0,
-                 position_limit_horizon: float = 0.1, acceleration_limit=np.inf, eps_abs: float = 1e-11,
-                 max_iterations: int = 1000, hessian_regularization: float = HESSIAN_REGULARIZATION):
+                 position_limit_horizon: float = 0.1, acceleration_limit=np.inf, max_iterations: int = 1000,
+                 hessian_regularization: float = HESSIAN_REGULARIZATION):
         self.model = model
         self.floating = model.nbodies > 0 and model.joint_type[0] == FLOATING and model.parent[0] < 0
         self.nu = 6 if self.floating else 0
@@ -159,11 +168,7 @@ class WholeBodyController:
         self.bound_rows = np.flatnonzero(np.isfinite(lower) | np.isfinite(upper) | np.isfinite(
             self.acceleration_limit))
         self.hessian_regularization = float(hessian_regularization)
-        # rho small: the corners of a sole are weighed only by the 1e-8 regularisation, and
-        # ProxQP's default (1e-6) took ~1000 iterations on TALOS and reported false infeasibility
-        self.settings = dict(eps_abs=float(eps_abs), eps_rel=0.0, max_iter=int(max_iterations), default_rho=1e-12,
-                             initial_guess=proxsuite.proxqp.InitialGuess.WARM_START_WITH_PREVIOUS_RESULT,
-                             verbose=False)
+        self.settings = dict(iter_limit=int(max_iterations))
         self._workspaces: dict[tuple, _Workspace] = {}
         self._last: ControlResult | None = None
 
@@ -441,28 +446,32 @@ class WholeBodyController:
         return work
 
     def _solve(self, work, contacts, state, M, h, Jf) -> ControlResult:
-        qp, nv, nu = work.qp, self.model.nv, self.nu
-        if work.initialized:
-            qp.update(work.H, work.g, work.A, work.b, work.C, work.lower, work.upper, update_preconditioner=True)
+        solver, nv, nu = work.solver, self.model.nv, self.nu
+        n_eq = len(work.b)
+        work.upper_bounds[:n_eq] = work.b
+        if work.initialized:  # warm: from the last cycle's active set
+            status = solver.update(work.H, work.g, work.constraints, work.upper_bounds, work.lower_bounds)
         else:
-            qp.init(work.H, work.g, work.A, work.b, work.C, work.lower, work.upper)
+            status, _ = solver.setup(work.H, work.g, work.constraints, work.upper_bounds, work.lower_bounds,
+                                     work.sense)
             work.initialized = True
-        qp.solve()
-        info = qp.results.info
-        if info.status != _SOLVED:
+        iterations = 0
+        if status >= 0:
+            x, _, status, info = solver.solve()
+            iterations = info["iterations"]
+        if status <= 0:
             for key, kept in list(self._workspaces.items()):  # no warm start from a failed solve
                 if kept is work:
                     del self._workspaces[key]
-            status = str(info.status).rsplit(".", 1)[-1].replace("PROXQP_", "").replace("_", " ").lower()
+            status = _DAQP_FAILURES.get(status, f"DAQP exit flag {status}")
             last = self._last
             message = (f"the QP has no solution ({status}): contacts {', '.join(self.contacts) or 'none'}; "
                        + ("holding the last solved torques" if last else "no solved cycle yet: zero torques"))
             if last is None:
-                return ControlResult(np.zeros(self.na), np.zeros(nv), {}, {}, status, False, info.iter, message)
+                return ControlResult(np.zeros(self.na), np.zeros(nv), {}, {}, status, False, iterations, message)
             return ControlResult(last.tau.copy(), last.a.copy(), dict(last.forces), dict(last.corner_forces),
-                                 status, False, info.iter, message)
-        x = qp.results.x
-        a, f = x[:nv].copy(), x[nv:]
+                                 status, False, iterations, message)
+        a, f = x[:nv], x[nv:]
         tau = M[nu:] @ a + h[nu:] - Jf[:, nu:].T @ f
         forces, corners, column = {}, {}, 0
         for contact in contacts:
@@ -471,5 +480,5 @@ class WholeBodyController:
             if contact.kind == "surface":
                 corners[contact.name] = fc.reshape(4, 3)
             column += contact.size
-        self._last = ControlResult(tau, a, forces, corners, "solved", True, info.iter)
+        self._last = ControlResult(tau, a, forces, corners, "solved", True, iterations)
         return self._last

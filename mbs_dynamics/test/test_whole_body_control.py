@@ -243,6 +243,38 @@ def test_invariants(robot, solo, talos):
     assert np.all(np.abs(result.tau) <= effort + 1e-7)
 
 
+def test_changes_after_a_cycle_reach_the_compiled_tables(talos):
+    """The assembly's tables are packed again only for the objects whose
+    attributes were assigned since (tasks.Versioned): a CoM reference, a
+    sole's gain, a hand task's weight and the posture's reference changed
+    after a cycle give the cycle of a controller built with them."""
+    model, q0 = talos
+    q, v = perturbed(model, q0, np.random.default_rng(4))
+    changed, built = talos_scenario(q), talos_scenario(q)
+    changed.ours(q, v)
+
+    def change(controller):
+        com = next(t for t in controller.tasks if isinstance(t, CenterOfMassTask))
+        com.set_reference(com.position + [0.01, -0.02, 0.005])
+        controller.contacts[SOLES[0]].kp = 35.0
+        next(t for t in controller.tasks if isinstance(t, FrameTask) and t.frame == "arm_left_7_link").set_weight(2.0)
+        posture = next(t for t in controller.tasks if isinstance(t, PostureTask))
+        posture.set_reference(posture.position - 0.02)
+
+    change(changed.controller)
+    built.ours(q, v)  # its first cycle packs what it has, then the same changes
+    change(built.controller)
+    built.controller._workspaces.clear()
+    built.controller._packed_tasks = ()
+    q, v = perturbed(model, q0, np.random.default_rng(9), scale=0.005)
+    result, expected = changed.controller.compute(q, v), built.controller.compute(q, v)
+    assert result.feasible and expected.feasible
+    close(result.tau, expected.tau, 1e-9 * max(1.0, np.max(np.abs(expected.tau))))
+    unchanged = talos_scenario(q0)
+    unchanged.ours(*perturbed(model, q0, np.random.default_rng(4)))
+    assert np.max(np.abs(unchanged.controller.compute(q, v).tau - result.tau)) > 1e-3  # the changes mattered
+
+
 def test_talos_solves_every_state_of_a_sequence_warm_as_cold(talos):
     """Fifty perturbed TALOS states one after another (the benchmark's): every
     QP solves (the ill-conditioned sole corners, weighed only by the 1e-8

@@ -110,10 +110,11 @@ class _Workspace:
         self.solver = daqp.Model()
         self.solver.settings = settings
         self.initialized = False
-        self.contacts = ()  # ids of the contacts whose constant rows C holds
+        self.contacts = ()  # the contacts whose constant rows C holds (held: an id is not reused meanwhile)
         # the compiled assembly's: generalised force = Jfᵀ f, scratch, the contacts' tables
         self.Jf, self.rows, self.scratch = np.zeros((n - nv, nv)), np.zeros((6, nv)), np.zeros(33)
         self.contact_table = self.regularization = self.generators = None
+        self.contact_versions = []  # each contact's version its row was packed at
         self.q_joints, self.v_joints = np.zeros(n_joints), np.zeros(n_joints)
 
 
@@ -171,6 +172,9 @@ class WholeBodyController:
         self.settings = dict(iter_limit=int(max_iterations))
         self._workspaces: dict[tuple, _Workspace] = {}
         self._last: ControlResult | None = None
+        # the compiled assembly's task tables, the tasks they were packed from and their versions then
+        self._task_table = self._posture_table = None
+        self._packed_tasks, self._task_versions = (), ()
 
     # ---- tasks and contacts -------------------------------------------------
     def add_task(self, task: Task) -> Task:
@@ -261,12 +265,13 @@ class WholeBodyController:
         nf = sum(c.size for c in contacts)
         key = tuple(c.name for c in contacts)
         work = self._workspace(key, model.nv + nf, contacts)
-        constant = work.contacts == tuple(map(id, contacts))  # the pyramids' rows are in place
+        constant = len(work.contacts) == len(contacts) and all(
+            a is b for a, b in zip(work.contacts, contacts))  # the pyramids' rows are in place
         if compiled:
             Jf = self._assemble_compiled(state, contacts, work, M, h, constant)
         else:
             Jf = self._assemble(state, contacts, work, M, h, constant)
-        work.contacts = tuple(map(id, contacts))
+        work.contacts = tuple(contacts)
         return self._solve(work, contacts, state, M, h, Jf)
 
     def _constant_rows(self, contacts, work) -> None:
@@ -287,72 +292,50 @@ class WholeBodyController:
 
     def _assemble_compiled(self, state, contacts, work, M, h, constant) -> np.ndarray:
         """The QP of the cycle built by assembly.assemble_kernel from tables
-        of the tasks and contacts (the built-in kinds); returns Jf."""
+        of the tasks and contacts (the built-in kinds); returns Jf. A row is
+        packed again only when its object's version moved (tasks.Versioned)."""
+        index = state.frame_index
         if not constant:
             self._constant_rows(contacts, work)
             work.contact_table = np.zeros((len(contacts), assembly.CONTACT_COLUMNS))
+            work.contact_versions = [None] * len(contacts)
             work.regularization = np.zeros((len(contacts), 6, 12))
             work.generators = np.zeros((len(contacts), 6, 12))
             for i, contact in enumerate(contacts):
                 W, G = contact.regularization, contact.generator(state)
                 work.regularization[i, :W.shape[0], :W.shape[1]] = W
                 work.generators[i, :G.shape[0], :G.shape[1]] = G
-        table = work.contact_table
-        index = state.frame_index
         for i, contact in enumerate(contacts):
-            k = index[contact.frame]
-            offset = contact.offset if contact.kind == "point" else None
-            contact.capture(state.frame_rotation[k],
-                            state.frame_position[k] if offset is None else state.frame_position[k] + offset)
-            row = table[i]
-            row[[assembly.CONTACT_KIND, assembly.CONTACT_FRAME, assembly.CONTACT_KP, assembly.CONTACT_KD,
-                 assembly.CONTACT_WEIGHT]] = (_CONTACT_KINDS[type(contact).rows], k, contact.kp, contact.kd,
-                                              contact.regularization_weight)
-            row[assembly.CONTACT_ROTATION:assembly.CONTACT_ROTATION + 9] = contact.rotation.ravel()
-            row[assembly.CONTACT_POSITION:assembly.CONTACT_POSITION + 3] = contact.position
-            target = contact.regularization_target
-            row[assembly.CONTACT_TARGET:assembly.CONTACT_TARGET + len(target)] = target
-            if offset is not None:
-                row[assembly.CONTACT_OFFSET:assembly.CONTACT_OFFSET + 3] = offset
+            if contact.rotation is None or contact.position is None:
+                k = index[contact.frame]
+                offset = contact.offset if contact.kind == "point" else 0.0
+                contact.capture(state.frame_rotation[k], state.frame_position[k] + offset)
+            if work.contact_versions[i] != contact.version:
+                self._pack_contact(contact, index[contact.frame], work.contact_table[i])
+                work.contact_versions[i] = contact.version
         # copies: a read-only q would compile the kernel a second time
         work.q_joints[:] = state.joint_positions
         work.v_joints[:] = state.joint_velocities
         tasks = self.tasks
-        task_table = np.zeros((len(tasks), assembly.TASK_COLUMNS))
-        postures = []
-        for i, task in enumerate(tasks):
-            row = task_table[i]
-            kind = _TASK_KINDS[type(task).rows]
-            row[assembly.TASK_KIND], row[assembly.TASK_WEIGHT] = kind, task.weight
-            if kind == assembly.FRAME_TASK:
-                k = index[task.frame]
-                if task.rotation is None:
-                    task.rotation = state.frame_rotation[k].copy()
-                if task.position is None:
-                    task.position = state.frame_position[k].copy()
-                row[assembly.TASK_FRAME] = k
-                row[assembly.TASK_MASK:assembly.TASK_MASK + 6] = task.mask
-                row[assembly.TASK_KP:assembly.TASK_KP + 6] = task.kp
-                row[assembly.TASK_KD:assembly.TASK_KD + 6] = task.kd
-                row[assembly.TASK_ROTATION:assembly.TASK_ROTATION + 9] = task.rotation.ravel()
-                row[assembly.TASK_POSITION:assembly.TASK_POSITION + 3] = task.position
-                row[assembly.TASK_TWIST:assembly.TASK_TWIST + 6] = task.twist
-                row[assembly.TASK_ACCELERATION:assembly.TASK_ACCELERATION + 6] = task.acceleration
-            elif kind == assembly.COM_TASK:
-                if task.position is None:
-                    task.position = state.com.copy()
-                row[assembly.TASK_MASK:assembly.TASK_MASK + 3] = task.mask
-                row[assembly.TASK_KP:assembly.TASK_KP + 3] = task.kp
-                row[assembly.TASK_KD:assembly.TASK_KD + 3] = task.kd
-                row[assembly.TASK_POSITION:assembly.TASK_POSITION + 3] = task.position
-                row[assembly.TASK_TWIST:assembly.TASK_TWIST + 3] = task.velocity
-                row[assembly.TASK_ACCELERATION:assembly.TASK_ACCELERATION + 3] = task.acceleration
-            else:
-                if task.position is None:
-                    task.position = state.joint_positions.copy()
-                row[assembly.TASK_FRAME] = len(postures)  # a posture's row in the posture table
-                postures.append((task.kp, task.kd, task.position, task.velocity, task.acceleration))
-        posture_table = np.array(postures, dtype=float).reshape(len(postures), 5, self.na)
+        for task in tasks:
+            if task.position is None or getattr(task, "rotation", 0) is None:
+                self._capture(task, state)
+        versions = tuple(task.version for task in tasks)
+        packed = self._packed_tasks
+        if len(packed) != len(tasks) or any(a is not b for a, b in zip(packed, tasks)):
+            self._packed_tasks = tuple(tasks)
+            self._task_table = np.zeros((len(tasks), assembly.TASK_COLUMNS))
+            self._task_versions = (None,) * len(tasks)
+            postures = sum(isinstance(task, PostureTask) for task in tasks)
+            self._posture_table = np.zeros((postures, 5, self.na))
+        if versions != self._task_versions:
+            posture = 0
+            for i, task in enumerate(tasks):
+                if versions[i] != self._task_versions[i]:
+                    self._pack_task(task, index, self._task_table[i], self._posture_table, posture)
+                posture += isinstance(task, PostureTask)
+            self._task_versions = versions
+        task_table, posture_table, table = self._task_table, self._posture_table, work.contact_table
         com = state.com if state.com is not None else _EMPTY
         Jf = work.Jf
         assembly.assemble_kernel(
@@ -366,6 +349,62 @@ class WholeBodyController:
             self.hessian_regularization, work.H, work.g,
             work.A, work.b, work.lower, work.upper, work.C, Jf, work.rows, work.scratch)
         return Jf
+
+    @staticmethod
+    def _capture(task, state) -> None:
+        """A task without a reference holds what the state has at its first cycle."""
+        if isinstance(task, FrameTask):
+            k = state.frame_index[task.frame]
+            if task.rotation is None:
+                task.rotation = state.frame_rotation[k].copy()
+            if task.position is None:
+                task.position = state.frame_position[k].copy()
+        elif isinstance(task, CenterOfMassTask):
+            task.position = state.com.copy()
+        else:
+            task.position = state.joint_positions.copy()
+
+    @staticmethod
+    def _pack_contact(contact, frame: int, row: np.ndarray) -> None:
+        """A contact's row of the assembly's contact table (assembly.CONTACT_*)."""
+        row[:] = 0.0
+        row[assembly.CONTACT_KIND] = _CONTACT_KINDS[type(contact).rows]
+        row[assembly.CONTACT_FRAME] = frame
+        row[assembly.CONTACT_KP], row[assembly.CONTACT_KD] = contact.kp, contact.kd
+        row[assembly.CONTACT_WEIGHT] = contact.regularization_weight
+        row[assembly.CONTACT_ROTATION:assembly.CONTACT_ROTATION + 9] = contact.rotation.ravel()
+        row[assembly.CONTACT_POSITION:assembly.CONTACT_POSITION + 3] = contact.position
+        target = contact.regularization_target
+        row[assembly.CONTACT_TARGET:assembly.CONTACT_TARGET + len(target)] = target
+        if contact.kind == "point":
+            row[assembly.CONTACT_OFFSET:assembly.CONTACT_OFFSET + 3] = contact.offset
+
+    @staticmethod
+    def _pack_task(task, frame_index: dict, row: np.ndarray, postures: np.ndarray, posture: int) -> None:
+        """A task's row of the assembly's task table (assembly.TASK_*); a
+        posture's gains and references go to its row `posture` of postures."""
+        kind = _TASK_KINDS[type(task).rows]
+        row[:] = 0.0
+        row[assembly.TASK_KIND], row[assembly.TASK_WEIGHT] = kind, task.weight
+        if kind == assembly.FRAME_TASK:
+            row[assembly.TASK_FRAME] = frame_index[task.frame]
+            row[assembly.TASK_MASK:assembly.TASK_MASK + 6] = task.mask
+            row[assembly.TASK_KP:assembly.TASK_KP + 6] = task.kp
+            row[assembly.TASK_KD:assembly.TASK_KD + 6] = task.kd
+            row[assembly.TASK_ROTATION:assembly.TASK_ROTATION + 9] = task.rotation.ravel()
+            row[assembly.TASK_POSITION:assembly.TASK_POSITION + 3] = task.position
+            row[assembly.TASK_TWIST:assembly.TASK_TWIST + 6] = task.twist
+            row[assembly.TASK_ACCELERATION:assembly.TASK_ACCELERATION + 6] = task.acceleration
+        elif kind == assembly.COM_TASK:
+            row[assembly.TASK_MASK:assembly.TASK_MASK + 3] = task.mask
+            row[assembly.TASK_KP:assembly.TASK_KP + 3] = task.kp
+            row[assembly.TASK_KD:assembly.TASK_KD + 3] = task.kd
+            row[assembly.TASK_POSITION:assembly.TASK_POSITION + 3] = task.position
+            row[assembly.TASK_TWIST:assembly.TASK_TWIST + 3] = task.velocity
+            row[assembly.TASK_ACCELERATION:assembly.TASK_ACCELERATION + 3] = task.acceleration
+        else:
+            row[assembly.TASK_FRAME] = posture  # its row in the posture table
+            postures[posture] = (task.kp, task.kd, task.position, task.velocity, task.acceleration)
 
     def _assemble(self, state, contacts, work, M, h, constant) -> np.ndarray:
         """The QP of the cycle from the tasks' and contacts' rows() (any Task

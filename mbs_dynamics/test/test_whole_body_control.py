@@ -275,6 +275,25 @@ def test_changes_after_a_cycle_reach_the_compiled_tables(talos):
     assert np.max(np.abs(unchanged.controller.compute(q, v).tau - result.tau)) > 1e-3  # the changes mattered
 
 
+def test_redundant_contacts_are_refused_with_their_reason(talos):
+    """A point contact on the body a sole already holds: the contacts' rows
+    are rank-deficient; the cycle says so and holds the last torques, and
+    the controller solves again once the contact is removed."""
+    model, q0 = talos
+    q, v = perturbed(model, q0, np.random.default_rng(0))
+    scenario = talos_scenario(q)
+    good = scenario.ours(q, v)
+    scenario.controller.add_contact(RigidPointContact("leg_left_6_link", friction=0.6))
+    result = scenario.controller.compute(q, v)
+    assert not result.feasible
+    assert result.message == ("the QP has no solution (rank-deficient equalities: contacts that hold the same motion "
+                              "twice, as two on one body): contacts left_sole_link, right_sole_link, leg_left_6_link; "
+                              "holding the last solved torques"), result.message
+    close(result.tau, good.tau, 0.0)
+    scenario.controller.remove_contact("leg_left_6_link")
+    assert scenario.controller.compute(q, v).feasible
+
+
 def test_talos_solves_every_state_of_a_sequence_warm_as_cold(talos):
     """Fifty perturbed TALOS states one after another (the benchmark's): every
     QP solves (the ill-conditioned sole corners, weighed only by the 1e-8

@@ -42,7 +42,7 @@ INFINITE_BOUND = assembly.INFINITE_BOUND
 MAX_WORKSPACES = 64  # contact sets kept with their solvers
 # DAQP's exit flags: > 0 solved; the others as the status a ControlResult reports
 _DAQP_FAILURES = {-1: "primal infeasible", -2: "cycling", -3: "unbounded", -4: "max iterations", -5: "nonconvex",
-                  -6: "overdetermined working set"}
+                  -6: "rank-deficient equalities: contacts that hold the same motion twice, as two on one body"}
 _DAQP_EQUALITY = 5  # a constraint's sense: an equality
 # the built-in tasks and contacts the compiled assembly builds (by their rows(): a subclass
 # with rows of its own takes the general path)

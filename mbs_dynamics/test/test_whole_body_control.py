@@ -455,3 +455,49 @@ def test_infeasible_qp_holds_the_last_torques(solo):
     again = controller.compute(q, v)
     assert again.feasible
     close(again.tau, good.tau, 1e-6)
+
+
+def test_support_polygon_and_the_nearest_point_of_it(solo, talos):
+    """Solo-12 on four feet: the polygon is the feet's quadrilateral; a CoM
+    reference inside is kept, one outside is moved in the ground plane to
+    the nearest point of the boundary (the nearest of 4000 points along the
+    edges, to their spacing), its height kept. TALOS on two soles: the hull
+    of the eight corners. Two point feet span no area: no polygon."""
+    model, q = solo
+    controller = WholeBodyController(model)
+    for foot in FEET:
+        controller.add_contact(RigidPointContact(foot, friction=0.7))
+    assert controller.support_polygon() is None  # no reference held before the first cycle
+    controller.add_task(CenterOfMassTask(kp=10.0))
+    controller.compute(q, np.zeros(model.nv))
+    polygon = controller.support_polygon()
+    feet = np.array([mbs.frame_pose(model, q, foot)[:2, 3] for foot in FEET])
+    assert len(polygon.vertices) == 4
+    assert sorted(map(tuple, np.round(polygon.vertices @ polygon.axes[:, :2], 9))) == sorted(
+        map(tuple, np.round(feet, 9)))
+    com = mbs.center_of_mass(model, q)
+    assert polygon.nearest(com) == (pytest.approx(com), 0.0)
+    edges = np.concatenate([np.linspace(a, b, 1000, endpoint=False) for a, b in
+                            zip(polygon.vertices, np.roll(polygon.vertices, -1, axis=0))])
+    for target in (com + [0.5, 0.1, 0.02], com + [-0.02, -0.4, 0.0], com + [0.6, 0.6, -0.1]):
+        nearest, distance = polygon.nearest(target)
+        planar = polygon.axes @ target
+        assert distance == pytest.approx(np.min(np.linalg.norm(edges - planar, axis=1)), abs=1e-3)
+        assert distance > 0.05 and nearest[2] == pytest.approx(target[2])
+        assert polygon.nearest(nearest)[1] < 1e-12  # on the boundary
+        assert np.linalg.norm(nearest - target) == pytest.approx(distance)
+    assert controller.support_polygon() is polygon  # kept while the contacts are unchanged
+    controller.remove_contact(FEET[0])
+    controller.remove_contact(FEET[1])
+    assert controller.support_polygon() is None
+
+    model, q = talos
+    scenario = talos_scenario(q)
+    scenario.ours(q, np.zeros(model.nv))
+    polygon = scenario.controller.support_polygon()
+    corners = np.concatenate([mbs.frame_pose(model, q, sole)[:3, :3] @ SOLE_CORNERS.T
+                              + mbs.frame_pose(model, q, sole)[:3, 3:4] for sole in SOLES], axis=1).T
+    front = np.max(corners[:, 0])
+    nearest, distance = polygon.nearest(corners.mean(axis=0) + [0.3, 0.0, 0.0])
+    assert nearest[0] == pytest.approx(front, abs=2e-3) and distance == pytest.approx(
+        corners.mean(axis=0)[0] + 0.3 - nearest[0])

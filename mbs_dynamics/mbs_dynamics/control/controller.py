@@ -33,6 +33,7 @@ from mbs_dynamics.algorithms.kinematics import frames_motion
 from mbs_dynamics.algorithms.rnea import nonlinear_effects
 from mbs_dynamics.control import assembly
 from mbs_dynamics.control.contacts import RigidContact, RigidPointContact, RigidSurfaceContact
+from mbs_dynamics.control.support import SupportPolygon, held_points
 from mbs_dynamics.control.tasks import CenterOfMassTask, FrameTask, PostureTask, Task, finite_vector
 from mbs_dynamics.multibody.model import FLOATING, Model
 from mbs_dynamics.spatial.lie import quaternion_to_matrix
@@ -175,6 +176,7 @@ class WholeBodyController:
         # the compiled assembly's task tables, the tasks they were packed from and their versions then
         self._task_table = self._posture_table = None
         self._packed_tasks, self._task_versions = (), ()
+        self._support = ((), None)  # the contacts (with their versions) and their support polygon
 
     # ---- tasks and contacts -------------------------------------------------
     def add_task(self, task: Task) -> Task:
@@ -208,6 +210,19 @@ class WholeBodyController:
             known = ", ".join(self.contacts) or "none"
             raise ValueError(f"no contact '{name}' to remove (contacts: {known})")
         return contact
+
+    def support_polygon(self) -> SupportPolygon | None:
+        """The support polygon of the contacts' held points (support.py);
+        None before the contacts' first cycle or where they span no area."""
+        key = tuple((contact, contact.version) for contact in self.contacts.values())
+        if key != self._support[0]:
+            points = held_points(self.contacts.values())
+            try:
+                polygon = None if points is None else SupportPolygon(points, self.model.gravity)
+            except ValueError:
+                polygon = None
+            self._support = (key, polygon)
+        return self._support[1]
 
     # ---- one cycle ------------------------------------------------------------
     def state(self, q, v) -> State:

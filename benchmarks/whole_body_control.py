@@ -1,11 +1,11 @@
-"""One whole-body control cycle (kinematics, dynamics, QP build and ProxQP
+"""One whole-body control cycle (kinematics, dynamics, QP build and DAQP
 solve, torques) on Solo-12 (four point feet) and TALOS (two soles), µs per
 cycle p50/p99/max over a sequence of perturbed states, beside TSID's own
 cycle (computeProblemData + eiquadprog) on the same problem, run in
 .venv-tsid (its Pinocchio differs from ours: a separate process, timed there).
 The breakdown (p50 of each part): state and dynamics (input checks,
 frames_motion, M, h, CoM quantities), assembly (the QP's matrices), QP
-(ProxQP's update and solve, the torques and the result); the QP's
+(DAQP's update and solve, the torques and the result); the QP's
 iterations p50/max.
 
     .venv/bin/python benchmarks/whole_body_control.py [--cycles N]

@@ -243,6 +243,80 @@ def test_invariants(robot, solo, talos):
     assert np.all(np.abs(result.tau) <= effort + 1e-7)
 
 
+def test_changes_after_a_cycle_reach_the_compiled_tables(talos):
+    """The assembly's tables are packed again only for the objects whose
+    attributes were assigned since (tasks.Versioned): a CoM reference, a
+    sole's gain, a hand task's weight and the posture's reference changed
+    after a cycle give the cycle of a controller built with them."""
+    model, q0 = talos
+    q, v = perturbed(model, q0, np.random.default_rng(4))
+    changed, built = talos_scenario(q), talos_scenario(q)
+    changed.ours(q, v)
+
+    def change(controller):
+        com = next(t for t in controller.tasks if isinstance(t, CenterOfMassTask))
+        com.set_reference(com.position + [0.01, -0.02, 0.005])
+        controller.contacts[SOLES[0]].kp = 35.0
+        next(t for t in controller.tasks if isinstance(t, FrameTask) and t.frame == "arm_left_7_link").set_weight(2.0)
+        posture = next(t for t in controller.tasks if isinstance(t, PostureTask))
+        posture.set_reference(posture.position - 0.02)
+
+    change(changed.controller)
+    built.ours(q, v)  # its first cycle packs what it has, then the same changes
+    change(built.controller)
+    built.controller._workspaces.clear()
+    built.controller._packed_tasks = ()
+    q, v = perturbed(model, q0, np.random.default_rng(9), scale=0.005)
+    result, expected = changed.controller.compute(q, v), built.controller.compute(q, v)
+    assert result.feasible and expected.feasible
+    close(result.tau, expected.tau, 1e-9 * max(1.0, np.max(np.abs(expected.tau))))
+    unchanged = talos_scenario(q0)
+    unchanged.ours(*perturbed(model, q0, np.random.default_rng(4)))
+    assert np.max(np.abs(unchanged.controller.compute(q, v).tau - result.tau)) > 1e-3  # the changes mattered
+
+
+def test_redundant_contacts_are_refused_with_their_reason(talos):
+    """A point contact on the body a sole already holds: the contacts' rows
+    are rank-deficient; the cycle says so and holds the last torques, and
+    the controller solves again once the contact is removed."""
+    model, q0 = talos
+    q, v = perturbed(model, q0, np.random.default_rng(0))
+    scenario = talos_scenario(q)
+    good = scenario.ours(q, v)
+    scenario.controller.add_contact(RigidPointContact("leg_left_6_link", friction=0.6))
+    result = scenario.controller.compute(q, v)
+    assert not result.feasible
+    assert result.message == ("the QP has no solution (rank-deficient equalities: contacts that hold the same motion "
+                              "twice, as two on one body): contacts left_sole_link, right_sole_link, leg_left_6_link; "
+                              "holding the last solved torques"), result.message
+    close(result.tau, good.tau, 0.0)
+    scenario.controller.remove_contact("leg_left_6_link")
+    assert scenario.controller.compute(q, v).feasible
+
+
+def test_talos_solves_every_state_of_a_sequence_warm_as_cold(talos):
+    """Fifty perturbed TALOS states one after another (the benchmark's): every
+    QP solves (the ill-conditioned sole corners, weighed only by the 1e-8
+    regularisation beyond their wrench, made ProxQP report false
+    infeasibility on 4 of them), the dynamics hold, and the warm-started
+    solution is a fresh controller's (cold) to 1e-9."""
+    model, q0 = talos
+    q, v = perturbed(model, q0, np.random.default_rng(0))
+    warm, cold = talos_scenario(q), talos_scenario(q)
+    warm.ours(q, v)
+    cold.ours(q, v)  # the same tasks and references
+    for k in range(50):
+        q, v = perturbed(model, q0, np.random.default_rng(k), scale=0.005)
+        result = warm.controller.compute(q, v)
+        assert result.feasible, (k, result.message)
+        close(dynamics_residual(warm.controller, q, v, result), np.zeros(model.nv), 1e-9)
+        if k % 10 == 0:
+            cold.controller._workspaces.clear()  # a solver set up anew
+            first = cold.controller.compute(q, v)
+            close(result.a, first.a, 1e-9 * max(1.0, np.max(np.abs(first.a))))
+            close(result.tau, first.tau, 1e-9 * max(1.0, np.max(np.abs(first.tau))))
+
+
 @pytest.mark.parametrize("robot", ["solo", "talos"])
 def test_compiled_assembly_equals_the_tasks_rows(robot, solo, talos):
     """The QP the compiled assembly builds (built-in tasks and contacts) is
@@ -381,3 +455,49 @@ def test_infeasible_qp_holds_the_last_torques(solo):
     again = controller.compute(q, v)
     assert again.feasible
     close(again.tau, good.tau, 1e-6)
+
+
+def test_support_polygon_and_the_nearest_point_of_it(solo, talos):
+    """Solo-12 on four feet: the polygon is the feet's quadrilateral; a CoM
+    reference inside is kept, one outside is moved in the ground plane to
+    the nearest point of the boundary (the nearest of 4000 points along the
+    edges, to their spacing), its height kept. TALOS on two soles: the hull
+    of the eight corners. Two point feet span no area: no polygon."""
+    model, q = solo
+    controller = WholeBodyController(model)
+    for foot in FEET:
+        controller.add_contact(RigidPointContact(foot, friction=0.7))
+    assert controller.support_polygon() is None  # no reference held before the first cycle
+    controller.add_task(CenterOfMassTask(kp=10.0))
+    controller.compute(q, np.zeros(model.nv))
+    polygon = controller.support_polygon()
+    feet = np.array([mbs.frame_pose(model, q, foot)[:2, 3] for foot in FEET])
+    assert len(polygon.vertices) == 4
+    assert sorted(map(tuple, np.round(polygon.vertices @ polygon.axes[:, :2], 9))) == sorted(
+        map(tuple, np.round(feet, 9)))
+    com = mbs.center_of_mass(model, q)
+    assert polygon.nearest(com) == (pytest.approx(com), 0.0)
+    edges = np.concatenate([np.linspace(a, b, 1000, endpoint=False) for a, b in
+                            zip(polygon.vertices, np.roll(polygon.vertices, -1, axis=0))])
+    for target in (com + [0.5, 0.1, 0.02], com + [-0.02, -0.4, 0.0], com + [0.6, 0.6, -0.1]):
+        nearest, distance = polygon.nearest(target)
+        planar = polygon.axes @ target
+        assert distance == pytest.approx(np.min(np.linalg.norm(edges - planar, axis=1)), abs=1e-3)
+        assert distance > 0.05 and nearest[2] == pytest.approx(target[2])
+        assert polygon.nearest(nearest)[1] < 1e-12  # on the boundary
+        assert np.linalg.norm(nearest - target) == pytest.approx(distance)
+    assert controller.support_polygon() is polygon  # kept while the contacts are unchanged
+    controller.remove_contact(FEET[0])
+    controller.remove_contact(FEET[1])
+    assert controller.support_polygon() is None
+
+    model, q = talos
+    scenario = talos_scenario(q)
+    scenario.ours(q, np.zeros(model.nv))
+    polygon = scenario.controller.support_polygon()
+    corners = np.concatenate([mbs.frame_pose(model, q, sole)[:3, :3] @ SOLE_CORNERS.T
+                              + mbs.frame_pose(model, q, sole)[:3, 3:4] for sole in SOLES], axis=1).T
+    front = np.max(corners[:, 0])
+    nearest, distance = polygon.nearest(corners.mean(axis=0) + [0.3, 0.0, 0.0])
+    assert nearest[0] == pytest.approx(front, abs=2e-3) and distance == pytest.approx(
+        corners.mean(axis=0)[0] + 0.3 - nearest[0])

@@ -16,13 +16,14 @@ per cycle (DESIGN.md §9), TSID's formulation on this package's dynamics.
     circle = CircleReference(position, radius=0.03, frequency=0.5)  # references.py: (p, v, a) at t
     com.set_reference(*circle.at(t))
 
-Needs proxsuite (the QP solver), imported only by this subpackage.
+Needs daqp (the QP solver), imported only by this subpackage.
 """
 from mbs_dynamics.control.contacts import RigidContact, RigidPointContact, RigidSurfaceContact
 from mbs_dynamics.control.controller import ControlResult, State, WholeBodyController
 from mbs_dynamics.control.references import CircleReference, RestToRest, SwingTrajectory
+from mbs_dynamics.control.support import SupportPolygon
 from mbs_dynamics.control.tasks import CenterOfMassTask, FrameTask, OrientationTask, PostureTask, Task
 
 __all__ = ["CenterOfMassTask", "CircleReference", "ControlResult", "FrameTask", "OrientationTask", "PostureTask",
-           "RestToRest", "RigidContact", "RigidPointContact", "RigidSurfaceContact", "State", "SwingTrajectory", "Task",
-           "WholeBodyController"]
+           "RestToRest", "RigidContact", "RigidPointContact", "RigidSurfaceContact", "State", "SupportPolygon",
+           "SwingTrajectory", "Task", "WholeBodyController"]

@@ -92,8 +92,8 @@ def add_weighted_rows(weight, rows, rhs, mask, count, H, g):
 @njit(cache=True)
 def assemble_kernel(nu, M, h, J, motion, frame_R, frame_p, com, com_velocity, com_jacobian, com_drift, q_joints,
                     v_joints, tasks, postures, contacts, regularization, generators, torque_rows, torque_limit,
-                    bound_rows, position_lower, position_upper, acceleration_limit, horizon, hessian_regularization, H, g, A, b, lower, upper, C, Jf,
-                    rows, work):
+                    bound_rows, position_lower, position_upper, acceleration_limit, horizon, hessian_regularization,
+                    H, g, A, b, lower, upper, C, Jf, rows, work):
     """motion (k, 2, 6): the frames' twists and drifts (frames_motion).
     Writes the cycle's QP into H, g, A, b, C (its dynamic rows: the
     pyramids' rows are the caller's), lower, upper (the acceleration
@@ -211,11 +211,12 @@ def assemble_kernel(nu, M, h, J, motion, frame_R, frame_p, com, com_velocity, co
             for r in range(3):
                 for s in range(2):
                     i = 3 * s + r
-                    t0, t1, t2 = reference_twist[3 * s] - twist[3 * s], reference_twist[3 * s + 1] - twist[3 * s + 1], \
-                        reference_twist[3 * s + 2] - twist[3 * s + 2]
+                    t0 = reference_twist[3 * s] - twist[3 * s]
+                    t1 = reference_twist[3 * s + 1] - twist[3 * s + 1]
+                    t2 = reference_twist[3 * s + 2] - twist[3 * s + 2]
                     velocity_error = R[0, r] * t0 + R[1, r] * t1 + R[2, r] * t2
-                    acceleration = R[0, r] * reference_acceleration[3 * s] + R[1, r] * reference_acceleration[3 * s + 1] \
-                        + R[2, r] * reference_acceleration[3 * s + 2]
+                    acceleration = R[0, r] * reference_acceleration[3 * s] \
+                        + R[1, r] * reference_acceleration[3 * s + 1] + R[2, r] * reference_acceleration[3 * s + 2]
                     desired[i] = (kp[i] * error[i] + kd[i] * velocity_error + acceleration) - drift_local[i]
             add_weighted_rows(weight, rows, desired, task[TASK_MASK:TASK_MASK + 6], 6, H, g)
         else:  # posture: the actuated diagonal

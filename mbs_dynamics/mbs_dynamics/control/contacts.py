@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mbs_dynamics.control.tasks import finite_vector, gains, rotation_matrix, weight
+from mbs_dynamics.control.tasks import Versioned, finite_vector, gains, rotation_matrix, weight
 from mbs_dynamics.spatial.lie import skew, so3_log
 
 
@@ -46,7 +46,7 @@ def pyramid(normal, friction: float, corners: int) -> tuple[np.ndarray, np.ndarr
     return B, lower, upper
 
 
-class RigidContact:
+class RigidContact(Versioned):
     """What both kinds share: the frame, friction, normal force bounds, gains
     and the force regularisation."""
 

@@ -11,8 +11,9 @@ InverseDynamicsFormulationAccForce (DESIGN.md §9):
          a_lo <= a_j <= a_hi                   URDF position limits (and
                                                acceleration limits) as bounds
 
-solved by proxsuite's dense ProxQP, one solver and workspace per contact set
-(allocated when the set is first used), warm-started from its last solution.
+solved by DAQP (a dual active-set solver, the method of TSID's eiquadprog),
+one solver and workspace per contact set (allocated when the set is first
+used), warm-started from its last active set.
 Bad input: NaN or wrongly shaped q, v and references, unknown frames and
 invalid settings raise ValueError with the reason; a QP without a solution
 (contacts that cannot hold the robot, limits that conflict) returns a result
@@ -23,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import proxsuite
+import daqp
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.centroidal import centroidal_momentum_matrix, centroidal_state
@@ -32,6 +33,7 @@ from mbs_dynamics.algorithms.kinematics import frames_motion
 from mbs_dynamics.algorithms.rnea import nonlinear_effects
 from mbs_dynamics.control import assembly
 from mbs_dynamics.control.contacts import RigidContact, RigidPointContact, RigidSurfaceContact
+from mbs_dynamics.control.support import SupportPolygon, held_points
 from mbs_dynamics.control.tasks import CenterOfMassTask, FrameTask, PostureTask, Task, finite_vector
 from mbs_dynamics.multibody.model import FLOATING, Model
 from mbs_dynamics.spatial.lie import quaternion_to_matrix
@@ -39,7 +41,10 @@ from mbs_dynamics.spatial.lie import quaternion_to_matrix
 HESSIAN_REGULARIZATION = 1e-8  # TSID's DEFAULT_HESSIAN_REGULARIZATION on every variable
 INFINITE_BOUND = assembly.INFINITE_BOUND
 MAX_WORKSPACES = 64  # contact sets kept with their solvers
-_SOLVED = proxsuite.proxqp.QPSolverOutput.PROXQP_SOLVED
+# DAQP's exit flags: > 0 solved; the others as the status a ControlResult reports
+_DAQP_FAILURES = {-1: "primal infeasible", -2: "cycling", -3: "unbounded", -4: "max iterations", -5: "nonconvex",
+                  -6: "rank-deficient equalities: contacts that hold the same motion twice, as two on one body"}
+_DAQP_EQUALITY = 5  # a constraint's sense: an equality
 # the built-in tasks and contacts the compiled assembly builds (by their rows(): a subclass
 # with rows of its own takes the general path)
 _TASK_KINDS = {CenterOfMassTask.rows: assembly.COM_TASK, FrameTask.rows: assembly.FRAME_TASK,
@@ -95,16 +100,22 @@ class _Workspace:
 
     def __init__(self, nv, n_joints, n, n_eq, n_in, settings):
         self.H, self.g = np.zeros((n, n)), np.zeros(n)
-        self.A, self.b = np.zeros((n_eq, n)), np.zeros(n_eq)
-        self.C, self.lower, self.upper = np.zeros((n_in, n)), np.zeros(n_in), np.zeros(n_in)
-        self.qp = proxsuite.proxqp.dense.QP(n, n_eq, n_in)
-        for name, value in settings.items():
-            setattr(self.qp.settings, name, value)
+        # DAQP takes one constraint matrix [A; C] with bounds [b; lower] <= . <= [b; upper]: A, C, b,
+        # lower, upper are views of them (b is written in the lower bounds, copied to the upper)
+        self.constraints = np.zeros((n_eq + n_in, n))
+        self.lower_bounds, self.upper_bounds = np.zeros(n_eq + n_in), np.zeros(n_eq + n_in)
+        self.A, self.C = self.constraints[:n_eq], self.constraints[n_eq:]
+        self.b, self.lower, self.upper = self.lower_bounds[:n_eq], self.lower_bounds[n_eq:], self.upper_bounds[n_eq:]
+        self.sense = np.zeros(n_eq + n_in, dtype=np.int32)
+        self.sense[:n_eq] = _DAQP_EQUALITY
+        self.solver = daqp.Model()
+        self.solver.settings = settings
         self.initialized = False
-        self.contacts = ()  # ids of the contacts whose constant rows C holds
+        self.contacts = ()  # the contacts whose constant rows C holds (held: an id is not reused meanwhile)
         # the compiled assembly's: generalised force = Jfᵀ f, scratch, the contacts' tables
         self.Jf, self.rows, self.scratch = np.zeros((n - nv, nv)), np.zeros((6, nv)), np.zeros(33)
         self.contact_table = self.regularization = self.generators = None
+        self.contact_versions = []  # each contact's version its row was packed at
         self.q_joints, self.v_joints = np.zeros(n_joints), np.zeros(n_joints)
 
 
@@ -120,8 +131,8 @@ class WholeBodyController:
     acceleration_limit: |a_j| bound on the actuated joints (scalar or per joint; inf: none)."""
 
     def __init__(self, model: Model, torque_limits: bool = True, torque_limit_scale: float = 1.0,
-                 position_limit_horizon: float = 0.1, acceleration_limit=np.inf, eps_abs: float = 1e-11,
-                 max_iterations: int = 1000, hessian_regularization: float = HESSIAN_REGULARIZATION):
+                 position_limit_horizon: float = 0.1, acceleration_limit=np.inf, max_iterations: int = 1000,
+                 hessian_regularization: float = HESSIAN_REGULARIZATION):
         self.model = model
         self.floating = model.nbodies > 0 and model.joint_type[0] == FLOATING and model.parent[0] < 0
         self.nu = 6 if self.floating else 0
@@ -159,13 +170,13 @@ class WholeBodyController:
         self.bound_rows = np.flatnonzero(np.isfinite(lower) | np.isfinite(upper) | np.isfinite(
             self.acceleration_limit))
         self.hessian_regularization = float(hessian_regularization)
-        # rho small: the corners of a sole are weighed only by the 1e-8 regularisation, and
-        # ProxQP's default (1e-6) took ~1000 iterations on TALOS and reported false infeasibility
-        self.settings = dict(eps_abs=float(eps_abs), eps_rel=0.0, max_iter=int(max_iterations), default_rho=1e-12,
-                             initial_guess=proxsuite.proxqp.InitialGuess.WARM_START_WITH_PREVIOUS_RESULT,
-                             verbose=False)
+        self.settings = dict(iter_limit=int(max_iterations))
         self._workspaces: dict[tuple, _Workspace] = {}
         self._last: ControlResult | None = None
+        # the compiled assembly's task tables, the tasks they were packed from and their versions then
+        self._task_table = self._posture_table = None
+        self._packed_tasks, self._task_versions = (), ()
+        self._support = ((), None)  # the contacts (with their versions) and their support polygon
 
     # ---- tasks and contacts -------------------------------------------------
     def add_task(self, task: Task) -> Task:
@@ -199,6 +210,19 @@ class WholeBodyController:
             known = ", ".join(self.contacts) or "none"
             raise ValueError(f"no contact '{name}' to remove (contacts: {known})")
         return contact
+
+    def support_polygon(self) -> SupportPolygon | None:
+        """The support polygon of the contacts' held points (support.py);
+        None before the contacts' first cycle or where they span no area."""
+        key = tuple((contact, contact.version) for contact in self.contacts.values())
+        if key != self._support[0]:
+            points = held_points(self.contacts.values())
+            try:
+                polygon = None if points is None else SupportPolygon(points, self.model.gravity)
+            except ValueError:
+                polygon = None
+            self._support = (key, polygon)
+        return self._support[1]
 
     # ---- one cycle ------------------------------------------------------------
     def state(self, q, v) -> State:
@@ -256,12 +280,13 @@ class WholeBodyController:
         nf = sum(c.size for c in contacts)
         key = tuple(c.name for c in contacts)
         work = self._workspace(key, model.nv + nf, contacts)
-        constant = work.contacts == tuple(map(id, contacts))  # the pyramids' rows are in place
+        constant = len(work.contacts) == len(contacts) and all(
+            a is b for a, b in zip(work.contacts, contacts))  # the pyramids' rows are in place
         if compiled:
             Jf = self._assemble_compiled(state, contacts, work, M, h, constant)
         else:
             Jf = self._assemble(state, contacts, work, M, h, constant)
-        work.contacts = tuple(map(id, contacts))
+        work.contacts = tuple(contacts)
         return self._solve(work, contacts, state, M, h, Jf)
 
     def _constant_rows(self, contacts, work) -> None:
@@ -282,72 +307,50 @@ class WholeBodyController:
 
     def _assemble_compiled(self, state, contacts, work, M, h, constant) -> np.ndarray:
         """The QP of the cycle built by assembly.assemble_kernel from tables
-        of the tasks and contacts (the built-in kinds); returns Jf."""
+        of the tasks and contacts (the built-in kinds); returns Jf. A row is
+        packed again only when its object's version moved (tasks.Versioned)."""
+        index = state.frame_index
         if not constant:
             self._constant_rows(contacts, work)
             work.contact_table = np.zeros((len(contacts), assembly.CONTACT_COLUMNS))
+            work.contact_versions = [None] * len(contacts)
             work.regularization = np.zeros((len(contacts), 6, 12))
             work.generators = np.zeros((len(contacts), 6, 12))
             for i, contact in enumerate(contacts):
                 W, G = contact.regularization, contact.generator(state)
                 work.regularization[i, :W.shape[0], :W.shape[1]] = W
                 work.generators[i, :G.shape[0], :G.shape[1]] = G
-        table = work.contact_table
-        index = state.frame_index
         for i, contact in enumerate(contacts):
-            k = index[contact.frame]
-            offset = contact.offset if contact.kind == "point" else None
-            contact.capture(state.frame_rotation[k],
-                            state.frame_position[k] if offset is None else state.frame_position[k] + offset)
-            row = table[i]
-            row[[assembly.CONTACT_KIND, assembly.CONTACT_FRAME, assembly.CONTACT_KP, assembly.CONTACT_KD,
-                 assembly.CONTACT_WEIGHT]] = (_CONTACT_KINDS[type(contact).rows], k, contact.kp, contact.kd,
-                                              contact.regularization_weight)
-            row[assembly.CONTACT_ROTATION:assembly.CONTACT_ROTATION + 9] = contact.rotation.ravel()
-            row[assembly.CONTACT_POSITION:assembly.CONTACT_POSITION + 3] = contact.position
-            target = contact.regularization_target
-            row[assembly.CONTACT_TARGET:assembly.CONTACT_TARGET + len(target)] = target
-            if offset is not None:
-                row[assembly.CONTACT_OFFSET:assembly.CONTACT_OFFSET + 3] = offset
+            if contact.rotation is None or contact.position is None:
+                k = index[contact.frame]
+                offset = contact.offset if contact.kind == "point" else 0.0
+                contact.capture(state.frame_rotation[k], state.frame_position[k] + offset)
+            if work.contact_versions[i] != contact.version:
+                self._pack_contact(contact, index[contact.frame], work.contact_table[i])
+                work.contact_versions[i] = contact.version
         # copies: a read-only q would compile the kernel a second time
         work.q_joints[:] = state.joint_positions
         work.v_joints[:] = state.joint_velocities
         tasks = self.tasks
-        task_table = np.zeros((len(tasks), assembly.TASK_COLUMNS))
-        postures = []
-        for i, task in enumerate(tasks):
-            row = task_table[i]
-            kind = _TASK_KINDS[type(task).rows]
-            row[assembly.TASK_KIND], row[assembly.TASK_WEIGHT] = kind, task.weight
-            if kind == assembly.FRAME_TASK:
-                k = index[task.frame]
-                if task.rotation is None:
-                    task.rotation = state.frame_rotation[k].copy()
-                if task.position is None:
-                    task.position = state.frame_position[k].copy()
-                row[assembly.TASK_FRAME] = k
-                row[assembly.TASK_MASK:assembly.TASK_MASK + 6] = task.mask
-                row[assembly.TASK_KP:assembly.TASK_KP + 6] = task.kp
-                row[assembly.TASK_KD:assembly.TASK_KD + 6] = task.kd
-                row[assembly.TASK_ROTATION:assembly.TASK_ROTATION + 9] = task.rotation.ravel()
-                row[assembly.TASK_POSITION:assembly.TASK_POSITION + 3] = task.position
-                row[assembly.TASK_TWIST:assembly.TASK_TWIST + 6] = task.twist
-                row[assembly.TASK_ACCELERATION:assembly.TASK_ACCELERATION + 6] = task.acceleration
-            elif kind == assembly.COM_TASK:
-                if task.position is None:
-                    task.position = state.com.copy()
-                row[assembly.TASK_MASK:assembly.TASK_MASK + 3] = task.mask
-                row[assembly.TASK_KP:assembly.TASK_KP + 3] = task.kp
-                row[assembly.TASK_KD:assembly.TASK_KD + 3] = task.kd
-                row[assembly.TASK_POSITION:assembly.TASK_POSITION + 3] = task.position
-                row[assembly.TASK_TWIST:assembly.TASK_TWIST + 3] = task.velocity
-                row[assembly.TASK_ACCELERATION:assembly.TASK_ACCELERATION + 3] = task.acceleration
-            else:
-                if task.position is None:
-                    task.position = state.joint_positions.copy()
-                row[assembly.TASK_FRAME] = len(postures)  # a posture's row in the posture table
-                postures.append((task.kp, task.kd, task.position, task.velocity, task.acceleration))
-        posture_table = np.array(postures, dtype=float).reshape(len(postures), 5, self.na)
+        for task in tasks:
+            if task.position is None or getattr(task, "rotation", 0) is None:
+                self._capture(task, state)
+        versions = tuple(task.version for task in tasks)
+        packed = self._packed_tasks
+        if len(packed) != len(tasks) or any(a is not b for a, b in zip(packed, tasks)):
+            self._packed_tasks = tuple(tasks)
+            self._task_table = np.zeros((len(tasks), assembly.TASK_COLUMNS))
+            self._task_versions = (None,) * len(tasks)
+            postures = sum(isinstance(task, PostureTask) for task in tasks)
+            self._posture_table = np.zeros((postures, 5, self.na))
+        if versions != self._task_versions:
+            posture = 0
+            for i, task in enumerate(tasks):
+                if versions[i] != self._task_versions[i]:
+                    self._pack_task(task, index, self._task_table[i], self._posture_table, posture)
+                posture += isinstance(task, PostureTask)
+            self._task_versions = versions
+        task_table, posture_table, table = self._task_table, self._posture_table, work.contact_table
         com = state.com if state.com is not None else _EMPTY
         Jf = work.Jf
         assembly.assemble_kernel(
@@ -361,6 +364,62 @@ class WholeBodyController:
             self.hessian_regularization, work.H, work.g,
             work.A, work.b, work.lower, work.upper, work.C, Jf, work.rows, work.scratch)
         return Jf
+
+    @staticmethod
+    def _capture(task, state) -> None:
+        """A task without a reference holds what the state has at its first cycle."""
+        if isinstance(task, FrameTask):
+            k = state.frame_index[task.frame]
+            if task.rotation is None:
+                task.rotation = state.frame_rotation[k].copy()
+            if task.position is None:
+                task.position = state.frame_position[k].copy()
+        elif isinstance(task, CenterOfMassTask):
+            task.position = state.com.copy()
+        else:
+            task.position = state.joint_positions.copy()
+
+    @staticmethod
+    def _pack_contact(contact, frame: int, row: np.ndarray) -> None:
+        """A contact's row of the assembly's contact table (assembly.CONTACT_*)."""
+        row[:] = 0.0
+        row[assembly.CONTACT_KIND] = _CONTACT_KINDS[type(contact).rows]
+        row[assembly.CONTACT_FRAME] = frame
+        row[assembly.CONTACT_KP], row[assembly.CONTACT_KD] = contact.kp, contact.kd
+        row[assembly.CONTACT_WEIGHT] = contact.regularization_weight
+        row[assembly.CONTACT_ROTATION:assembly.CONTACT_ROTATION + 9] = contact.rotation.ravel()
+        row[assembly.CONTACT_POSITION:assembly.CONTACT_POSITION + 3] = contact.position
+        target = contact.regularization_target
+        row[assembly.CONTACT_TARGET:assembly.CONTACT_TARGET + len(target)] = target
+        if contact.kind == "point":
+            row[assembly.CONTACT_OFFSET:assembly.CONTACT_OFFSET + 3] = contact.offset
+
+    @staticmethod
+    def _pack_task(task, frame_index: dict, row: np.ndarray, postures: np.ndarray, posture: int) -> None:
+        """A task's row of the assembly's task table (assembly.TASK_*); a
+        posture's gains and references go to its row `posture` of postures."""
+        kind = _TASK_KINDS[type(task).rows]
+        row[:] = 0.0
+        row[assembly.TASK_KIND], row[assembly.TASK_WEIGHT] = kind, task.weight
+        if kind == assembly.FRAME_TASK:
+            row[assembly.TASK_FRAME] = frame_index[task.frame]
+            row[assembly.TASK_MASK:assembly.TASK_MASK + 6] = task.mask
+            row[assembly.TASK_KP:assembly.TASK_KP + 6] = task.kp
+            row[assembly.TASK_KD:assembly.TASK_KD + 6] = task.kd
+            row[assembly.TASK_ROTATION:assembly.TASK_ROTATION + 9] = task.rotation.ravel()
+            row[assembly.TASK_POSITION:assembly.TASK_POSITION + 3] = task.position
+            row[assembly.TASK_TWIST:assembly.TASK_TWIST + 6] = task.twist
+            row[assembly.TASK_ACCELERATION:assembly.TASK_ACCELERATION + 6] = task.acceleration
+        elif kind == assembly.COM_TASK:
+            row[assembly.TASK_MASK:assembly.TASK_MASK + 3] = task.mask
+            row[assembly.TASK_KP:assembly.TASK_KP + 3] = task.kp
+            row[assembly.TASK_KD:assembly.TASK_KD + 3] = task.kd
+            row[assembly.TASK_POSITION:assembly.TASK_POSITION + 3] = task.position
+            row[assembly.TASK_TWIST:assembly.TASK_TWIST + 3] = task.velocity
+            row[assembly.TASK_ACCELERATION:assembly.TASK_ACCELERATION + 3] = task.acceleration
+        else:
+            row[assembly.TASK_FRAME] = posture  # its row in the posture table
+            postures[posture] = (task.kp, task.kd, task.position, task.velocity, task.acceleration)
 
     def _assemble(self, state, contacts, work, M, h, constant) -> np.ndarray:
         """The QP of the cycle from the tasks' and contacts' rows() (any Task
@@ -441,28 +500,32 @@ class WholeBodyController:
         return work
 
     def _solve(self, work, contacts, state, M, h, Jf) -> ControlResult:
-        qp, nv, nu = work.qp, self.model.nv, self.nu
-        if work.initialized:
-            qp.update(work.H, work.g, work.A, work.b, work.C, work.lower, work.upper, update_preconditioner=True)
+        solver, nv, nu = work.solver, self.model.nv, self.nu
+        n_eq = len(work.b)
+        work.upper_bounds[:n_eq] = work.b
+        if work.initialized:  # warm: from the last cycle's active set
+            status = solver.update(work.H, work.g, work.constraints, work.upper_bounds, work.lower_bounds)
         else:
-            qp.init(work.H, work.g, work.A, work.b, work.C, work.lower, work.upper)
+            status, _ = solver.setup(work.H, work.g, work.constraints, work.upper_bounds, work.lower_bounds,
+                                     work.sense)
             work.initialized = True
-        qp.solve()
-        info = qp.results.info
-        if info.status != _SOLVED:
+        iterations = 0
+        if status >= 0:
+            x, _, status, info = solver.solve()
+            iterations = info["iterations"]
+        if status <= 0:
             for key, kept in list(self._workspaces.items()):  # no warm start from a failed solve
                 if kept is work:
                     del self._workspaces[key]
-            status = str(info.status).rsplit(".", 1)[-1].replace("PROXQP_", "").replace("_", " ").lower()
+            status = _DAQP_FAILURES.get(status, f"DAQP exit flag {status}")
             last = self._last
             message = (f"the QP has no solution ({status}): contacts {', '.join(self.contacts) or 'none'}; "
                        + ("holding the last solved torques" if last else "no solved cycle yet: zero torques"))
             if last is None:
-                return ControlResult(np.zeros(self.na), np.zeros(nv), {}, {}, status, False, info.iter, message)
+                return ControlResult(np.zeros(self.na), np.zeros(nv), {}, {}, status, False, iterations, message)
             return ControlResult(last.tau.copy(), last.a.copy(), dict(last.forces), dict(last.corner_forces),
-                                 status, False, info.iter, message)
-        x = qp.results.x
-        a, f = x[:nv].copy(), x[nv:]
+                                 status, False, iterations, message)
+        a, f = x[:nv], x[nv:]
         tau = M[nu:] @ a + h[nu:] - Jf[:, nu:].T @ f
         forces, corners, column = {}, {}, 0
         for contact in contacts:
@@ -471,5 +534,5 @@ class WholeBodyController:
             if contact.kind == "surface":
                 corners[contact.name] = fc.reshape(4, 3)
             column += contact.size
-        self._last = ControlResult(tau, a, forces, corners, "solved", True, info.iter)
+        self._last = ControlResult(tau, a, forces, corners, "solved", True, iterations)
         return self._last

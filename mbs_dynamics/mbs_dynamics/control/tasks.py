@@ -63,7 +63,21 @@ def rotation_matrix(value, what: str) -> np.ndarray:
     return R
 
 
-class Task:
+class Versioned:
+    """Counts its attribute assignments (`version`): the controller packs a
+    task's or contact's row of the compiled assembly's tables again only
+    when the count moved. Gains, weights and references are assigned (the
+    setters copy what they are given); an array changed in place is not
+    seen."""
+
+    version = 0
+
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+        object.__setattr__(self, "version", self.version + 1)
+
+
+class Task(Versioned):
     """A weighted task: rows(state) -> (A (m, nv), b (m,))."""
 
     name = "task"

@@ -211,18 +211,24 @@ class WholeBodyController:
             raise ValueError(f"no contact '{name}' to remove (contacts: {known})")
         return contact
 
-    def support_polygon(self) -> SupportPolygon | None:
-        """The support polygon of the contacts' held points (support.py);
-        None before the contacts' first cycle or where they span no area."""
+    def support_polygon(self, contacts=None) -> SupportPolygon | None:
+        """The support polygon of the contacts' held points (support.py), of
+        those named in `contacts` if given (all: kept while they and their
+        references are unchanged); None before their first cycle or where they
+        span no area."""
+        if contacts is not None:
+            return self._polygon([self.contacts[name] for name in contacts])
         key = tuple((contact, contact.version) for contact in self.contacts.values())
         if key != self._support[0]:
-            points = held_points(self.contacts.values())
-            try:
-                polygon = None if points is None else SupportPolygon(points, self.model.gravity)
-            except ValueError:
-                polygon = None
-            self._support = (key, polygon)
+            self._support = (key, self._polygon(self.contacts.values()))
         return self._support[1]
+
+    def _polygon(self, contacts) -> SupportPolygon | None:
+        points = held_points(contacts)
+        try:
+            return None if points is None else SupportPolygon(points, self.model.gravity)
+        except ValueError:
+            return None
 
     # ---- one cycle ------------------------------------------------------------
     def state(self, q, v) -> State:

@@ -342,14 +342,30 @@ class WholeBodyControllerNode(RobotNode):
 
     def _on_com_reference(self, message: PointStamped) -> None:
         self._reference("~/com_reference", message, "invalid_com_reference",
-                        lambda: self.com_task.set_reference(vector_values(message.point)))
+                        lambda: self._set_com("~/com_reference", vector_values(message.point), 0.0, 0.0))
 
     def _on_com_setpoint(self, message: MultiDOFJointTrajectory) -> None:
         def apply():
             position, _, twist, acceleration = setpoint(message)
-            self.com_task.set_reference(position, twist[3:], acceleration[3:])
+            self._set_com("~/com_setpoint", position, twist[3:], acceleration[3:])
 
         self._reference("~/com_setpoint", message, "invalid_com_reference", apply)
+
+    def _set_com(self, topic: str, position, velocity, acceleration) -> None:
+        """The CoM reference; one outside the contacts' support polygon cannot be held standing: it is held
+        at the polygon's nearest point, at rest (counted, warned)."""
+        polygon = self.controller.support_polygon()
+        position = np.asarray(position, dtype=float)
+        if polygon is not None and np.all(np.isfinite(position)):
+            nearest, outside = polygon.nearest(position)
+            if outside > 0.0:
+                self.counts["unreachable_com"] += 1
+                self.get_logger().warning(
+                    f"{topic}: {np.round(position, 4).tolist()} is {outside * 1e3:.1f} mm outside the support "
+                    f"polygon of {listed(self._active_contacts())}: held at {np.round(nearest, 4).tolist()} "
+                    f"({self.counts['unreachable_com']} so far)", throttle_duration_sec=WARNING_PERIOD)
+                position, velocity, acceleration = nearest, 0.0, 0.0
+        self.com_task.set_reference(position, velocity, acceleration)
 
     def _on_orientation_reference(self, message: QuaternionStamped) -> None:
         o = message.quaternion
@@ -378,10 +394,12 @@ class WholeBodyControllerNode(RobotNode):
         wanted = list(request.contacts)
         unknown = [name for name in wanted if name not in known]
         repeated = sorted({name for name in wanted if wanted.count(name) > 1})
-        if unknown or repeated:
+        unsupported = None if unknown or repeated else self._unsupported_com(wanted)
+        if unknown or repeated or unsupported:
             response.success = False
             response.message = (f"unknown contacts {listed(unknown)}; the node's contact_frames are {listed(known)}"
-                                if unknown else f"contacts named twice: {listed(repeated)}")
+                                if unknown else f"contacts named twice: {listed(repeated)}" if repeated
+                                else unsupported)
             self.counts["refused_set_contacts"] += 1
             self.get_logger().warning(f"~/set_contacts refused: {response.message}",
                                       throttle_duration_sec=WARNING_PERIOD)
@@ -397,6 +415,21 @@ class WholeBodyControllerNode(RobotNode):
             self.get_logger().info(response.message)
         response.contacts = self._active_contacts()
         return response
+
+    def _unsupported_com(self, wanted: list[str]) -> str | None:
+        """Why releasing contacts to keep only `wanted` would tip the robot (the CoM reference outside their
+        support polygon), or None."""
+        reference = self.com_task.position if self.com_task is not None else None
+        if reference is None or not set(wanted) < set(self.controller.contacts):
+            return None
+        polygon = self.controller.support_polygon(wanted)
+        outside = np.inf if polygon is None else polygon.nearest(reference)[1]
+        if outside == 0.0:
+            return None
+        where = "they span no area" if polygon is None else \
+            f"it is {outside * 1e3:.1f} mm outside their support polygon"
+        return (f"the CoM reference {np.round(reference, 4).tolist()} cannot be held on {listed(wanted)} alone "
+                f"({where}): move it over them first")
 
     def _active_contacts(self) -> list[str]:
         return [name for name in self._names["contact_frames"] if name in self.controller.contacts]

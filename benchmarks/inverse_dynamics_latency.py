@@ -247,7 +247,8 @@ def main():
           f"{diagnostics.get('lost_joint_states', 0)} lost, {diagnostics.get('missed_estimate', '?')} missing by "
           f"the stamps); "
           f"node CPU: {100 * cpu / (sent_seconds + 1.0):.0f} % of one core; node compute per message: "
-          f"mean {diagnostics.get('compute_us_mean', '?')} us, p99 {diagnostics.get('compute_us_p99', '?')} us")
+          f"mean {diagnostics.get('compute_us_mean', diagnostics.get('cycle_us_mean', '?'))} us, "
+          f"p99 {diagnostics.get('compute_us_p99', diagnostics.get('cycle_us_p99', '?'))} us")
 
 
 if __name__ == "__main__":

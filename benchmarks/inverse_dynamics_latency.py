@@ -9,6 +9,9 @@ second, the efforts received in a third.
                        that robot standing on its four feet / two soles, the
                        CoM, base orientation and posture tasks of its default
                        parameters; issue 33's goal p99 < 1 ms / 2 ms)
+        [--queue-depth N]   (the node's input_queue_depth: its joint_states
+                       queue; default the node's own, 1000 for inverse
+                       dynamics, 1 for the controller)
         [--realtime-priority N]   (SCHED_FIFO at N for the node's joint_states
                        thread, the publisher and the receiver, with their Fast
                        DDS threads, as a real-time driver and controller would
@@ -122,6 +125,7 @@ def main():
     parser.add_argument("--contacts", action="store_true")
     parser.add_argument("--controller", choices=("solo12", "talos"), default=None)
     parser.add_argument("--realtime-priority", type=int, default=0)
+    parser.add_argument("--queue-depth", type=int, default=0)
     arguments = parser.parse_args()
     use_private_ros_domain()
 
@@ -155,6 +159,8 @@ def main():
         parameters += ["-p", "contact_frames:=[left_sole_link,right_sole_link]", "-p", "contact_type:=frame"]
     if arguments.realtime_priority:
         parameters += ["-p", f"realtime_priority:={arguments.realtime_priority}"]
+    if arguments.queue_depth:
+        parameters += ["-p", f"input_queue_depth:={arguments.queue_depth}"]
     executable = os.environ.get("MBS_NODE_EXECUTABLE", Path(sys.executable).parent / executable)
     node_process = subprocess.Popen([str(executable), "--ros-args", "-r", f"__node:={NODE}", *parameters],
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

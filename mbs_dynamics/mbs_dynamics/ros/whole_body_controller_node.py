@@ -69,9 +69,11 @@ from mbs_dynamics.ros.whole_body_messages import ContactForceMessages, setpoint,
 from mbs_dynamics_interfaces.msg import Contact, ContactWrenches
 from mbs_dynamics_interfaces.srv import SetContacts
 
-# A controller acts on the newest state: a queue of one, best effort (matches any publisher); the states it
-# skipped while a cycle ran are counted as lost (lost_joint_states, lost_odom).
+# By default a controller acts on the newest state: a joint_states queue of one (input_queue_depth), best effort
+# (matches any publisher); the states a long cycle skipped are counted as lost (lost_joint_states). odom's
+# callback only keeps the newest: its queue drains at once after a stall.
 STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
+ODOM_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
 COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
 CONTACT_TYPES = ("point", "surface")
 FRAME_TASK_TYPES = ("pose", "position")
@@ -100,6 +102,10 @@ class WholeBodyControllerNode(RobotNode):
         ParameterSpec("control_rate", 0.0,
                       "Most control cycles a second, by the joint_states stamps (Hz); 0 = one per joint_states "
                       "message.", bounds=(0.0, 1e5)),
+        ParameterSpec("input_queue_depth", STATE_QOS.depth,
+                      "joint_states messages kept while a cycle runs (best effort, keep last): 1 acts on the "
+                      "newest state, the ones a long cycle skipped lost (counted: lost_joint_states); more "
+                      "answers every state in turn, a backlog's later.", read_only=True, bounds=(1, 100_000)),
         ParameterSpec("state_timeout", 0.05,
                       "A state whose odom is older than this (s) before its joint_states is stale: the last "
                       "torques are held.", bounds=(1e-4, 3600.0)),
@@ -207,9 +213,11 @@ class WholeBodyControllerNode(RobotNode):
         self.efforts_publisher = self.create_publisher(JointState, self.parameter("efforts_topic"), COMMAND_QOS)
         self.forces_publisher = self.create_publisher(ContactWrenches, "~/contact_forces", COMMAND_QOS)
         self.markers_publisher = self.create_publisher(MarkerArray, "~/markers", COMMAND_QOS)
-        self.create_counted_subscription(JointState, "joint_states", self._cycle, STATE_QOS)
+        states = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=self.parameter("input_queue_depth"),
+                            reliability=ReliabilityPolicy.BEST_EFFORT)
+        self.create_counted_subscription(JointState, "joint_states", self._cycle, states)
         if model.floating_base:
-            self.create_counted_subscription(Odometry, "odom", self._on_odometry, STATE_QOS)
+            self.create_counted_subscription(Odometry, "odom", self._on_odometry, ODOM_QOS)
             self.create_subscription(PointStamped, "~/com_reference", self._on_com_reference, COMMAND_QOS)
             self.create_subscription(MultiDOFJointTrajectory, "~/com_setpoint", self._on_com_setpoint, COMMAND_QOS)
             self.create_subscription(QuaternionStamped, "~/base_orientation_reference",

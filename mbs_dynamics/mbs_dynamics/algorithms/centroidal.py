@@ -162,7 +162,7 @@ def _centroidal_momentum_matrix_call(flat, q, A):
 _CENTROIDAL_MOMENTUM = ExactKernel(_centroidal_momentum_call, types.int64, PACKED_FLAT, VECTOR, VECTOR, RESULT)
 _CENTROIDAL_MOMENTUM_MATRIX = ExactKernel(_centroidal_momentum_matrix_call, types.int64, PACKED_FLAT, VECTOR,
                                           RESULT_MATRIX)
-_empty, _exact = np.empty, inputs.exact  # globals, not attributes: 20 ns a call
+_empty, _ndarray, _float64 = np.empty, inputs.NDARRAY, inputs.FLOAT64  # globals, not attributes: 20 ns a call
 
 
 def _momentum(model: Model, q, v) -> np.ndarray:
@@ -198,7 +198,8 @@ def center_of_mass_velocity(model: Model, q, v) -> np.ndarray:
 def centroidal_momentum(model: Model, q, v) -> np.ndarray:
     """h_G = [k_G; l] (6,): angular momentum about the CoM and linear momentum,
     world-aligned axes. q, v may carry a leading batch dimension."""
-    if _exact(q) and _exact(v):
+    if type(q) is _ndarray and type(v) is _ndarray and q.ndim == 1 and v.ndim == 1 and q.dtype is _float64 \
+            and v.dtype is _float64:  # inputs.exact(q) and inputs.exact(v)
         h = _empty(6)
         if not _CENTROIDAL_MOMENTUM.entry(model.packed_flat, q, v, h):
             return h
@@ -235,8 +236,8 @@ def potential_energy(model: Model, q):
 
 def centroidal_momentum_matrix(model: Model, q) -> np.ndarray:
     """A_G (6, nv) with h_G = A_G v."""
-    if _exact(q):
-        A = _empty((6, model.nv))
+    if type(q) is _ndarray and q.ndim == 1 and q.dtype is _float64:  # inputs.exact(q)
+        A = _empty(model.jacobian_shape)
         if not _CENTROIDAL_MOMENTUM_MATRIX.entry(model.packed_flat, q, A):
             return A
     q = inputs.shaped(model, q, model.nq, "q", batch=False)

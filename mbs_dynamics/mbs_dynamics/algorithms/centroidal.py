@@ -114,7 +114,7 @@ def momentum_matrix_kernel(packed, q, A, com, buffer):
     parent, v_start, nv_joint = model.parent, model.v_start, model.nv_joint
     n = parent.shape[0]
     composite = composite_momenta(packed, q, buffer)
-    mass_c, first_moment_c, F = composite.mass_c, composite.first_moment_c, composite.F
+    mass_c, first_moment_c = composite.mass_c, composite.first_moment_c
     total_mass = 0.0
     com[0] = com[1] = com[2] = 0.0
     for i in range(n):
@@ -126,10 +126,10 @@ def momentum_matrix_kernel(packed, q, A, com, buffer):
     com[0], com[1], com[2] = c0, c1, c2
     for i in range(n):
         for k in range(nv_joint[i]):
-            composite_momentum(composite, i, k)
+            f0, f1, f2, f3, f4, f5 = composite_momentum(composite, i, k)
             j = v_start[i] + k
-            A[0, j], A[1, j], A[2, j] = moment_about(c0, c1, c2, F[k, 0], F[k, 1], F[k, 2], F[k, 3], F[k, 4], F[k, 5])
-            A[3, j], A[4, j], A[5, j] = F[k, 3], F[k, 4], F[k, 5]
+            A[0, j], A[1, j], A[2, j] = moment_about(c0, c1, c2, f0, f1, f2, f3, f4, f5)
+            A[3, j], A[4, j], A[5, j] = f3, f4, f5
     return 0 if all_finite(A) and all_finite(com) else NONFINITE_RESULT
 
 

@@ -18,7 +18,7 @@ from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RE
     ExactKernel, all_finite, invalid, vectors_fit
 from mbs_dynamics.multibody.joints import body_velocity, forward_pass
 from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
-from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
+from mbs_dynamics.multibody.workspace import call_scratch, kinematic_views, new_scratch, scratch, take
 from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import force_to_parent, inertia_times, rotate, row, store
 
@@ -140,7 +140,7 @@ def _centroidal_momentum_call(flat, q, v, h):
     packed = unflatten(flat)
     if not vectors_fit(packed[1], q, v, v):
         return INVALID_INPUT
-    buffer = new_scratch(body_count(packed))
+    buffer = call_scratch(body_count(packed))
     out, _ = take(buffer, buffer.shape[0] - 10, (10,))  # past the kernel's layout
     status = momentum_kernel(packed, q, v, out, buffer)
     h[:] = out[:6]
@@ -154,7 +154,7 @@ def _centroidal_momentum_matrix_call(flat, q, A):
     packed = unflatten(flat)
     if not vectors_fit(packed[1], q, A[0], A[0]):
         return INVALID_INPUT
-    buffer = new_scratch(body_count(packed))
+    buffer = call_scratch(body_count(packed))
     com, _ = take(buffer, buffer.shape[0] - 3, (3,))  # past the kernel's layout
     return momentum_matrix_kernel(packed, q, A, com, buffer)
 

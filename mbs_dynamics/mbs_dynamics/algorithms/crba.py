@@ -19,7 +19,7 @@ from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RE
     all_finite, invalid, vectors_fit
 from mbs_dynamics.multibody.joints import joint_placement, motion_subspace, world_subspace
 from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
-from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
+from mbs_dynamics.multibody.workspace import call_scratch, kinematic_views, new_scratch, scratch, take
 from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import inertia_times, row
 
@@ -208,7 +208,7 @@ def _mass_matrix_call(flat, q, M):
     packed = unflatten(flat)
     if not (vectors_fit(packed[1], q, M[0], M[0]) and M.shape[0] == M.shape[1]):
         return INVALID_INPUT
-    return crba_kernel(packed, q, M, new_scratch(body_count(packed)))
+    return crba_kernel(packed, q, M, call_scratch(body_count(packed)))
 
 
 _MASS_MATRIX = ExactKernel(_mass_matrix_call, types.int64, PACKED_FLAT, VECTOR, RESULT_MATRIX)

@@ -13,7 +13,7 @@ from mbs_dynamics.multibody.joints import body_acceleration, body_jerk, body_vel
     motion_subspace, world_column, world_subspace
 from mbs_dynamics.multibody.model import Model, body_count, frame_count, frame_placement, unflatten, \
     unpack_model
-from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
+from mbs_dynamics.multibody.workspace import call_scratch, kinematic_views, scratch, take
 from mbs_dynamics.spatial.algebra import cross, motion_cross, rotate, rotate_back
 from mbs_dynamics.spatial.lie import pose
 
@@ -257,7 +257,7 @@ def _frame_jacobian_call(flat, q, frame, representation, J):
             and 0 <= representation < len(REPRESENTATIONS)):
         return INVALID_INPUT
     return frame_jacobian_kernel(packed, q, frame_placement(flat, frame), representation, J,
-                                 new_scratch(body_count(packed)))
+                                 call_scratch(body_count(packed)))
 
 
 _FRAME_JACOBIAN = ExactKernel(_frame_jacobian_call, types.int64, PACKED_FLAT, VECTOR, types.int64, types.int64,

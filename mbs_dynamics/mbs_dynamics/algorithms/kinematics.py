@@ -229,6 +229,10 @@ def frame_jacobian_kernel(packed, q, placement, representation, J, buffer):
     converted, o = take(buffer, o, (J.shape[1],))  # a column two bodies move (a mimic's) turned once
     converted[:] = 0.0
     o0, o1, o2 = origin[0], origin[1], origin[2]
+    # the frame's axes as scalars, kept in registers across the stores to J
+    f00, f01, f02, f10, f11, f12 = frame_R[0, 0], frame_R[0, 1], frame_R[0, 2], frame_R[1, 0], frame_R[1, 1], \
+        frame_R[1, 2]
+    f20, f21, f22 = frame_R[2, 0], frame_R[2, 1], frame_R[2, 2]
     for d in range(depth):
         j = int(path[d])
         for c in range(model.v_start[j], model.v_start[j] + model.nv_joint[j]):
@@ -241,10 +245,11 @@ def frame_jacobian_kernel(packed, q, placement, representation, J, buffer):
                 J[4, c] += o2 * w0 - o0 * w2
                 J[5, c] += o0 * w1 - o1 * w0
                 continue
-            for start in range(0, 6 if representation == 0 else 3, 3):  # body, mixed: frame axes
+            for start in range(0, 6 if representation == 0 else 3, 3):  # body, mixed: frame axes, R^T x
                 x0, x1, x2 = J[start, c], J[start + 1, c], J[start + 2, c]
-                for r in range(3):
-                    J[start + r, c] = frame_R[0, r] * x0 + frame_R[1, r] * x1 + frame_R[2, r] * x2
+                J[start, c] = f00 * x0 + f10 * x1 + f20 * x2
+                J[start + 1, c] = f01 * x0 + f11 * x1 + f21 * x2
+                J[start + 2, c] = f02 * x0 + f12 * x1 + f22 * x2
     return 0 if all_finite(J) else NONFINITE_RESULT
 
 

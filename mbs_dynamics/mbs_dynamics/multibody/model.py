@@ -356,8 +356,9 @@ class _Builder:
     def _pack(self):
         """What the compiled recursions read, copied into one float and one int
         array (model.packed; a kernel call then unboxes two arrays, not fifteen)
-        by their one layout, model_arrays: each field filled by name. Both
-        copies are read-only."""
+        by their one layout, model_arrays: each field filled by name; and
+        both, with the frames' placements (frame_placement), into one int
+        array (model.packed_flat, for the per-call paths). All read-only."""
         model = self.model
         dimensions = (model.nbodies, len(model.quaternion_starts), model.nv)
         float_size, int_size = packed_sizes(*dimensions)

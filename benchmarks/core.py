@@ -3,6 +3,10 @@
 one process on the same robots and states (DESIGN.md §6).
 
     .venv/bin/python benchmarks/core.py [--robots ur5,panda,solo12,talos] [--calls 500]
+                                        [--functions mass_matrix,frame_jacobian,...]
+
+--functions times only the per-call rows whose function names start with
+one of the given names, and no batches.
 
 Prints, per robot and function, microseconds per call from Python (the best
 of several repeats) and the ratio ours / Pinocchio; inverse dynamics also in
@@ -89,6 +93,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--robots", default=",".join(ROBOTS))
     parser.add_argument("--calls", type=int, default=500)
+    parser.add_argument("--functions", default=None,
+                        help="only the per-call rows starting with these names (comma-separated), no batches")
     arguments = parser.parse_args()
     rng = np.random.default_rng(0)
     print(f"numpy {np.__version__}, pinocchio {pin.__version__}, mbs_dynamics {mbs.__version__}, "
@@ -96,7 +102,8 @@ def main():
     print(f"{mbs.parallel.available_cores()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{'robot':8} {'nv':>3} {'function':28} {'ours us':>9} {'pin us':>8} {'ratio':>6}")
     for name in arguments.robots.split(","):
-        benchmark_robot(name, arguments.calls, rng)
+        benchmark_robot(name, arguments.calls, rng, None if arguments.functions is None
+                        else tuple(arguments.functions.split(",")))
 
 
 def load(name: str):
@@ -109,7 +116,9 @@ def load(name: str):
     return model, pin_model, pin_model.createData()
 
 
-def benchmark_robot(name: str, calls: int, rng) -> None:
+def benchmark_robot(name: str, calls: int, rng, functions: tuple[str, ...] | None = None) -> None:
+    """The per-call rows of robot `name` (those starting with one of `functions`,
+    when given: then no batches) and its batches."""
     model, pin_model, data = load(name)
     frame = ROBOTS[name][2]
     frame_id = pin_model.getFrameId(frame)
@@ -147,6 +156,8 @@ def benchmark_robot(name: str, calls: int, rng) -> None:
         tc = rng.normal(size=coupled.nv)
         cases.append(("forward_dynamics mimic", lambda: mbs.forward_dynamics(coupled, qc, vc, tc),
                       lambda: pin.aba(pin_model, data, qp, vp, ap)))
+    if functions is not None:
+        cases = [case for case in cases if case[0].startswith(functions)]
     forms = {}
     for function, ours, theirs in cases:
         ours()
@@ -154,6 +165,8 @@ def benchmark_robot(name: str, calls: int, rng) -> None:
         print(f"{name:8} {model.nv:3d} {function:28} {ours_us:9.2f} {theirs_us:8.2f} {ours_us / theirs_us:6.2f}")
         if function.startswith("inverse_dynamics "):
             forms[function.split()[1]] = ours_us
+    if functions is not None:
+        return
     fastest = min(forms, key=forms.get)
     print(f"{name:8} {model.nv:3d} fastest RNEA form: {fastest} "
           f"(default: {DEFAULT_RNEA_REPRESENTATION}; "

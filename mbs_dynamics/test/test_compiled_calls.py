@@ -9,6 +9,7 @@ from numba.core.dispatcher import Dispatcher
 
 from mbs_dynamics import compiled_calls
 from mbs_dynamics.inputs import RESULT, VECTOR, ExactKernel, exact, unit_stride
+from mbs_dynamics.multibody.workspace import FLOATS_FIXED, FLOATS_PER_BODY, STACK_SCRATCH_FLOATS, call_scratch
 
 
 def _total(x, out):
@@ -98,3 +99,23 @@ def test_a_compiled_entry_is_the_compiled_function_without_type_resolution():
     # types it has not compiled: the dispatcher itself, which compiles or refuses them
     assert compiled_calls.compiled_entry(dispatcher, (1.0, out)) is dispatcher
     assert compiled_calls.compiled_entry(print, arguments) is print
+
+
+
+@njit
+def _fill_scratch(nbodies, value):
+    """A call_scratch buffer filled with value, read back: its size * 1000 + the mean."""
+    buffer = call_scratch(nbodies)
+    buffer[:] = value
+    return buffer.shape[0] * 1000.0 + buffer.sum() / buffer.shape[0]
+
+
+def test_a_calls_scratch_is_on_the_stack_when_small_and_on_the_heap_otherwise():
+    """call_scratch has new_scratch's size on either side of STACK_SCRATCH_FLOATS,
+    writable all through, a fresh buffer each call."""
+    small, large = 2, STACK_SCRATCH_FLOATS // FLOATS_PER_BODY + 1
+    assert small * FLOATS_PER_BODY + FLOATS_FIXED <= STACK_SCRATCH_FLOATS < large * FLOATS_PER_BODY + FLOATS_FIXED
+    for nbodies in (small, large):
+        size = nbodies * FLOATS_PER_BODY + FLOATS_FIXED
+        for value in (1.0, 2.5):
+            assert _fill_scratch(nbodies, value) == size * 1000.0 + value

@@ -252,6 +252,45 @@ def test_results_do_not_alias_scratch_arrays():
     np.testing.assert_array_equal(tau, saved)
 
 
+READ_ONLY_CALLS = {  # every public function of one state, its vector arguments by what they are
+    "mass_matrix": lambda model, q, v: mbs.mass_matrix(model, q),
+    "inverse_dynamics": lambda model, q, v: mbs.inverse_dynamics(model, q, v, v),
+    "forward_dynamics": lambda model, q, v: mbs.forward_dynamics(model, q, v, v),
+    "nonlinear_effects": lambda model, q, v: mbs.nonlinear_effects(model, q, v),
+    "gravity_torques": lambda model, q, v: mbs.gravity_torques(model, q),
+    "center_of_mass": lambda model, q, v: mbs.center_of_mass(model, q),
+    "center_of_mass_velocity": lambda model, q, v: mbs.center_of_mass_velocity(model, q, v),
+    "centroidal_momentum": lambda model, q, v: mbs.centroidal_momentum(model, q, v),
+    "centroidal_state": lambda model, q, v: np.concatenate(mbs.centroidal_state(model, q, v)),
+    "centroidal_momentum_matrix": lambda model, q, v: mbs.centroidal_momentum_matrix(model, q),
+    "kinetic_energy": lambda model, q, v: mbs.kinetic_energy(model, q, v),
+    "potential_energy": lambda model, q, v: mbs.potential_energy(model, q),
+    "body_poses": lambda model, q, v: mbs.body_poses(model, q)[1],
+    "frame_pose": lambda model, q, v: mbs.frame_pose(model, q, "FL_FOOT"),
+    "frame_jacobian": lambda model, q, v: mbs.frame_jacobian(model, q, "FL_FOOT", "hybrid"),
+    "frame_velocity": lambda model, q, v: mbs.frame_velocity(model, q, v, "FL_FOOT"),
+}
+
+
+@pytest.mark.parametrize("function", sorted(READ_ONLY_CALLS))
+def test_read_only_inputs_alone_or_beside_writable_ones(function):
+    """A read-only q or v (a recording's, a frozen buffer's) gives the numbers
+    writable ones give, also beside a writable vector: center_of_mass pairs
+    the user's q with a zero v of its own, and a kernel's check of its inputs
+    once failed to compile for the pair (numba TypingError)."""
+    model = mbs.Model.from_urdf_file(robot_path("solo12"), floating_base=True)
+    rng = np.random.default_rng(31)
+    q = model.neutral_configuration() + np.r_[rng.normal(size=3), 0, 0, 0, 0, rng.uniform(-1, 1, model.nq - 7)]
+    v = rng.normal(size=model.nv)
+    readonly_q, readonly_v = q.copy(), v.copy()
+    readonly_q.setflags(write=False)
+    readonly_v.setflags(write=False)
+    call = READ_ONLY_CALLS[function]
+    expected = call(model, q, v)
+    for other_q, other_v in [(readonly_q, v), (q, readonly_v), (readonly_q, readonly_v)]:
+        np.testing.assert_array_equal(call(model, other_q, other_v), expected)
+
+
 @pytest.mark.parametrize("batch", [False, True])
 def test_invalid_values_are_reported_by_every_algorithm(batch):
     model = mbs.Model.from_urdf_file(mbs.bundled_robot("quadruped"), floating_base=True)

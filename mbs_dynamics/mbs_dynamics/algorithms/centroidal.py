@@ -18,7 +18,7 @@ from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RE
     ExactKernel, all_finite, invalid, vectors_fit
 from mbs_dynamics.multibody.joints import body_velocity, forward_pass
 from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
-from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
+from mbs_dynamics.multibody.workspace import call_scratch, kinematic_views, new_scratch, scratch, take
 from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import force_to_parent, inertia_times, rotate, row, store
 
@@ -114,7 +114,7 @@ def momentum_matrix_kernel(packed, q, A, com, buffer):
     parent, v_start, nv_joint = model.parent, model.v_start, model.nv_joint
     n = parent.shape[0]
     composite = composite_momenta(packed, q, buffer)
-    mass_c, first_moment_c, F = composite.mass_c, composite.first_moment_c, composite.F
+    mass_c, first_moment_c = composite.mass_c, composite.first_moment_c
     total_mass = 0.0
     com[0] = com[1] = com[2] = 0.0
     for i in range(n):
@@ -126,10 +126,10 @@ def momentum_matrix_kernel(packed, q, A, com, buffer):
     com[0], com[1], com[2] = c0, c1, c2
     for i in range(n):
         for k in range(nv_joint[i]):
-            composite_momentum(composite, i, k)
+            f0, f1, f2, f3, f4, f5 = composite_momentum(composite, i, k)
             j = v_start[i] + k
-            A[0, j], A[1, j], A[2, j] = moment_about(c0, c1, c2, F[k, 0], F[k, 1], F[k, 2], F[k, 3], F[k, 4], F[k, 5])
-            A[3, j], A[4, j], A[5, j] = F[k, 3], F[k, 4], F[k, 5]
+            A[0, j], A[1, j], A[2, j] = moment_about(c0, c1, c2, f0, f1, f2, f3, f4, f5)
+            A[3, j], A[4, j], A[5, j] = f3, f4, f5
     return 0 if all_finite(A) and all_finite(com) else NONFINITE_RESULT
 
 
@@ -140,7 +140,7 @@ def _centroidal_momentum_call(flat, q, v, h):
     packed = unflatten(flat)
     if not vectors_fit(packed[1], q, v, v):
         return INVALID_INPUT
-    buffer = new_scratch(body_count(packed))
+    buffer = call_scratch(body_count(packed))
     out, _ = take(buffer, buffer.shape[0] - 10, (10,))  # past the kernel's layout
     status = momentum_kernel(packed, q, v, out, buffer)
     h[:] = out[:6]
@@ -154,7 +154,7 @@ def _centroidal_momentum_matrix_call(flat, q, A):
     packed = unflatten(flat)
     if not vectors_fit(packed[1], q, A[0], A[0]):
         return INVALID_INPUT
-    buffer = new_scratch(body_count(packed))
+    buffer = call_scratch(body_count(packed))
     com, _ = take(buffer, buffer.shape[0] - 3, (3,))  # past the kernel's layout
     return momentum_matrix_kernel(packed, q, A, com, buffer)
 
@@ -162,7 +162,7 @@ def _centroidal_momentum_matrix_call(flat, q, A):
 _CENTROIDAL_MOMENTUM = ExactKernel(_centroidal_momentum_call, types.int64, PACKED_FLAT, VECTOR, VECTOR, RESULT)
 _CENTROIDAL_MOMENTUM_MATRIX = ExactKernel(_centroidal_momentum_matrix_call, types.int64, PACKED_FLAT, VECTOR,
                                           RESULT_MATRIX)
-_empty, _exact = np.empty, inputs.exact  # globals, not attributes: 20 ns a call
+_empty, _ndarray, _float64 = np.empty, inputs.NDARRAY, inputs.FLOAT64  # globals, not attributes: 20 ns a call
 
 
 def _momentum(model: Model, q, v) -> np.ndarray:
@@ -198,7 +198,8 @@ def center_of_mass_velocity(model: Model, q, v) -> np.ndarray:
 def centroidal_momentum(model: Model, q, v) -> np.ndarray:
     """h_G = [k_G; l] (6,): angular momentum about the CoM and linear momentum,
     world-aligned axes. q, v may carry a leading batch dimension."""
-    if _exact(q) and _exact(v):
+    if type(q) is _ndarray and type(v) is _ndarray and q.ndim == 1 and v.ndim == 1 and q.dtype is _float64 \
+            and v.dtype is _float64:  # inputs.exact(q) and inputs.exact(v)
         h = _empty(6)
         if not _CENTROIDAL_MOMENTUM.entry(model.packed_flat, q, v, h):
             return h
@@ -235,8 +236,8 @@ def potential_energy(model: Model, q):
 
 def centroidal_momentum_matrix(model: Model, q) -> np.ndarray:
     """A_G (6, nv) with h_G = A_G v."""
-    if _exact(q):
-        A = _empty((6, model.nv))
+    if type(q) is _ndarray and q.ndim == 1 and q.dtype is _float64:  # inputs.exact(q)
+        A = _empty(model.jacobian_shape)
         if not _CENTROIDAL_MOMENTUM_MATRIX.entry(model.packed_flat, q, A):
             return A
     q = inputs.shaped(model, q, model.nq, "q", batch=False)

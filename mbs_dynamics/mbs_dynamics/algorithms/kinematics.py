@@ -11,8 +11,9 @@ from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RE
     all_finite, invalid, vectors_fit
 from mbs_dynamics.multibody.joints import body_acceleration, body_jerk, body_velocity, forward_pass, joint_placement, \
     motion_subspace, world_column, world_subspace
-from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
-from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, take
+from mbs_dynamics.multibody.model import Model, body_count, frame_count, frame_placement, unflatten, \
+    unpack_model
+from mbs_dynamics.multibody.workspace import call_scratch, kinematic_views, scratch, take
 from mbs_dynamics.spatial.algebra import cross, motion_cross, rotate, rotate_back
 from mbs_dynamics.spatial.lie import pose
 
@@ -184,20 +185,21 @@ def frames_motion(model: Model, q, v, frames: tuple):
 
 
 @njit(cache=True)
-def frame_jacobian_kernel(packed, q, target, J, buffer):
-    """J (6, nv): the Jacobian of a frame fixed in a body, target = [body, its
-    rotation (9, by rows) and origin (3) in the body, the representation's
-    number in REPRESENTATIONS] (frame_target): the hybrid Jacobian of the
-    origin o (add_point_jacobian), then in spatial its linear rows plus o x w,
-    in body and mixed the angular rows (and in body the linear ones) turned
-    into frame axes. Only the bodies on the body's path to the root are
-    placed (as body_poses_kernel places them): a foot of TALOS is 7 of its 38.
-    Body -1 (fixed to the world): zero. Returns the status of rnea_kernel."""
+def frame_jacobian_kernel(packed, q, placement, representation, J, buffer):
+    """J (6, nv): the Jacobian of a frame fixed in a body, placement = [body,
+    its rotation (9, by rows) and origin (3) in the body] (model.frame_placement),
+    in REPRESENTATIONS[representation]: the hybrid Jacobian of the origin o
+    (add_point_jacobian), then in spatial its linear rows plus o x w, in body
+    and mixed the angular rows (and in body the linear ones) turned into frame
+    axes, column by column along the body's path to the root (the other
+    columns stay zero). Only the bodies on the path are placed (as
+    body_poses_kernel places them): a foot of TALOS is 7 of its 38. Body -1
+    (fixed to the world): zero. Returns the status of rnea_kernel."""
     model = unpack_model(packed)
     if invalid(model, q, q[:0], q[:0]):
         return INVALID_INPUT
     J[:] = 0.0
-    body, representation = int(target[0]), int(target[13])
+    body = int(placement[0])
     if body < 0:
         return 0
     kinematics, o = kinematic_views(buffer, model.parent.shape[0])
@@ -216,52 +218,57 @@ def frame_jacobian_kernel(packed, q, target, J, buffer):
         motion_subspace(model, i, q, S)
         place_in_world(i, model.parent[i], R, p, body_R, body_p)
     Rb = body_R[body]
-    for r in range(3):
+    for r in range(3):  # the frame's axes and origin o in the world
         for c in range(3):
-            frame_R[r, c] = Rb[r, 0] * target[1 + c] + Rb[r, 1] * target[4 + c] + Rb[r, 2] * target[7 + c]
-        origin[r] = body_p[body, r] + Rb[r, 0] * target[10] + Rb[r, 1] * target[11] + Rb[r, 2] * target[12]
+            frame_R[r, c] = Rb[r, 0] * placement[1 + c] + Rb[r, 1] * placement[4 + c] + Rb[r, 2] * placement[7 + c]
+        origin[r] = body_p[body, r] + Rb[r, 0] * placement[10] + Rb[r, 1] * placement[11] \
+            + Rb[r, 2] * placement[12]
     add_point_jacobian(model, S, body_R, body_p, body, origin, J)
-    if representation == 1:  # the body point at the world origin: do/dt + o x w
-        o0, o1, o2 = origin[0], origin[1], origin[2]
-        for c in range(J.shape[1]):
-            w0, w1, w2 = J[0, c], J[1, c], J[2, c]
-            J[3, c] += o1 * w2 - o2 * w1
-            J[4, c] += o2 * w0 - o0 * w2
-            J[5, c] += o0 * w1 - o1 * w0
-    elif representation != 2:
-        rows = 6 if representation == 0 else 3
-        for c in range(J.shape[1]):
-            for start in range(0, rows, 3):
+    if representation == 2:
+        return 0 if all_finite(J) else NONFINITE_RESULT
+    converted, o = take(buffer, o, (J.shape[1],))  # a column two bodies move (a mimic's) turned once
+    converted[:] = 0.0
+    o0, o1, o2 = origin[0], origin[1], origin[2]
+    # the frame's axes as scalars, kept in registers across the stores to J
+    f00, f01, f02, f10, f11, f12 = frame_R[0, 0], frame_R[0, 1], frame_R[0, 2], frame_R[1, 0], frame_R[1, 1], \
+        frame_R[1, 2]
+    f20, f21, f22 = frame_R[2, 0], frame_R[2, 1], frame_R[2, 2]
+    for d in range(depth):
+        j = int(path[d])
+        for c in range(model.v_start[j], model.v_start[j] + model.nv_joint[j]):
+            if converted[c]:
+                continue
+            converted[c] = 1.0
+            if representation == 1:  # the body point at the world origin: do/dt + o x w
+                w0, w1, w2 = J[0, c], J[1, c], J[2, c]
+                J[3, c] += o1 * w2 - o2 * w1
+                J[4, c] += o2 * w0 - o0 * w2
+                J[5, c] += o0 * w1 - o1 * w0
+                continue
+            for start in range(0, 6 if representation == 0 else 3, 3):  # body, mixed: frame axes, R^T x
                 x0, x1, x2 = J[start, c], J[start + 1, c], J[start + 2, c]
-                for r in range(3):
-                    J[start + r, c] = frame_R[0, r] * x0 + frame_R[1, r] * x1 + frame_R[2, r] * x2
+                J[start, c] = f00 * x0 + f10 * x1 + f20 * x2
+                J[start + 1, c] = f01 * x0 + f11 * x1 + f21 * x2
+                J[start + 2, c] = f02 * x0 + f12 * x1 + f22 * x2
     return 0 if all_finite(J) else NONFINITE_RESULT
 
 
-def _frame_jacobian_call(flat, q, target, J):
-    """frame_jacobian_kernel on model.packed_flat and a scratch buffer of its
-    own: frame_jacobian's path (inputs.ExactKernel). A wrong length: INVALID_INPUT."""
+def _frame_jacobian_call(flat, q, frame, representation, J):
+    """frame_jacobian_kernel of frame number `frame` (model.frame_numbers) on
+    model.packed_flat and a scratch buffer of its own: frame_jacobian's path
+    (inputs.ExactKernel). A wrong length or number: INVALID_INPUT."""
     packed = unflatten(flat)
-    if not vectors_fit(packed[1], q, J[0], J[0]):
+    if not (vectors_fit(packed[1], q, J[0], J[0]) and 0 <= frame < frame_count(flat)
+            and 0 <= representation < len(REPRESENTATIONS)):
         return INVALID_INPUT
-    return frame_jacobian_kernel(packed, q, target, J, new_scratch(body_count(packed)))
+    return frame_jacobian_kernel(packed, q, frame_placement(flat, frame), representation, J,
+                                 call_scratch(body_count(packed)))
 
 
-_FRAME_JACOBIAN = ExactKernel(_frame_jacobian_call, types.int64, PACKED_FLAT, VECTOR, VECTOR, RESULT_MATRIX)
-_empty, _exact = np.empty, inputs.exact  # globals, not attributes: 20 ns a call
-
-
-@lru_cache(maxsize=256)
-def frame_target(model: Model, frame: str, representation: str) -> np.ndarray:
-    """frame_jacobian_kernel's target: [body, rotation in the body (9), origin
-    in the body (3), representation number]. Unknown names raise ValueError."""
-    if representation not in REPRESENTATIONS:
-        raise ValueError(f"representation must be one of {', '.join(REPRESENTATIONS)}, got {representation!r}")
-    placement = model.frame(frame)
-    target = np.concatenate(([placement.body], placement.rotation.ravel(), placement.translation,
-                             [REPRESENTATIONS.index(representation)])).astype(np.float64)
-    target.setflags(write=False)
-    return target
+_FRAME_JACOBIAN = ExactKernel(_frame_jacobian_call, types.int64, PACKED_FLAT, VECTOR, types.int64, types.int64,
+                              RESULT_MATRIX)
+_REPRESENTATION_NUMBERS = {name: k for k, name in enumerate(REPRESENTATIONS)}  # frame_jacobian_kernel's
+_empty, _ndarray, _float64 = np.empty, inputs.NDARRAY, inputs.FLOAT64  # globals, not attributes: 20 ns a call
 
 
 def frame_jacobian(model: Model, q, frame: str, representation: str = "body") -> np.ndarray:
@@ -272,18 +279,19 @@ def frame_jacobian(model: Model, q, frame: str, representation: str = "body") ->
     hybrid   [w; dr/dt]  world axes, velocity of the frame origin
     mixed    [w_b; dr/dt] angular in frame axes, linear = velocity of the frame origin in world axes
     """
-    J = _empty((6, model.nv))
-    if _exact(q):
+    J = _empty(model.jacobian_shape)
+    if type(q) is _ndarray and q.ndim == 1 and q.dtype is _float64:  # inputs.exact(q)
         try:
-            if not _FRAME_JACOBIAN.entry(model.packed_flat, q, frame_target(model, frame, representation), J):
+            if not _FRAME_JACOBIAN.entry(model.packed_flat, q, model.frame_numbers[frame],
+                                         _REPRESENTATION_NUMBERS[representation], J):
                 return J
-        except TypeError:  # a name not hashable: checked below
+        except (KeyError, TypeError):  # an unknown or unhashable name: explained below
             pass
     if representation not in REPRESENTATIONS:
         raise ValueError(f"representation must be one of {', '.join(REPRESENTATIONS)}, got {representation!r}")
-    target = frame_target(model, frame, representation)
-    q = inputs.configuration(model, q, batch=False)
-    status = _FRAME_JACOBIAN.entry(model.packed_flat, q, target, J)  # q: one dimension, float64, contiguous
+    frame_number = model.frame_numbers[model.frame(frame).name]
+    q = inputs.configuration(model, q, batch=False)  # one dimension, float64, contiguous: for the entry
+    status = _FRAME_JACOBIAN.entry(model.packed_flat, q, frame_number, REPRESENTATIONS.index(representation), J)
     if status:
         inputs.refuse(model, status, f"the {representation} Jacobian of frame '{frame}'", q)
     return J

@@ -30,7 +30,8 @@ k - 1 when mimic couplings put nonzeros elsewhere.
 
 The kernels receive them packed into two arrays, model.packed, and read them
 by name (ModelArrays, unpack_model); the functions' fast paths from Python,
-in one (model.packed_flat, unflatten).
+in one (model.packed_flat, unflatten), which also carries every named
+frame's placement in its body (frame_placement, by model.frame_numbers).
 """
 from __future__ import annotations
 
@@ -276,6 +277,8 @@ class _Builder:
             q_start[body], v_start[body] = q_start[by_name[master]], v_start[by_name[master]]
             coupling[body] = (multiplier, offset)
         model.nq, model.nv = nq, nv
+        # the shapes of M and of a Jacobian or A_G: the per-call functions' results (a tuple made per call: 40 ns)
+        model.mass_matrix_shape, model.jacobian_shape = (nv, nv), (6, nv)
         model.q_start, model.v_start, model.coupling = q_start, v_start, coupling
         model._coupled = frozenset(coupled)
         model.joint_names = tuple(model.joint_names)
@@ -353,8 +356,9 @@ class _Builder:
     def _pack(self):
         """What the compiled recursions read, copied into one float and one int
         array (model.packed; a kernel call then unboxes two arrays, not fifteen)
-        by their one layout, model_arrays: each field filled by name. Both
-        copies are read-only."""
+        by their one layout, model_arrays: each field filled by name; and
+        both, with the frames' placements (frame_placement), into one int
+        array (model.packed_flat, for the per-call paths). All read-only."""
         model = self.model
         dimensions = (model.nbodies, len(model.quaternion_starts), model.nv)
         float_size, int_size = packed_sizes(*dimensions)
@@ -366,12 +370,17 @@ class _Builder:
         floats.setflags(write=False)
         ints.setflags(write=False)
         model.packed = (floats, ints)
-        flat = np.empty(2 + int_size + float_size, dtype=np.int64)  # one argument to unbox, not two
+        frames = list(model.frames.values())
+        flat = np.empty(2 + int_size + float_size + FRAME_FLOATS * len(frames), dtype=np.int64)  # one argument
         flat[:2] = int_size, float_size
         flat[2:2 + int_size] = ints
-        flat[2 + int_size:].view(np.float64)[:] = floats
+        flat[2 + int_size:2 + int_size + float_size].view(np.float64)[:] = floats
+        placements = flat[2 + int_size + float_size:].view(np.float64).reshape(len(frames), FRAME_FLOATS)
+        for k, frame in enumerate(frames):
+            placements[k] = (frame.body, *frame.rotation.ravel(), *frame.translation)
         flat.setflags(write=False)
         model.packed_flat = flat
+        model.frame_numbers = {frame.name: k for k, frame in enumerate(frames)}  # for frame_placement
 
     def _armature(self, coupled):
         """model.armature (nv,): the reflected rotor inertia on each coordinate (RNEA,
@@ -492,6 +501,24 @@ def unflatten(flat):
     int_size, float_size = flat[0], flat[1]
     ints, _ = take(flat, 2, (int_size,))
     return readonly(float_view(flat, 2 + int_size, float_size)), readonly(ints)
+
+
+# A frame's placement in model.packed_flat: [body (-1: the world), rotation in
+# the body (9, by rows), origin in the body (3)], after the floats.
+FRAME_FLOATS = 13
+
+
+@njit(cache=True, inline="always")
+def frame_count(flat):
+    """The number of frames whose placements model.packed_flat carries."""
+    return (flat.shape[0] - 2 - flat[0] - flat[1]) // FRAME_FLOATS
+
+
+@njit(cache=True, inline="always")
+def frame_placement(flat, frame):
+    """The placement of frame number `frame` (model.frame_numbers; in
+    range(frame_count(flat))) in model.packed_flat, FRAME_FLOATS numbers."""
+    return float_view(flat, 2 + flat[0] + flat[1] + FRAME_FLOATS * frame, FRAME_FLOATS)
 
 
 @njit(cache=True, inline="always")

@@ -23,14 +23,13 @@ recorded, its later rows holding the state it stopped at; the others go on.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 from numba import njit
 
-from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_MATRIX
+from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_MATRIX, finite_vector
 from mbs_dynamics.multibody.model import Model
 from mbs_dynamics.parallel import get_num_threads, run_together
 from mbs_dynamics.simulation.simulation import DEFAULT_INTEGRATOR, MARGIN, Actuators, Simulation, World
@@ -77,14 +76,6 @@ class Rollouts:
                 for i in np.flatnonzero(self.status)}
 
 
-@njit(cache=True, inline="always")
-def _finite(x):
-    for k in range(x.shape[0]):
-        if not math.isfinite(x[k]):
-            return False
-    return True
-
-
 @njit(cache=True, nogil=True)
 def rollout_kernel(packed, dof_parent, world, settings, actuation, results, buffer, q, v, q_start, v_start, q0, v0,
                    efforts, position_targets, velocity_targets, contact_count, stride, first, every, q_out, v_out,
@@ -125,7 +116,7 @@ def rollout_kernel(packed, dof_parent, world, settings, actuation, results, buff
             if velocity_targets.shape[0] > 0:
                 for r in range(nv):
                     actuation[r].velocity_target = velocity_targets[i, t, r]
-            if not (_finite(actuation["position_target"]) and _finite(actuation["velocity_target"])):
+            if not (finite_vector(actuation["position_target"]) and finite_vector(actuation["velocity_target"])):
                 status[i] = INVALID_INPUT
             else:
                 simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, results, buffer)

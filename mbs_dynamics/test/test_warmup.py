@@ -1,5 +1,8 @@
 """The set-up's warm-up (mbs_dynamics.warmup), which fills numba's cache so
 that no node compiles on first use."""
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 import mbs_dynamics as mbs
 import numpy as np
 import pytest
@@ -64,3 +67,25 @@ def test_contact_step_and_the_simulation_call_the_step_in_one_signature(points):
                          joint_damping=terms, joint_friction=terms)
         kept = stepping_api._last_step.kept
         assert _step_types(*kept.fixed, q, v, kept.rows[0], kept.buffer) == simulation_types
+
+
+def test_the_tasks_that_load_the_step_start_once_the_simulation_has_compiled_it(monkeypatch):
+    """--all on two processes: contact_step and the rollouts wait for the
+    simulation's task (the longest), which puts the step in the cache, and
+    load it (started beside it, each compiled it again)."""
+    events = []
+
+    def run_task(name):
+        events.append(("start", name))
+        if name == "simulation":
+            time.sleep(0.2)  # the others would all start meanwhile on the other thread
+        events.append(("end", name))
+        return name, 0.0, 0.0
+
+    monkeypatch.setattr(warmup, "run_task", run_task)
+    names = list(warmup.TASKS)
+    with ThreadPoolExecutor(2) as pool:
+        completed = [name for name, _, _ in warmup._completed(pool, names)]
+    assert sorted(completed) == sorted(names)
+    for name, after in warmup.AFTER.items():
+        assert events.index(("start", name)) > events.index(("end", after)), (name, after)

@@ -6,6 +6,10 @@ The core (this package minus ``mbs_dynamics.ros``) never imports ROS.
     model = mbs.Model.from_urdf_file(mbs.bundled_robot("arm7"))
     tau = mbs.inverse_dynamics(model, q, v, a)
 """
+from mbs_dynamics import compiled_calls
+
+compiled_calls.share_inlined_scopes()  # before anything compiles
+
 from mbs_dynamics import parallel, simulation
 from mbs_dynamics.algorithms.aba import InverseMassMatrix, SingularMassMatrix, forward_dynamics
 from mbs_dynamics.algorithms.centroidal import (

@@ -1,7 +1,8 @@
 """Calls of numba-compiled functions from Python without numba's per-call
-type resolution: the one module that relies on numba's private dispatcher
-internals (numba is pinned in constraints.txt, 0.68.1; test_compiled_calls
-fails, naming the hook, when an upgrade changes one of them).
+type resolution, and a faster compile of inlined functions: the one module
+that relies on numba's private dispatcher and compiler internals (numba is
+pinned in constraints.txt, 0.68.1; test_compiled_calls fails, naming the
+hook, when an upgrade changes one of them).
 
 Why: numba's dispatcher looks up the compiled version for the types of a
 call's arguments on every call: about 70 ns and 10 ns an argument for
@@ -31,8 +32,16 @@ the mismatch (some 100 us). The per-call paths avoid these:
   only arrays they made themselves or checked to be of exactly those types
   (inputs.exact: about as long as the dispatcher's look-up for one vector,
   longer for several).
+
+And one hook of numba's compiler, for compile time (share_inlined_scopes):
+the inline='always' pass copies an inlined function's IR block by block,
+each block with a copy of the function's scope, which holds all its
+variables; the copies share it instead.
 """
+import functools
+
 from numba import njit
+from numba.core import inline_closurecall
 
 
 def _no_match(*args, **kws):
@@ -74,3 +83,37 @@ def compiled_entry(dispatcher, arguments):
         return overloads[tuple(dispatcher.typeof_pyval(argument) for argument in arguments)].entry_point
     except (AttributeError, KeyError):
         return dispatcher
+
+
+# --- compiling: an inlined function's IR copied without its scope -------------------------------------------------
+
+
+NUMBA_INLINE_FUNCTION = inline_closurecall.InlineWorker.inline_function  # what _inline_function replaces
+
+
+def _inline_function(self, caller_ir, block, i, function, arg_typs=None):
+    """numba's InlineWorker.inline_function (inline='always', at one call
+    site), but for the copies of the callee's IR that inline_ir makes before
+    changing it (two, block by block): these share the callee's scope rather
+    than copy it with each block. A scope holds every variable of the
+    function, so the copies took time in the blocks times the variables:
+    half of the compile of a kernel that inlines its per-body steps (the
+    mass matrix's 15 CPU-s). The IR is made afresh at each call site and
+    dropped after: nothing else sees the shared scope, and inline_ir
+    replaces every variable of it with one of the caller's scope."""
+    callee_ir = self.run_untyped_passes(function)
+    for scope in {id(callee_block.scope): callee_block.scope for callee_block in callee_ir.blocks.values()}.values():
+        scope.__deepcopy__ = functools.partial(_itself, scope)  # copy.deepcopy asks the instance
+    return self.inline_ir(caller_ir, block, i, callee_ir, function.__code__.co_freevars, arg_typs=arg_typs)
+
+
+def _itself(scope, memo):
+    return scope
+
+
+def share_inlined_scopes():
+    """Installs _inline_function in numba's InlineWorker (the inline='always'
+    pass, InlineInlinables, calls it): mbs_dynamics/__init__.py does, before
+    anything compiles. The compiled code is the same (tests: the results
+    to the last bit)."""
+    inline_closurecall.InlineWorker.inline_function = _inline_function

@@ -10,7 +10,8 @@ scripts/setup_venv.sh runs the first after installing (the second for
 after `colcon build`.
 
 numba compiles on one core, so the tasks below run in one process per core
-(--jobs), in the order of NODE_TASKS and OTHER_TASKS. A kernel is compiled in the signature of its
+(--jobs), in the order of NODE_TASKS and OTHER_TASKS (those of AFTER once the
+task whose kernels they load is done). A kernel is compiled in the signature of its
 call (array types, read-only or not, single state or batch), so each task
 calls the core functions exactly as the nodes do. Tasks may share helper
 kernels: two processes may compile one and write its cache entries at once,
@@ -24,7 +25,7 @@ import fcntl
 import multiprocessing
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 import numpy as np
 
@@ -228,6 +229,10 @@ NODE_TASKS = (simulation, forward_dynamics, kinematics, inverse_dynamics, mass_m
 OTHER_TASKS = (derivatives, rnea_forms, id_rate, frame_motion, coriolis, batches, contact_step, coupled_mimic, rollouts,
                whole_body_control)
 TASKS = {task.__name__: task for task in NODE_TASKS + OTHER_TASKS}
+# Tasks that call the simulation's step kernel in its signature (contact_step's set-up is typed as Simulation's; the
+# rollouts call it from their kernel), started only once the simulation's task has put it in the cache, which they
+# then load: started beside it, each compiled it again (contact_step ~2.5 CPU-minutes).
+AFTER = {contact_step.__name__: simulation.__name__, rollouts.__name__: simulation.__name__}
 # The tasks of dense computations (O(nv^2) memory, O(nv^3) time), and the most coordinates of a model a node
 # preloads them for: a 5000-joint model's contact forward dynamics took 368 s at start-up.
 DENSE_TASKS = (mass_matrix, contact_forward, contact_inverse)
@@ -288,6 +293,22 @@ def run_task(name: str) -> tuple[str, float, float]:
     return name, time.perf_counter() - start, time.process_time() - cpu_start
 
 
+def _completed(pool: ProcessPoolExecutor, names: list[str]):
+    """Runs the tasks `names` on `pool`, each of AFTER once the task it
+    waits for is done; yields run_task's results as they complete."""
+    waiting: dict[str, list[str]] = {}
+    for name in names:
+        if AFTER.get(name) in names:
+            waiting.setdefault(AFTER[name], []).append(name)
+    pending = {pool.submit(run_task, name) for name in names if AFTER.get(name) not in names}
+    while pending:
+        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        for future in done:
+            result = future.result()
+            pending |= {pool.submit(run_task, name) for name in waiting.pop(result[0], ())}
+            yield result
+
+
 def warm_up(everything: bool = False, jobs: int | None = None, verbose: bool = False) -> float:
     """Runs the node tasks (and with `everything`, the rest) on `jobs`
     processes (default: one per available core); returns the seconds it took.
@@ -302,7 +323,7 @@ def warm_up(everything: bool = False, jobs: int | None = None, verbose: bool = F
         # fresh interpreters (numba's threads do not survive a fork); a worker
         # that dies raises BrokenProcessPool here rather than hanging
         pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
-        results = (future.result() for future in as_completed([pool.submit(run_task, name) for name in names]))
+        results = _completed(pool, names)
     try:
         for name, seconds, cpu_seconds in results:
             if verbose:

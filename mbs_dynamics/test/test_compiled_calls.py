@@ -2,9 +2,14 @@
 test names the hook it checks, so that a numba upgrade that changes one
 fails here, saying which, rather than as a slow, recompiling or wrong call
 elsewhere (the per-call fast paths, inputs.ExactKernel, and contact_step)."""
+import copy
+import functools
+import inspect
+
 import numpy as np
 import pytest
 from numba import njit, types
+from numba.core import inline_closurecall, ir
 from numba.core.dispatcher import Dispatcher
 
 from mbs_dynamics import compiled_calls
@@ -119,3 +124,47 @@ def test_a_calls_scratch_is_on_the_stack_when_small_and_on_the_heap_otherwise():
         size = nbodies * FLOATS_PER_BODY + FLOATS_FIXED
         for value in (1.0, 2.5):
             assert _fill_scratch(nbodies, value) == size * 1000.0 + value
+
+
+@njit(inline="always")
+def _scaled(x, k):
+    y = 0.0
+    for i in range(x.shape[0]):
+        y += k * x[i]
+    return y
+
+
+@njit(inline="always")
+def _twice_scaled(x, k):
+    return _scaled(x, k) + _scaled(x, 2.0 * k)
+
+
+def _inlining(x):
+    return _twice_scaled(x, 1.0) - _twice_scaled(x, 0.5) * _scaled(x, 3.0)
+
+
+def test_numba_still_inlines_through_the_hooked_worker():
+    """share_inlined_scopes replaces InlineWorker.inline_function by one
+    that does what numba's does (run_untyped_passes, then inline_ir) with
+    the callee's scope answering copy.deepcopy with itself; mbs_dynamics
+    installs it on import."""
+    worker = inline_closurecall.InlineWorker
+    assert worker.inline_function is compiled_calls._inline_function, \
+        "importing mbs_dynamics did not install compiled_calls.share_inlined_scopes"
+    source = inspect.getsource(compiled_calls.NUMBA_INLINE_FUNCTION)
+    assert "callee_ir = self.run_untyped_passes(function)" in source \
+        and "self.inline_ir(caller_ir, block, i, callee_ir, freevars" in source, \
+        "numba's InlineWorker.inline_function changed: compiled_calls._inline_function replicates it"
+    assert "copy.deepcopy(the_ir.blocks[block_label])" in inspect.getsource(worker.inline_ir), \
+        "numba's InlineWorker.inline_ir no longer copies the IR block by block (compiled_calls.share_inlined_scopes)"
+    scope = ir.Scope(None, ir.Loc("test", 1))
+    variable = scope.define("x", ir.Loc("test", 1))
+    scope.__deepcopy__ = functools.partial(compiled_calls._itself, scope)
+    assert copy.deepcopy(variable).scope is scope, "copy.deepcopy no longer asks the instance for __deepcopy__"
+
+
+def test_inlined_functions_compute_as_in_python():
+    """Nested inline='always' functions at several call sites (the
+    variables of each site renamed apart) give Python's result, bit for bit."""
+    x = np.array([0.1, -2.5, 3.0, 1e-3])
+    assert njit(_inlining)(x) == _inlining(x)

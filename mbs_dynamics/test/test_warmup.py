@@ -1,10 +1,15 @@
 """The set-up's warm-up (mbs_dynamics.warmup), which fills numba's cache so
 that no node compiles on first use."""
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 import mbs_dynamics as mbs
 import numpy as np
+import pytest
+from numba import typeof
 from oracles import robot_path
 from mbs_dynamics import warmup
-from mbs_dynamics.simulation.stepping import simulate_kernel
+from mbs_dynamics.simulation.stepping import api as stepping_api
 
 
 def test_every_task_runs():
@@ -38,14 +43,49 @@ def test_the_warm_up_runs_in_worker_processes():
     assert warmup.warm_up(jobs=2) > 0
 
 
-def test_the_step_compiles_once_with_the_joint_terms_on_or_off():
-    """The simulator steps with the URDF's damping and friction (read-only
-    model arrays); contact_step's defaults leave them out: one signature for
-    both, or the simulator's first step compiled for seconds."""
-    model = mbs.Model.from_urdf_file(mbs.bundled_robot("arm7"))
+def _step_types(*arguments):
+    return [typeof(argument) for argument in arguments]
+
+
+@pytest.mark.parametrize("points", [(), ("LF_FOOT",)])
+def test_contact_step_and_the_simulation_call_the_step_in_one_signature(points):
+    """contact_step's set-up (its world, with the joint terms on or off, its
+    records, buffer) has the types of Simulation's (which steps with the
+    URDF's limits, damping and friction), so that one compiled step serves
+    both: a second signature cost the warm-up ~2.5 CPU-minutes, a user's first
+    contact_step as long."""
+    model = mbs.Model.from_urdf_file(mbs.bundled_robot("quadruped"), floating_base=True)
     q, v = model.neutral_configuration(), np.zeros(model.nv)
-    mbs.contact_step(model, q, v, v, 1e-3)
-    signatures = set(simulate_kernel.signatures)
-    mbs.contact_step(model, q, v, v, 1e-3, joint_limits=True, joint_damping=True, joint_friction=True)
-    mbs.Simulation(model).step(v)
-    assert set(simulate_kernel.signatures) == signatures
+    contacts = tuple(mbs.PointContact(frame) for frame in points)
+    simulation = mbs.Simulation(model, mbs.World(mbs.Ground(), contacts))
+    system = simulation.system
+    simulation_types = _step_types(system.packed, system.dof_parent, simulation._world, simulation._actuation,
+                                   simulation._settings, simulation._q, simulation._v, tuple(simulation._results),
+                                   simulation._buffer)
+    for terms in (False, True):
+        mbs.contact_step(model, q, v, v, 1e-3, contacts, mbs.Ground(height=1.0), joint_limits=terms,
+                         joint_damping=terms, joint_friction=terms)
+        kept = stepping_api._last_step.kept
+        assert _step_types(*kept.fixed, q, v, kept.rows[0], kept.buffer) == simulation_types
+
+
+def test_the_tasks_that_load_the_step_start_once_the_simulation_has_compiled_it(monkeypatch):
+    """--all on two processes: contact_step and the rollouts wait for the
+    simulation's task (the longest), which puts the step in the cache, and
+    load it (started beside it, each compiled it again)."""
+    events = []
+
+    def run_task(name):
+        events.append(("start", name))
+        if name == "simulation":
+            time.sleep(0.2)  # the others would all start meanwhile on the other thread
+        events.append(("end", name))
+        return name, 0.0, 0.0
+
+    monkeypatch.setattr(warmup, "run_task", run_task)
+    names = list(warmup.TASKS)
+    with ThreadPoolExecutor(2) as pool:
+        completed = [name for name, _, _ in warmup._completed(pool, names)]
+    assert sorted(completed) == sorted(names)
+    for name, after in warmup.AFTER.items():
+        assert events.index(("start", name)) > events.index(("end", after)), (name, after)

@@ -226,8 +226,11 @@ def resolve_points(model: Model, points: tuple) -> np.ndarray:
 def _step_world(model: Model, points: tuple, ground, joint_limits: bool, joint_damping: bool,
                 joint_friction: bool) -> tuple:
     """The World (stages.py) of contact_step's points, ground and joint terms,
-    as simulate_kernel takes it. Read-only: cached."""
-    return (resolve_points(model, points), obstacle_records([ground]),
+    as simulate_kernel takes it: of the types of Simulation's, so that one
+    compiled step serves both (its spheres writable, as Simulation's are: a
+    copy of the cached read-only records; the kernel does not write them).
+    Cached."""
+    return (resolve_points(model, points).copy(), obstacle_records([ground]),
             *joint_terms(model, joint_limits, joint_damping, joint_friction), NO_SHAPES, NO_COLLIDE)
 
 

@@ -106,7 +106,6 @@ def test_a_compiled_entry_is_the_compiled_function_without_type_resolution():
     assert compiled_calls.compiled_entry(print, arguments) is print
 
 
-
 @njit
 def _fill_scratch(nbodies, value):
     """A call_scratch buffer filled with value, read back: its size * 1000 + the mean."""

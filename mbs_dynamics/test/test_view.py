@@ -247,7 +247,9 @@ def test_the_view_node_shows_the_robot_in_a_browser_and_follows_its_joints(start
     appeared = int(np.sum(green(with_reference) & ~green(robot_moved)))
     print(f"green pixels: {int(np.sum(green(robot_moved)))} -> {int(np.sum(green(with_reference)))}, "
           f"{appeared} new with the CoM reference")
-    assert appeared > 150
+    # measured: 259 and 103 new green pixels (a ~20-pixel sphere, shaded: not all of it counts as green); 0 between
+    # the screenshots before it (empty -> robot -> joints moved, in the CI run that saw 103)
+    assert appeared > 50
     point.point.z = float("nan")
     reference.publish(point)
     node.wait_for("dropped: com_reference: the point")

@@ -505,7 +505,7 @@ class WholeBodyControllerNode(RobotNode):
                 None if self.com_task is None else self.com_task.position))
 
     def destroy_node(self) -> None:
-        # the QP solvers (nanobind objects) go with the node, not at the interpreter's exit (a "leaked" report)
+        # the QP solvers go with the node, not at the interpreter's exit (proxsuite's nanobind objects reported leaks)
         self.__dict__.pop("controller", None)
         super().destroy_node()
 

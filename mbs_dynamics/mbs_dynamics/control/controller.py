@@ -93,6 +93,7 @@ class ControlResult:
     feasible: bool = True
     iterations: int = 0
     message: str = ""
+    com: np.ndarray | None = None  # the state's CoM the cycle used (with a CoM task)
 
 
 class _Workspace:
@@ -528,9 +529,10 @@ class WholeBodyController:
             message = (f"the QP has no solution ({status}): contacts {', '.join(self.contacts) or 'none'}; "
                        + ("holding the last solved torques" if last else "no solved cycle yet: zero torques"))
             if last is None:
-                return ControlResult(np.zeros(self.na), np.zeros(nv), {}, {}, status, False, iterations, message)
+                return ControlResult(np.zeros(self.na), np.zeros(nv), {}, {}, status, False, iterations, message,
+                                     state.com)
             return ControlResult(last.tau.copy(), last.a.copy(), dict(last.forces), dict(last.corner_forces),
-                                 status, False, iterations, message)
+                                 status, False, iterations, message, state.com)
         a, f = x[:nv], x[nv:]
         tau = M[nu:] @ a + h[nu:] - Jf[:, nu:].T @ f
         forces, corners, column = {}, {}, 0
@@ -540,5 +542,5 @@ class WholeBodyController:
             if contact.kind == "surface":
                 corners[contact.name] = fc.reshape(4, 3)
             column += contact.size
-        self._last = ControlResult(tau, a, forces, corners, "solved", True, iterations)
+        self._last = ControlResult(tau, a, forces, corners, "solved", True, iterations, com=state.com)
         return self._last

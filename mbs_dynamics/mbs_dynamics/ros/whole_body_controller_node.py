@@ -58,7 +58,6 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 from visualization_msgs.msg import MarkerArray
 
-import mbs_dynamics as mbs
 from mbs_dynamics.control import (CenterOfMassTask, FrameTask, OrientationTask, PostureTask, RigidPointContact,
                                   RigidSurfaceContact, WholeBodyController)
 from mbs_dynamics.ros.conversions import InvalidInput, base_state, listed, stamp_seconds, vector_values
@@ -461,9 +460,8 @@ class WholeBodyControllerNode(RobotNode):
                                           throttle_duration_sec=WARNING_PERIOD)
             self._tau = result.tau
             self._publish(message.header.stamp, result.tau)
-            com = None
-            if self.com_task is not None:
-                com = mbs.center_of_mass(self.model, q)
+            com = result.com
+            if com is not None:
                 self._com_error = float(np.linalg.norm(com - self.com_task.position))
                 self._com_error_most = max(self._com_error_most, self._com_error)
             self._publish_forces(message.header.stamp, stamp, q, result, com)

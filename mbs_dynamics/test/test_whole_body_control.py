@@ -90,7 +90,7 @@ class Scenario:
                for frame, reference, mask in self.frame_tasks],
             "posture": {"kp": 5.0, "kd": 3.0, "weight": 1e-3,
                         "position": pair.q(np.r_[q[:7], q[7:] + 0.05])[7:].tolist()},
-            "torque_limits": bool(self.controller.torque_rows.size),
+            "torque_limits": bool(self.controller.limits.torque_rows.size),
             "acceleration_lower": (joints.T @ lower).tolist(), "acceleration_upper": (joints.T @ upper).tolist(),
         }
         answer = run_tsid(problem)

@@ -7,6 +7,7 @@ tables of the tasks and contacts (packed by the controller each cycle: the
 task and contact objects stay the place their gains and references live).
 Same arithmetic as the tasks' and contacts' rows() (TSID's definitions)."""
 import math
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
@@ -22,6 +23,26 @@ CONTACT_ROTATION, CONTACT_POSITION, CONTACT_TARGET, CONTACT_OFFSET = 5, 14, 17, 
 CONTACT_COLUMNS = 26
 POINT_CONTACT, SURFACE_CONTACT = 0, 1
 INFINITE_BOUND = 1e10  # what stands for an absent bound in the QP (TSID's)
+
+# assemble_kernel's arguments, by what they hold (namedtuples: numba reads their fields by name)
+# the controller's, fixed at its construction: the actuated joints' torque limits (rows: their numbers),
+# the position and acceleration bounds (controller.acceleration_bounds), the Hessian's regularisation
+Limits = namedtuple("Limits", "torque_rows torque_limit bound_rows position_lower position_upper acceleration_limit "
+                              "horizon hessian_regularization")
+# the cycle's dynamics and kinematics: M, h; the frames' hybrid Jacobians (k, 6, nv), [twist; drift]
+# (k, 2, 6), rotations and origins (frames_motion); the CoM, its velocity, Jacobian and drift (empty
+# without a CoM task); the actuated joints' positions and velocities
+CycleState = namedtuple("CycleState", "M h J motion frame_R frame_p com com_velocity com_jacobian com_drift "
+                                      "q_joints v_joints")
+# the tasks (k, TASK_COLUMNS) and contacts (c, CONTACT_COLUMNS) packed as rows, the postures' gains and
+# references (p, 5, na) [kp, kd, position, velocity, acceleration] indexed by a posture task's frame
+# column; each contact's force regularisation W and force generators G (c, 6, 12: its first size
+# columns, 3 or 6 rows in use)
+Tables = namedtuple("Tables", "tasks postures contacts regularization generators")
+# what the kernel writes: the cost H, g, the equalities A x = b, the inequalities lower <= C x <= upper
+# (their dynamic rows: the pyramids' rows are the caller's), Jf (nf, nv: the generalised force is
+# Jfᵀ f); rows (6, nv) and work (33,) scratch
+QPArrays = namedtuple("QPArrays", "H g A b lower upper C Jf rows work")
 
 
 @njit(cache=True, inline="always")
@@ -90,21 +111,17 @@ def add_weighted_rows(weight, rows, rhs, mask, count, H, g):
 
 
 @njit(cache=True)
-def assemble_kernel(nu, M, h, J, motion, frame_R, frame_p, com, com_velocity, com_jacobian, com_drift, q_joints,
-                    v_joints, tasks, postures, contacts, regularization, generators, torque_rows, torque_limit,
-                    bound_rows, position_lower, position_upper, acceleration_limit, horizon, hessian_regularization,
-                    H, g, A, b, lower, upper, C, Jf, rows, work):
-    """motion (k, 2, 6): the frames' twists and drifts (frames_motion).
-    Writes the cycle's QP into H, g, A, b, C (its dynamic rows: the
-    pyramids' rows are the caller's), lower, upper (the acceleration
-    bounds as controller.acceleration_bounds) and Jf (nf, nv: the generalised
-    force is Jfᵀ f). tasks (k, TASK_COLUMNS), postures (p, 5, na)
-    [kp, kd, position, velocity, acceleration] indexed by a posture task's
-    frame column; contacts (c, CONTACT_COLUMNS), regularization (c, 6, 12) W,
-    generators (c, 6, 12) G of each contact (its first size columns, 3 or 6 rows
-    in use); rows (6, nv) and work (33,) scratch. Returns the number of
-    inequality rows written."""
+def assemble_kernel(limits, cycle, tables, qp):
+    """Writes the cycle's QP (Limits, CycleState, Tables, QPArrays: above)
+    into qp. Returns the number of inequality rows written."""
+    M, h, J, motion, frame_R, frame_p = cycle.M, cycle.h, cycle.J, cycle.motion, cycle.frame_R, cycle.frame_p
+    com, com_velocity, com_jacobian, com_drift = cycle.com, cycle.com_velocity, cycle.com_jacobian, cycle.com_drift
+    q_joints, v_joints = cycle.q_joints, cycle.v_joints
+    tasks, postures, contacts = tables.tasks, tables.postures, tables.contacts
+    regularization, generators = tables.regularization, tables.generators
+    H, g, A, b, lower, upper, C, Jf, rows, work = qp
     nv = M.shape[0]
+    nu = nv - q_joints.shape[0]  # the floating base's, or 0
     H[:] = 0.0
     g[:] = 0.0
     error, velocity, drift_local, desired = work[0:6], work[6:12], work[12:18], work[18:24]
@@ -170,6 +187,8 @@ def assemble_kernel(nu, M, h, J, motion, frame_R, frame_p, com, com_velocity, co
             for f in range(nf):
                 A[r, nv + f] = -Jf[f, r]
             b[r] = -h[r]
+    torque_rows, torque_limit, bound_rows = limits.torque_rows, limits.torque_limit, limits.bound_rows
+    horizon = limits.horizon
     for i in range(torque_rows.shape[0]):
         j = nu + torque_rows[i]
         C[in_row, :nv] = M[j]
@@ -182,8 +201,8 @@ def assemble_kernel(nu, M, h, J, motion, frame_R, frame_p, com, com_velocity, co
     for i in range(bound_rows.shape[0]):  # controller.acceleration_bounds
         j = bound_rows[i]
         reach = v_joints[j] * horizon
-        a_lower = max(2.0 * (position_lower[j] - q_joints[j] - reach) / T2, -acceleration_limit[j])
-        a_upper = min(2.0 * (position_upper[j] - q_joints[j] - reach) / T2, acceleration_limit[j])
+        a_lower = max(2.0 * (limits.position_lower[j] - q_joints[j] - reach) / T2, -limits.acceleration_limit[j])
+        a_upper = min(2.0 * (limits.position_upper[j] - q_joints[j] - reach) / T2, limits.acceleration_limit[j])
         lower[in_row] = min(max(a_lower, -INFINITE_BOUND), INFINITE_BOUND)
         upper[in_row] = min(max(a_upper, -INFINITE_BOUND), INFINITE_BOUND)
         in_row += 1
@@ -226,5 +245,5 @@ def assemble_kernel(nu, M, h, J, motion, frame_R, frame_p, com, com_velocity, co
                 g[nu + j] -= weight * (P[4, j] - P[0, j] * (q_joints[j] - P[2, j]) - P[1, j] * (v_joints[j] - P[3, j]))
     n = H.shape[0]
     for i in range(n):
-        H[i, i] += hessian_regularization
+        H[i, i] += limits.hessian_regularization
     return in_row

@@ -27,6 +27,7 @@ import numpy as np
 import daqp
 
 from mbs_dynamics import inputs
+from mbs_dynamics.compiled_calls import compiled_entry
 from mbs_dynamics.algorithms.centroidal import centroidal_momentum_matrix, centroidal_state
 from mbs_dynamics.algorithms.crba import mass_matrix
 from mbs_dynamics.algorithms.kinematics import frames_motion
@@ -118,6 +119,8 @@ class _Workspace:
         self.contact_table = self.regularization = self.generators = None
         self.contact_versions = []  # each contact's version its row was packed at
         self.q_joints, self.v_joints = np.zeros(n_joints), np.zeros(n_joints)
+        self.qp = assembly.QPArrays(self.H, self.g, self.A, self.b, self.lower, self.upper, self.C, self.Jf, self.rows,
+                                    self.scratch)
 
 
 class WholeBodyController:
@@ -155,28 +158,26 @@ class WholeBodyController:
         if scale <= 0:
             raise ValueError(f"torque_limit_scale must be positive, got {scale}")
         effort = model.effort_limit[self.nu:] * scale
-        self.torque_rows = np.flatnonzero(np.isfinite(effort)) if torque_limits else np.zeros(0, dtype=int)
-        self.torque_limit = effort[self.torque_rows]
+        torque_rows = np.flatnonzero(np.isfinite(effort)) if torque_limits else np.zeros(0, dtype=np.int64)
         horizon = float(finite_vector(position_limit_horizon, 1, "position_limit_horizon")[0])
         if horizon <= 0:
             raise ValueError(f"position_limit_horizon must be positive, got {horizon}")
-        self.horizon = horizon
         limit = np.array(np.broadcast_to(np.asarray(acceleration_limit, dtype=float), (self.na,)))
         if np.any(np.isnan(limit)) or np.any(limit < 0):
             raise ValueError(f"acceleration_limit must be non-negative numbers (inf: none), got {acceleration_limit}")
-        self.acceleration_limit = limit
-        lower = model.lower_position_limit[nq_base:]
-        upper = model.upper_position_limit[nq_base:]
-        self.position_lower, self.position_upper = lower, upper
-        self.bound_rows = np.flatnonzero(np.isfinite(lower) | np.isfinite(upper) | np.isfinite(
-            self.acceleration_limit))
-        self.hessian_regularization = float(hessian_regularization)
+        lower, upper = model.lower_position_limit[nq_base:], model.upper_position_limit[nq_base:]
+        self.limits = assembly.Limits(
+            torque_rows=torque_rows, torque_limit=effort[torque_rows],
+            bound_rows=np.flatnonzero(np.isfinite(lower) | np.isfinite(upper) | np.isfinite(limit)),
+            position_lower=lower, position_upper=upper, acceleration_limit=limit, horizon=horizon,
+            hessian_regularization=float(hessian_regularization))
         self.settings = dict(iter_limit=int(max_iterations))
         self._workspaces: dict[tuple, _Workspace] = {}
         self._last: ControlResult | None = None
         # the compiled assembly's task tables, the tasks they were packed from and their versions then
         self._task_table = self._posture_table = None
         self._packed_tasks, self._task_versions = (), ()
+        self._assemble_entry = None  # assemble_kernel's compiled version for this controller's argument types
         self._support = ((), None)  # the contacts (with their versions) and their support polygon
 
     # ---- tasks and contacts -------------------------------------------------
@@ -308,9 +309,9 @@ class WholeBodyController:
             lower[in_row:in_row + rows] = contact.lower
             upper[in_row:in_row + rows] = contact.upper
             column, in_row = column + contact.size, in_row + rows
-        k = len(self.bound_rows)
-        first = in_row + len(self.torque_rows)
-        C[first + np.arange(k), nu + self.bound_rows] = 1.0
+        bound_rows = self.limits.bound_rows
+        first = in_row + len(self.limits.torque_rows)
+        C[first + np.arange(len(bound_rows)), nu + bound_rows] = 1.0
 
     def _assemble_compiled(self, state, contacts, work, M, h, constant) -> np.ndarray:
         """The QP of the cycle built by assembly.assemble_kernel from tables
@@ -358,19 +359,20 @@ class WholeBodyController:
                 posture += isinstance(task, PostureTask)
             self._task_versions = versions
         task_table, posture_table, table = self._task_table, self._posture_table, work.contact_table
-        com = state.com if state.com is not None else _EMPTY
-        Jf = work.Jf
-        assembly.assemble_kernel(
-            self.nu, M, h, state.frame_jacobian, state.frame_motion, state.frame_rotation, state.frame_position, com,
-            state.com_velocity if state.com is not None else _EMPTY,
-            state.com_jacobian if state.com is not None else _EMPTY_ROWS,
-            state.com_drift if state.com is not None else _EMPTY, work.q_joints, work.v_joints,
-            task_table, posture_table, table, work.regularization, work.generators, self.torque_rows,
-            self.torque_limit, self.bound_rows, self.position_lower, self.position_upper, self.acceleration_limit,
-            self.horizon,
-            self.hessian_regularization, work.H, work.g,
-            work.A, work.b, work.lower, work.upper, work.C, Jf, work.rows, work.scratch)
-        return Jf
+        com = state.com is not None
+        cycle = assembly.CycleState(
+            M, h, state.frame_jacobian, state.frame_motion, state.frame_rotation, state.frame_position,
+            state.com if com else _EMPTY, state.com_velocity if com else _EMPTY,
+            state.com_jacobian if com else _EMPTY_ROWS, state.com_drift if com else _EMPTY, work.q_joints,
+            work.v_joints)
+        arguments = (self.limits, cycle, assembly.Tables(task_table, posture_table, table, work.regularization,
+                                                          work.generators), work.qp)
+        if self._assemble_entry is None:  # numba's dispatcher types the namedtuples' fields once
+            assembly.assemble_kernel(*arguments)
+            self._assemble_entry = compiled_entry(assembly.assemble_kernel, arguments)
+        else:  # the arrays are the controller's own, of the types of its first call
+            self._assemble_entry(*arguments)
+        return work.Jf
 
     @staticmethod
     def _capture(task, state) -> None:
@@ -457,16 +459,17 @@ class WholeBodyController:
             A[:nu, nv:] = -Jf[:, :nu].T
             b[:nu] = -h[:nu]
         # torque limits on the actuated rows: tau = M_a a + h_a - J_a^T f
-        rows = self.torque_rows
+        limits = self.limits
+        rows = limits.torque_rows
         k = len(rows)
         if k:
             joints = nu + rows
             C[in_row:in_row + k, :nv] = M[joints]
             C[in_row:in_row + k, nv:] = -Jf[:, joints].T
-            lower[in_row:in_row + k] = -self.torque_limit - h[joints]
-            upper[in_row:in_row + k] = self.torque_limit - h[joints]
+            lower[in_row:in_row + k] = -limits.torque_limit - h[joints]
+            upper[in_row:in_row + k] = limits.torque_limit - h[joints]
             in_row += k
-        rows = self.bound_rows
+        rows = limits.bound_rows
         k = len(rows)
         if k:
             a_lower, a_upper = self.acceleration_bounds(state)
@@ -483,24 +486,25 @@ class WholeBodyController:
                 continue
             H[:nv, :nv] += task.weight * (At.T @ At)
             g[:nv] -= task.weight * (At.T @ bt)
-        H.flat[::n + 1] += self.hessian_regularization
+        H.flat[::n + 1] += limits.hessian_regularization
         return Jf
 
     def acceleration_bounds(self, state: State) -> tuple[np.ndarray, np.ndarray]:
         """Bounds on the actuated accelerations: reach no position limit within
         the horizon T (q + v T + a T²/2), and |a| <= acceleration_limit."""
-        T = self.horizon
+        limits = self.limits
+        T = limits.horizon
         q, v = state.joint_positions, state.joint_velocities
         with np.errstate(invalid="ignore"):
-            lower = np.maximum(2.0 * (self.position_lower - q - v * T) / T**2, -self.acceleration_limit)
-            upper = np.minimum(2.0 * (self.position_upper - q - v * T) / T**2, self.acceleration_limit)
+            lower = np.maximum(2.0 * (limits.position_lower - q - v * T) / T**2, -limits.acceleration_limit)
+            upper = np.minimum(2.0 * (limits.position_upper - q - v * T) / T**2, limits.acceleration_limit)
         return np.clip(lower, -INFINITE_BOUND, INFINITE_BOUND), np.clip(upper, -INFINITE_BOUND, INFINITE_BOUND)
 
     def _workspace(self, key, n, contacts) -> _Workspace:
         work = self._workspaces.get(key)
         if work is None:
             n_eq = self.nu + sum(c.motion_rows for c in contacts)
-            n_in = sum(c.B.shape[0] for c in contacts) + len(self.torque_rows) + len(self.bound_rows)
+            n_in = sum(c.B.shape[0] for c in contacts) + len(self.limits.torque_rows) + len(self.limits.bound_rows)
             if len(self._workspaces) >= MAX_WORKSPACES:
                 self._workspaces.pop(next(iter(self._workspaces)))
             work = self._workspaces[key] = _Workspace(self.model.nv, self.na, n, n_eq, n_in, self.settings)

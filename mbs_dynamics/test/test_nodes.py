@@ -239,10 +239,12 @@ def test_the_readme_run_holds_the_arm_then_lets_it_swing_and_plots(start_process
     def line(summary, start):
         return next(text for text in summary.splitlines() if text.strip().startswith(start))
 
-    held = [s for s in summaries if time_of(s) < 2.9]
+    # from the first step on (a summary at t = 0 shows the state published while waiting for efforts:
+    # zero efforts; the first summary came that early once, the machine at load average 13)
+    held = [s for s in summaries if 0.0 < time_of(s) < 2.9]
     moved = [s for s in summaries if time_of(s) > 3.1]
     assert len(held) >= 2 and moved, output
-    assert len({line(s, "efforts") for s in held}) == 1  # the same torques: nothing moved
+    assert len({line(s, "efforts") for s in held}) == 1, held  # the same torques: nothing moved
     assert all("(kinetic 0.0000 J)" in s.splitlines()[0] for s in held)
     server = [float(line(s, "dynamics server").rsplit(" ", 1)[1]) for s in held if "dynamics server" in s]
     assert server and max(server) < 1e-9, output  # the torques balance the arm exactly

@@ -15,6 +15,7 @@ from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.aba import singular_mass_matrix
 from mbs_dynamics.algorithms.kinematics import frame_placements
 from mbs_dynamics.collision.shapes import NO_SHAPES
+from mbs_dynamics.compiled_calls import signature_entry
 from mbs_dynamics.contact.constraints import PointContact
 from mbs_dynamics.inputs import SINGULAR_MASS_MATRIX
 from mbs_dynamics.multibody.model import Model
@@ -335,15 +336,6 @@ _ANY_VECTOR, _ANY_MATRIX = types.Array(types.float64, 1, "A"), types.Array(types
 NO_WARM_START = np.zeros((0, 3))
 
 
-def _entry(dispatcher, argument_types):
-    """The compiled entry (compiled_calls) of dispatcher's version for
-    argument_types, compiled (or loaded from numba's cache) where it has none."""
-    argument_types = tuple(argument_types)
-    if argument_types not in dispatcher.overloads:
-        dispatcher.compile(argument_types)
-    return dispatcher.overloads[argument_types].entry_point
-
-
 class _KeptStep:
     """A set-up of contact_step kept for a loop that passes the same model,
     points, ground and options every call: what it is for (model, points,
@@ -376,9 +368,9 @@ class _KeptStep:
         pools = self.new_pools()
         self.setup = StepSetup(*fixed, buffer, *pools[:4], NO_COLLISIONS, *pools[4:])
         setup_type = self.setup._numba_type_
-        self.entry = _entry(kept_step_kernel, (setup_type, types.int64, _ANY_VECTOR, _ANY_VECTOR, _ANY_VECTOR,
+        self.entry = signature_entry(kept_step_kernel, (setup_type, types.int64, _ANY_VECTOR, _ANY_VECTOR, _ANY_VECTOR,
                                                _ANY_MATRIX))
-        self.replace = _entry(replace_pools, (setup_type, *(self.setup._numba_type_.field_dict[name] for name in
+        self.replace = signature_entry(replace_pools, (setup_type, *(self.setup._numba_type_.field_dict[name] for name in
                                                             ("points", "contacts", "coordinates", "bodies", "reports",
                                                              "q_rows", "v_rows"))))
         self.use_pools(pools)

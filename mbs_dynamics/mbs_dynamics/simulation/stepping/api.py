@@ -368,11 +368,11 @@ class _KeptStep:
         pools = self.new_pools()
         self.setup = StepSetup(*fixed, buffer, *pools[:4], NO_COLLISIONS, *pools[4:])
         setup_type = self.setup._numba_type_
-        self.entry = signature_entry(kept_step_kernel, (setup_type, types.int64, _ANY_VECTOR, _ANY_VECTOR, _ANY_VECTOR,
-                                               _ANY_MATRIX))
-        self.replace = signature_entry(replace_pools, (setup_type, *(self.setup._numba_type_.field_dict[name] for name in
-                                                            ("points", "contacts", "coordinates", "bodies", "reports",
-                                                             "q_rows", "v_rows"))))
+        self.entry = signature_entry(kept_step_kernel, (setup_type, types.int64, _ANY_VECTOR, _ANY_VECTOR,
+                                                        _ANY_VECTOR, _ANY_MATRIX))
+        pool_types = [setup_type.field_dict[name] for name in ("points", "contacts", "coordinates", "bodies",
+                                                               "reports", "q_rows", "v_rows")]
+        self.replace = signature_entry(replace_pools, (setup_type, *pool_types))
         self.use_pools(pools)
 
     def step(self, model: Model, q: np.ndarray, v: np.ndarray, tau: np.ndarray, warm_start, joint_warm_start,

@@ -23,7 +23,8 @@ the mismatch (some 100 us). The per-call paths avoid these:
   may apply itself (a writable array where the signature has a read-only
   one).
 * compiled_entry (inputs.ExactKernel.entry: the fast paths of one user
-  vector; contact_step): the compiled version's CPython wrapper,
+  vector) and signature_entry (contact_step's kept set-up, compiled for
+  arguments of any layout): the compiled version's CPython wrapper,
   `Dispatcher.overloads[argument types].entry_point` (numba's
   CompileResult), called directly: no type resolution at all. That wrapper
   unboxes its arguments as the types it was compiled for WITHOUT checking
@@ -83,6 +84,17 @@ def compiled_entry(dispatcher, arguments):
         return overloads[tuple(dispatcher.typeof_pyval(argument) for argument in arguments)].entry_point
     except (AttributeError, KeyError):
         return dispatcher
+
+
+def signature_entry(dispatcher, argument_types):
+    """The compiled entry (compiled_entry's) of `dispatcher`'s version for
+    the numba types `argument_types`, compiled (or loaded from numba's
+    cache) where it has none: for arguments typeof would type otherwise
+    (arrays of any layout, types.Array(..., "A"), where typeof says "C")."""
+    argument_types = tuple(argument_types)
+    if argument_types not in dispatcher.overloads:
+        dispatcher.compile(argument_types)
+    return dispatcher.overloads[argument_types].entry_point
 
 
 # --- compiling: an inlined function's IR copied without its scope -------------------------------------------------

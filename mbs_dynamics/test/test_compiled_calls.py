@@ -106,6 +106,20 @@ def test_a_compiled_entry_is_the_compiled_function_without_type_resolution():
     assert compiled_calls.compiled_entry(print, arguments) is print
 
 
+def test_a_signature_entry_is_compiled_for_the_types_given_and_reads_any_layout():
+    """signature_entry compiles the version of the types given (vectors of
+    any layout) where the dispatcher has none, and returns its entry, which
+    reads a strided or read-only vector as it is."""
+    dispatcher = njit(_total)
+    any_vector = types.Array(types.float64, 1, "A")
+    entry = compiled_calls.signature_entry(dispatcher, (any_vector, any_vector))
+    assert list(dispatcher.overloads) == [(any_vector, any_vector)]
+    assert compiled_calls.signature_entry(dispatcher, [any_vector, any_vector]) is entry  # compiled once
+    strided, out = np.arange(8.0)[1::3], np.zeros(2)[::2]  # 1, 4, 7
+    strided.setflags(write=False)
+    assert entry(strided, out) == 3 and out[0] == 12.0
+
+
 @njit
 def _fill_scratch(nbodies, value):
     """A call_scratch buffer filled with value, read back: its size * 1000 + the mean."""

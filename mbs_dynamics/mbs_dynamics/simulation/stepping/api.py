@@ -8,12 +8,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+from numba import njit, types
+from numba.experimental import structref
 
 from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.aba import singular_mass_matrix
 from mbs_dynamics.algorithms.kinematics import frame_placements
 from mbs_dynamics.collision.shapes import NO_SHAPES
-from mbs_dynamics.compiled_calls import compiled_entry
+from mbs_dynamics.compiled_calls import signature_entry
 from mbs_dynamics.contact.constraints import PointContact
 from mbs_dynamics.inputs import SINGULAR_MASS_MATRIX
 from mbs_dynamics.multibody.model import Model
@@ -196,6 +198,31 @@ class ContactStep:
         return int(self.report["softened"])
 
 
+class PooledContactStep(ContactStep):
+    """contact_step's ContactStep: row `row` of the pools of a kept set-up
+    (_KeptStep.new_pools: points, contacts, coordinates, bodies, reports,
+    ...), its records viewed when read (a view made from Python costs 0.1 us,
+    and a loop reads q, v and the impulses alone). Pickles as a ContactStep."""
+
+    __slots__ = ("pools", "row")
+
+    def __init__(self, q: np.ndarray, v: np.ndarray, pools: tuple, row: int, tolerance: float,
+                 ground_impulses: np.ndarray):
+        self.q, self.v, self.pools, self.row, self.tolerance, self.ground_impulses = q, v, pools, row, tolerance, \
+            ground_impulses
+
+    points = property(lambda self: self.pools[0][self.row])
+    contacts = property(lambda self: self.pools[1][self.row])
+    coordinates = property(lambda self: self.pools[2][self.row])
+    bodies = property(lambda self: self.pools[3][self.row])
+    report = property(lambda self: self.pools[4][self.row, 0])
+    collision_records = property(lambda self: NO_COLLISIONS)
+
+    def __reduce__(self):
+        return ContactStep, (self.q, self.v, self.points, self.contacts, self.coordinates, self.bodies,
+                             self.collision_records, self.report, self.tolerance, self.ground_impulses)
+
+
 def check_report(model: Model, report: np.ndarray, what: str, *named) -> None:
     """Raise the error a call's REPORT (1,) says (named: the (value, name)
     inputs to blame, q first), or nothing when it succeeded."""
@@ -242,76 +269,150 @@ def _world(model: Model, points: tuple, ground, options: tuple) -> tuple:
         return _step_world.__wrapped__(model, points, ground, *options)
 
 
-# contact_step's result records are made this many calls' at once: a structured array costs 0.3-0.6 us to
-# make, a row of one 0.1
+# contact_step's result records (and the states it returns) are made this many calls' at once: a structured
+# array costs 0.3-0.6 us to make, a row of one 0.1
 RESULTS_POOL = 32
 
 _ndarray, _float64 = np.ndarray, np.dtype(np.float64)
-_copy_rows = np.ndarray.__setitem__  # rows[...] = values: a method looked up once
+
+
+@structref.register
+class StepSetupType(types.StructRef):
+    """The numba type of StepSetup."""
+
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(field_type)) for name, field_type in fields)
+
+
+class StepSetup(structref.StructRefProxy):
+    """What a contact_step call passes to simulate_kernel but its state, in one
+    object (one argument to unbox, where passing them cost 23 arrays' unboxing,
+    0.8 us a call): simulate_kernel's first five arguments and its scratch
+    buffer, the pools of result records and of the states a call returns
+    (RESULTS_POOL rows each, zero: _KeptStep.new_pool) and the empty
+    COLLISION records."""
+
+    def __new__(cls, packed, dof_parent, world, actuation, settings, buffer, points, contacts, coordinates, bodies,
+                collisions, reports, q_rows, v_rows):
+        return structref.StructRefProxy.__new__(cls, packed, dof_parent, world, actuation, settings, buffer, points,
+                                                contacts, coordinates, bodies, collisions, reports, q_rows, v_rows)
+
+
+structref.define_proxy(StepSetup, StepSetupType, ["packed", "dof_parent", "world", "actuation", "settings", "buffer",
+                                                  "points", "contacts", "coordinates", "bodies", "collisions",
+                                                  "reports", "q_rows", "v_rows"])
+
+
+@njit(cache=True)
+def replace_pools(setup, points, contacts, coordinates, bodies, reports, q_rows, v_rows):
+    """The set-up's pools replaced by new ones (of the same types)."""
+    setup.points, setup.contacts, setup.coordinates, setup.bodies = points, contacts, coordinates, bodies
+    setup.reports, setup.q_rows, setup.v_rows = reports, q_rows, v_rows
+
+
+@njit(cache=True, nogil=True)
+def kept_step_kernel(setup, row, q, v, tau, warm_start):
+    """One step of simulate_kernel (a StepSetup's) from (q, v) under the
+    efforts tau into row `row` of the set-up's pools: the state stepped there
+    (q and v of any layout, not written), warm started by warm_start ((k, 3),
+    the ground's impulses; (0, 3): the row's, zero). Returns the REPORT's
+    status."""
+    q_next, v_next, actuation, contacts = setup.q_rows[row], setup.v_rows[row], setup.actuation, setup.contacts[row]
+    q_next[:] = q
+    v_next[:] = v
+    for r in range(tau.shape[0]):
+        actuation[r].effort = tau[r]
+    for k in range(warm_start.shape[0]):
+        contacts[k, 0].impulse[:] = warm_start[k]
+    report = setup.reports[row]
+    simulate_kernel(setup.packed, setup.dof_parent, setup.world, actuation, setup.settings, q_next, v_next,
+                    (setup.points[row], contacts, setup.coordinates[row], setup.bodies[row], setup.collisions, report),
+                    setup.buffer)
+    return report[0].status
+
+
+# kept_step_kernel's inputs of any layout and writability (a user's array, a column of a matrix)
+_ANY_VECTOR, _ANY_MATRIX = types.Array(types.float64, 1, "A"), types.Array(types.float64, 2, "A")
+NO_WARM_START = np.zeros((0, 3))
 
 
 class _KeptStep:
     """A set-up of contact_step kept for a loop that passes the same model,
     points, ground and options every call: what it is for (model, points,
     ground, `options`: the call's keyword values, `terms`: its joint terms as
-    booleans; other solver settings alone change only the SETTINGS record
-    in `fixed`), and what a call passes to
-    simulate_kernel's compiled `entry`: its first five arguments (`fixed`),
-    the actuation records' efforts it rewrites (its own: nothing else reads
-    them) and the scratch buffer; the shapes of q, v and the warm start; and
-    the result records of the next calls (pools of RESULTS_POOL rows made at
-    once, zero; each call takes the next row, none is taken twice) as each
-    row's simulate_kernel tuple, report, the ground's impulses (the warm
-    start) and status, and the rows taken. Slots: an attribute of a
-    threading.local costs 40 ns, and a call reads some twenty."""
+    booleans; other solver settings alone change only the SETTINGS record,
+    `settings`, the set-up's own), simulate_kernel's first five arguments
+    (`fixed`) and scratch `buffer`, the StepSetup holding them (`setup`) and the compiled entries of kept_step_kernel
+    (`entry`) and replace_pools; the shapes of q, v and the warm start; and
+    the pools for the next calls (each call takes the next row, none is taken
+    twice; new pools where used up), each row's ground impulses (the warm
+    start), q and v, and the rows taken.
+    Slots: an attribute of a threading.local costs 40 ns, and a call reads
+    some twenty."""
 
-    __slots__ = ("model", "points", "ground", "options", "terms", "entry", "fixed", "efforts", "buffer", "q_shape",
-                 "v_shape", "warm_shape", "rows", "reports", "impulses", "statuses", "taken")
+    __slots__ = ("model", "points", "ground", "options", "terms", "fixed", "buffer", "settings", "setup", "entry",
+                 "replace", "q_shape", "v_shape", "warm_shape", "pools", "impulses", "q_rows", "v_rows", "taken")
 
-    def __init__(self, model=None, points=(), ground=None, options=(), terms=(), entry=None, fixed=(), efforts=None,
-                 buffer=None):
+    def __init__(self, model=None, points=(), ground=None, options=(), terms=(), fixed=None, buffer=None):
+        """fixed: simulate_kernel's first five arguments (packed, dof_parent,
+        world, actuation, settings); buffer: its scratch (None: nothing kept)."""
         self.model, self.points, self.ground, self.options, self.terms = model, points, ground, options, terms
-        self.entry, self.fixed, self.efforts, self.buffer = entry, fixed, efforts, buffer
         npoints = fixed[2][0].shape[0] if fixed else 0
         self.q_shape, self.v_shape, self.warm_shape = (getattr(model, "nq", 0),), (getattr(model, "nv", 0),), \
             (npoints, 3)
         self.taken = RESULTS_POOL
+        self.fixed, self.buffer = fixed, buffer
+        if fixed is None:
+            return
+        self.settings = fixed[4]
+        pools = self.new_pools()
+        self.setup = StepSetup(*fixed, buffer, *pools[:4], NO_COLLISIONS, *pools[4:])
+        setup_type = self.setup._numba_type_
+        self.entry = signature_entry(kept_step_kernel, (setup_type, types.int64, _ANY_VECTOR, _ANY_VECTOR,
+                                                        _ANY_VECTOR, _ANY_MATRIX))
+        pool_types = [setup_type.field_dict[name] for name in ("points", "contacts", "coordinates", "bodies",
+                                                               "reports", "q_rows", "v_rows")]
+        self.replace = signature_entry(replace_pools, (setup_type, *pool_types))
+        self.use_pools(pools)
 
     def step(self, model: Model, q: np.ndarray, v: np.ndarray, tau: np.ndarray, warm_start, joint_warm_start,
              tolerance: float) -> ContactStep:
-        """One step from (q, v), float64 of the model's shapes (stepped in
-        place), under efforts tau (float64, (nv,)), in the next row of result
-        records (a pool made anew where used up), warm started by warm_start
-        ((npoints, 3) float64, or None) and joint_warm_start ((nv,) float64, or
-        None); values checked by the kernel (check_report)."""
+        """One step from (q, v), float64 of the model's shapes (not written),
+        under efforts tau (float64, (nv,)), in the next row of the pools (new
+        pools where used up), warm started by warm_start ((npoints, 3)
+        float64, or None) and joint_warm_start ((nv,) float64, or None);
+        values checked by the kernel (check_report)."""
         row = self.taken
         if row == RESULTS_POOL:
-            self.new_pool()
+            self.replace(self.setup, *self.use_pools(self.new_pools()))
             row = 0
         self.taken = row + 1
-        results = self.rows[row]
-        if warm_start is not None:
-            _copy_rows(self.impulses[row], Ellipsis, warm_start)
         if joint_warm_start is not None:
-            results[2]["joint_impulse"] = joint_warm_start
-        _copy_rows(self.efforts, Ellipsis, tau)
-        self.entry(*self.fixed, q, v, results, self.buffer)
-        if self.statuses[row]:  # one step: a step it cannot take leaves q and v as they were
-            check_report(model, results[5], "the contact step", q, (v, "v"), (tau, "tau"))
-        return ContactStep(q, v, results[0], results[1], results[2], results[3], NO_COLLISIONS, self.reports[row],
-                           tolerance, self.impulses[row])
+            self.pools[2][row]["joint_impulse"] = joint_warm_start
+        if self.entry(self.setup, row, q, v, tau, NO_WARM_START if warm_start is None else warm_start):
+            # one step: a step it cannot take leaves q and v as they were
+            check_report(model, self.pools[4][row], "the contact step", self.q_rows[row], (self.v_rows[row], "v"),
+                         (tau, "tau"))
+        return PooledContactStep(self.q_rows[row], self.v_rows[row], self.pools, row, tolerance, self.impulses[row])
 
-    def new_pool(self) -> None:
-        """RESULTS_POOL rows of result records, zero (new_results' without collisions), as the views a call takes."""
+    def new_pools(self) -> tuple:
+        """RESULTS_POOL rows of result records, zero (new_results' without
+        collisions), and of q and v: (points, contacts, coordinates, bodies,
+        reports, q_rows, v_rows)."""
         npoints, nv, nbodies = self.warm_shape[0], self.v_shape[0], self.model.nbodies
-        pool = StepResults(np.zeros((RESULTS_POOL, npoints), POINT), np.zeros((RESULTS_POOL, npoints, 1), CONTACT),
-                           np.zeros((RESULTS_POOL, nv), COORDINATE), np.zeros((RESULTS_POOL, nbodies), BODY), None,
-                           np.zeros((RESULTS_POOL, 1), REPORT))
+        return (np.zeros((RESULTS_POOL, npoints), POINT), np.zeros((RESULTS_POOL, npoints, 1), CONTACT),
+                np.zeros((RESULTS_POOL, nv), COORDINATE), np.zeros((RESULTS_POOL, nbodies), BODY),
+                np.zeros((RESULTS_POOL, 1), REPORT), np.zeros((RESULTS_POOL, self.q_shape[0])),
+                np.zeros((RESULTS_POOL, nv)))
+
+    def use_pools(self, pools: tuple) -> tuple:
+        """`pools` (new_pools) the next calls' rows, the rows of q, v and the
+        ground's impulses (what a loop reads) as views made at once; returns
+        pools."""
         # list() of an array: its rows' views at C speed (an index from Python costs 0.1 us each)
-        self.rows = list(zip(list(pool.points), list(pool.contacts), list(pool.coordinates), list(pool.bodies),
-                             [NO_COLLISIONS] * RESULTS_POOL, list(pool.report), strict=True))
-        self.reports, self.impulses = list(pool.report[:, 0]), list(pool.contacts["impulse"][:, :, 0])
-        self.statuses, self.taken = pool.report["status"][:, 0], 0
+        self.pools, self.impulses = pools, list(pools[1]["impulse"][:, :, 0])
+        self.q_rows, self.v_rows, self.taken = list(pools[5]), list(pools[6]), 0
+        return pools
 
 
 NOTHING_KEPT = _KeptStep()
@@ -351,15 +452,15 @@ def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground =
     sliding), and the friction offset as a constant torque."""
     kept, points = _last_step.kept, tuple(points)
     options = (dt, tolerance, max_iterations, stabilization, margin, joint_limits, joint_damping, joint_friction)
-    # the common case, the kept set-up and float64 arrays of the right shapes: nothing converted or made but the
-    # state's copies (the kernel steps them in place); their values are checked by the kernel
+    # the common case, the kept set-up and float64 arrays of the right shapes: nothing converted or made (the kernel
+    # steps copies of q and v in the set-up's pools; any layout); their values are checked by the kernel
     if model is kept.model and ground is kept.ground and points == kept.points and options == kept.options \
             and type(q) is _ndarray and type(v) is _ndarray and type(tau) is _ndarray and q.dtype is _float64 \
             and v.dtype is _float64 and tau.dtype is _float64 and q.shape == kept.q_shape \
             and v.shape == kept.v_shape and tau.shape == kept.v_shape and joint_warm_start is None \
             and (warm_start is None or (type(warm_start) is _ndarray and warm_start.dtype is _float64
                                         and warm_start.shape == kept.warm_shape)):
-        return kept.step(model, q.copy(), v.copy(), tau, warm_start, None, tolerance)
+        return kept.step(model, q, v, tau, warm_start, None, tolerance)
     return _set_up_step(model, q, v, tau, points, ground, warm_start, joint_warm_start, options)
 
 
@@ -369,10 +470,9 @@ def _set_up_step(model: Model, q, v, tau, points: tuple, ground, warm_start, joi
     the model, points, ground or options differ from the kept set-up's, sets
     up anew (kept once the kernel has run)."""
     dt, tolerance, max_iterations, stabilization, margin, joint_limits, joint_damping, joint_friction = options
-    # the cached record itself: the kernel only reads it
     settings = _settings(float(dt), float(stabilization), float(margin), float(tolerance), int(max_iterations),
                          EULER, 0.0, 1)
-    q, v = np.array(q, dtype=np.float64), np.array(v, dtype=np.float64)  # the kernel steps them in place
+    q, v = np.asarray(q, dtype=np.float64), np.asarray(v, dtype=np.float64)  # the kernel steps copies of them
     if q.shape != (model.nq,) or v.shape != (model.nv,):
         inputs.shaped(model, q, model.nq, "q", batch=False)
         inputs.shaped(model, v, model.nv, "v", batch=False)
@@ -380,21 +480,19 @@ def _set_up_step(model: Model, q, v, tau, points: tuple, ground, warm_start, joi
     kept, terms = _last_step.kept, (bool(joint_limits), bool(joint_damping), bool(joint_friction))
     if model is not kept.model or ground is not kept.ground or points != kept.points or terms != kept.terms:
         _last_step.forget()
-        actuation = effort_actuation(model, tau)
-        kept = _KeptStep(model, points, ground, options, terms, simulate_kernel,
-                         (model.packed, model.dof_parent, _world(model, points, ground, terms), actuation, settings),
-                         actuation["effort"], scratch(model))
+        kept = _KeptStep(model, points, ground, options, terms, (model.packed, model.dof_parent,
+                                                                _world(model, points, ground, terms),
+                                                                effort_actuation(model, tau), copy_records(settings)),
+                         scratch(model))
     elif options != kept.options:  # the solver's settings alone: the same set-up, their record
-        kept.options, kept.fixed = options, (*kept.fixed[:4], settings)
+        kept.options = options
+        kept.settings[:] = settings
     if warm_start is not None:
         warm_start = np.asarray(warm_start, dtype=float)
         if warm_start.shape != kept.warm_shape:
             raise ValueError(f"warm_start must have shape {kept.warm_shape}, got {warm_start.shape}")
     if joint_warm_start is not None:
         joint_warm_start = inputs.shaped(model, joint_warm_start, model.nv, "joint_warm_start", batch=False)
-    if kept.entry is not simulate_kernel:  # the kept set-up
-        return kept.step(model, q, v, tau, warm_start, joint_warm_start, tolerance)
-    step = kept.step(model, q, v, tau, warm_start, joint_warm_start, tolerance)  # numba's dispatcher: compiles or loads
-    kept.entry = compiled_entry(simulate_kernel, (*kept.fixed, q, v, kept.rows[kept.taken - 1], kept.buffer))
+    step = kept.step(model, q, v, tau, warm_start, joint_warm_start, tolerance)
     _last_step.kept = kept  # kept once the kernel has run
     return step

@@ -20,10 +20,14 @@ Each element becomes points fixed in the moving body its link belongs to
                corners of the hull's bounding box in the mesh's own axes
                instead: flat faces where a mesh has nearly flat ones. A
                sole's mesh is seldom flat (TALOS's bulges 0.4 mm below its
-               rim): on its hull's lowest vertices no rigid sole sticks
-               (each rests on three of them, the others' rows contradict
-               it) and the rigid step, stalled, was solved softer every
-               step; on its box's four lowest corners it stands rigid
+               rim): on its hull's vertices a standing sole rests on three,
+               four more within reach up to 0.13 mm higher; the seven
+               points' normal targets are no rigid motion of the sole, so
+               its rigid correction (simulation.stepping) is left out, and
+               the three sticking points pushed out at different rates have
+               no solution: the rigid step stalled and was solved softer
+               nearly every step. On its box's four lowest corners, in a
+               plane, it stands rigid
 
 Links fixed to the world (a fixed base's root) touch nothing. What cannot be
 used (a mesh not found, unreadable or beyond a cap of meshes.py, a bad or

@@ -535,7 +535,7 @@ def test_talos_stands_crouches_10_cm_and_stands_up_under_the_controller(start_pr
     print(figures)
     # measured at a real-time factor of 0.25: alone (load 5-8) 1.44-2.00 mm, in the full suite with -n 2 (load
     # 10-12) 5.27 mm, the controller starved: 307 states lost, 2 stale ones answered with the last torques (at 0.5,
-    # load 3-4: 1.6-7.8 mm); 99.1 mm deep, 0.94 mm off crouched, 0.08 mm back, the soles 11-165 µm
+    # load 3-4: 1.6-7.8 mm); 99.1 mm deep, 0.94 mm off crouched, 0.08 mm back, the soles 11-182 µm
     assert com_error < 8.0, figures
     assert abs(c0[2] - depth - 0.10) < 0.003 and np.linalg.norm(crouched - down) < 0.003, figures
     assert np.linalg.norm(robot.com() - c0) < 0.002, figures

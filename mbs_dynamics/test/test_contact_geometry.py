@@ -87,6 +87,34 @@ def test_real_robots_meshes_resolve_through_package_uris(robot, floating, count)
     assert all(np.any(np.all(np.isclose(hull, point), axis=1)) for point in chosen)
 
 
+def test_meshes_as_boxes_touch_at_their_hulls_bounding_boxes_corners():
+    """mesh_points "box" (the simulator's contact_geometry 'collision_boxes'):
+    each of TALOS's meshes by the 8 corners of its hull's bounding box in the
+    mesh's axes, the primitives as before (the same points, bit for bit). A
+    sole's four lowest corners lie in a plane 0.4 mm below the sole frame,
+    where its hull's lowest vertices spread 1.9 mm high (the bulge the rigid
+    step softened on: test_whole_body_closed_loop)."""
+    path = robot_path("talos")
+    model = mbs.Model.from_urdf_file(path, floating_base=True)
+    xml = Path(path).read_text()
+    hulls, boxes = collision_contacts(model, xml), collision_contacts(model, xml, mesh_points="box")
+    assert boxes.warnings == () and len(boxes.bodies) == 8 * 47 + 8 + 4 * 24  # 47 meshes, a box, 4 cylinders
+    sole = model.frame("left_sole_link")
+    in_sole = {name: (geometry.points[geometry.bodies == sole.body] - sole.translation) @ sole.rotation
+               for name, geometry in (("hull", hulls), ("box", boxes))}
+    bottom = np.sort(in_sole["box"][:, 2])
+    assert bottom[:4] == pytest.approx(np.full(4, bottom[0]), abs=1e-12) and -5e-4 < bottom[0] < -3e-4
+    lowest = np.sort(in_sole["hull"][:, 2])[:13]  # the hull's vertices kept within 1 mm of the lowest
+    assert lowest[0] == pytest.approx(bottom[0], abs=1e-12) and lowest[-1] - lowest[0] > 2e-4
+    assert np.all(in_sole["box"].min(axis=0) <= in_sole["hull"].min(axis=0) + 1e-12)
+    assert np.all(in_sole["box"].max(axis=0) >= in_sole["hull"].max(axis=0) - 1e-12)
+    shapes = mbs.Model.from_urdf_string(SHAPES)
+    hull_shapes, box_shapes = collision_contacts(shapes, SHAPES), collision_contacts(shapes, SHAPES, mesh_points="box")
+    assert np.array_equal(hull_shapes.points, box_shapes.points) and hull_shapes.names == box_shapes.names
+    with pytest.raises(ValueError, match=r"mesh_points must be one of \('hull', 'box'\), got 'corners'"):
+        collision_contacts(shapes, SHAPES, mesh_points="corners")
+
+
 def test_resources_say_where_they_looked():
     path = resolve("package://example-robot-data/robots/panda_description/urdf/panda.urdf")
     assert path.samefile(robot_path("panda"))

@@ -115,7 +115,7 @@ def test_config_defaults_are_the_nodes_own():
                 assert type(value) is type(default) and same(value, default), f"{node_name}.{name}"
 
 
-@pytest.mark.parametrize("robot", [*BUNDLED_ROBOTS, "objects", "quadruped_wbc"])
+@pytest.mark.parametrize("robot", [*BUNDLED_ROBOTS, "objects", "quadruped_wbc", "talos_wbc"])
 def test_robot_configs_set_declared_parameters(robot):
     """config/<robot>.yaml, read after the main config for a bundled robot
     (and objects.yaml for --objects), sets parameters the nodes declare, with

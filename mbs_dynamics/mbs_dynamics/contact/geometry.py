@@ -16,7 +16,18 @@ Each element becomes points fixed in the moving body its link belongs to
                PLY, COLLADA, within its caps; the element's scale applied),
                at most max_vertices_per_mesh, kept by farthest-point
                sampling (the hull's extremes first) where the hull has more;
-               each file read once per call
+               each file read once per call; with mesh_points "box", the 8
+               corners of the hull's bounding box in the mesh's own axes
+               instead: flat faces where a mesh has nearly flat ones. A
+               sole's mesh is seldom flat (TALOS's bulges 0.4 mm below its
+               rim): on its hull's vertices a standing sole rests on three,
+               four more within reach up to 0.13 mm higher; the seven
+               points' normal targets are no rigid motion of the sole, so
+               its rigid correction (simulation.stepping) is left out, and
+               the three sticking points pushed out at different rates have
+               no solution: the rigid step stalled and was solved softer
+               nearly every step. On its box's four lowest corners, in a
+               plane, it stands rigid
 
 Links fixed to the world (a fixed base's root) touch nothing. What cannot be
 used (a mesh not found, unreadable or beyond a cap of meshes.py, a bad or
@@ -39,6 +50,8 @@ from mbs_dynamics.multibody.resources import ResourceNotFound, resolve
 RIM_POINTS = 12
 MAX_MESH_VERTICES = 48
 MAX_HULL_VERTICES = 64  # of a mesh's convex hull as a shape of collision.shapes (collision_shapes)
+MESH_POINTS = ("hull", "box")  # a mesh's contact points: its hull's vertices, or its bounding box's corners
+BOX_CORNERS = np.array([(x, y, z) for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float)  # unit box's
 
 
 @dataclass(frozen=True)
@@ -93,17 +106,22 @@ def _mesh_vertices(filename: str, scale: np.ndarray, what: str, search_paths, ma
     return farthest_points(vertices, max_vertices)
 
 
+def box_corners(lowest: np.ndarray, highest: np.ndarray) -> np.ndarray:
+    """(8, 3) the corners of the axis-aligned box from `lowest` to `highest`."""
+    return (lowest + highest) / 2 + BOX_CORNERS * ((highest - lowest) / 2)
+
+
 def element_points(element: GeometryElement, search_paths=(), max_vertices: int = MAX_MESH_VERTICES,
-                   hulls: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+                   hulls: dict | None = None, mesh_points: str = "hull") -> tuple[np.ndarray, np.ndarray]:
     """(points (k, 3) in the element's frame, radii (k,)) of its shape
-    (module docstring); ValueError or ResourceNotFound when unusable. hulls:
-    the meshes' convex hulls read so far (path -> vertices), filled in."""
+    (module docstring; a mesh's by mesh_points, one of MESH_POINTS);
+    ValueError or ResourceNotFound when unusable. hulls: the meshes' convex
+    hulls read so far (path -> vertices), filled in."""
     found = shape(element)
     if found.kind == "sphere":
         return np.zeros((1, 3)), found.size[:1].copy()
     if found.kind == "box":
-        corners = np.array([(x, y, z) for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float)
-        return corners * (found.size / 2), np.zeros(8)
+        return box_corners(-found.size / 2, found.size / 2), np.zeros(8)
     if found.kind in ("cylinder", "capsule"):
         radius, half = found.size[0], found.size[1] / 2
         if found.kind == "capsule":
@@ -112,16 +130,21 @@ def element_points(element: GeometryElement, search_paths=(), max_vertices: int 
         rim = np.column_stack([radius * np.cos(angles), radius * np.sin(angles)])
         points = np.vstack([np.column_stack([rim, np.full(RIM_POINTS, z)]) for z in (-half, half)])
         return points, np.zeros(2 * RIM_POINTS)
-    vertices = _mesh_vertices(found.filename, found.scale, element.what, search_paths, max_vertices,
+    vertices = _mesh_vertices(found.filename, found.scale, element.what, search_paths,
+                              max_vertices if mesh_points == "hull" else np.iinfo(np.int64).max,
                               {} if hulls is None else hulls)
+    if mesh_points == "box":
+        vertices = box_corners(vertices.min(axis=0), vertices.max(axis=0))
     return vertices, np.zeros(len(vertices))
 
 
 def collision_contacts(model: Model, urdf_xml: str, search_paths=(),
-                       max_vertices_per_mesh: int = MAX_MESH_VERTICES) -> ContactGeometry:
+                       max_vertices_per_mesh: int = MAX_MESH_VERTICES, mesh_points: str = "hull") -> ContactGeometry:
     """The ContactGeometry of the URDF's <collision> elements for `model`
     (built from the same URDF), meshes found through resources.resolve with
-    `search_paths` (module docstring)."""
+    `search_paths`, each mesh's points by mesh_points (module docstring)."""
+    if mesh_points not in MESH_POINTS:
+        raise ValueError(f"mesh_points must be one of {MESH_POINTS}, got {mesh_points!r}")
     robot = parse_robot(urdf_xml)
     bodies, points, radii, names, warnings = [], [], [], [], []
     hulls: dict = {}
@@ -136,7 +159,7 @@ def collision_contacts(model: Model, urdf_xml: str, search_paths=(),
             try:
                 if isinstance(element, ValueError):
                     raise element
-                local, radius = element_points(element, search_paths, max_vertices_per_mesh, hulls)
+                local, radius = element_points(element, search_paths, max_vertices_per_mesh, hulls, mesh_points)
                 in_link = local @ element.rotation.T + element.translation
                 farthest = np.abs(in_link).max(initial=0.0) + radius.max(initial=0.0)
                 if not farthest <= MAX_MAGNITUDE:  # NaN too

@@ -7,7 +7,8 @@ whole_body_controller node of its namespace (default name
                                circle_radius at circle_frequency (through
                                its start, control.references.CircleReference)
     then 1 s                   the CoM moved by lift_com_offset (over the
-                               other feet), rest to rest
+                               other feet; a z below 0 crouches), rest to
+                               rest
     then                       ~/set_contacts without lifted_foot; the foot
                                lifted lift_height and put back (0.5 s each);
                                ~/set_contacts with every contact_frames again
@@ -59,8 +60,8 @@ class WholeBodyReferencesNode(RobotNode):
         ParameterSpec("lifted_foot", "", "The contact frame lifted and put back; empty = none.", read_only=True),
         ParameterSpec("lift_height", 0.05, "How high the foot is lifted (m).", read_only=True, bounds=(0.0, 1.0)),
         ParameterSpec("lift_com_offset", [0.0, 0.0],
-                      "Where the CoM goes before the lift (x, y from its start, m): over the other feet.",
-                      read_only=True),
+                      "Where the CoM goes before the lift (x, y from its start, m): over the other feet; or x, y, "
+                      "z (z < 0: a crouch, e.g. without lifted_foot).", read_only=True),
         ParameterSpec("reference_rate", 100.0, "References published a second, at most (simulated).",
                       read_only=True, bounds=(1.0, 1e4)),
     )
@@ -73,9 +74,9 @@ class WholeBodyReferencesNode(RobotNode):
         if self.foot and self.foot not in self.contact_frames:
             raise ValueError(f"lifted_foot '{self.foot}' is not one of contact_frames {self.contact_frames}")
         offset = list(self.parameter("lift_com_offset"))
-        if len(offset) != 2:
-            raise ValueError(f"lift_com_offset must be 2 values (x, y), got {offset}")
-        self.offset = np.array([*offset, 0.0])
+        if len(offset) not in (2, 3):
+            raise ValueError(f"lift_com_offset must be 2 values (x, y) or 3 (x, y, z), got {offset}")
+        self.offset = np.array([*offset, 0.0][:3])
         controller = self.parameter("controller")
         self.com_publisher = self.create_publisher(MultiDOFJointTrajectory, f"{controller}/com_setpoint",
                                                    COMMAND_QOS)

@@ -121,7 +121,8 @@ class Scene:
         the setting that is wrong; for a fixed base inside a box (it cannot be
         lifted), the box and the depth."""
         if settings.self_collision and collision_shapes is None:
-            raise ValueError("self_collision needs the robot's collision geometry (contact_geometry 'collision')")
+            raise ValueError("self_collision needs the robot's collision geometry (contact_geometry 'collision' or "
+                             "'collision_boxes')")
         initial_q = scene_initial_configuration(model, settings)
         scene = cls(model, settings, None, scene_actuators(model, settings, initial_q), initial_q, collision,
                     collision_shapes, tuple(disabled_collisions))

@@ -3,7 +3,8 @@ sim time (default name ``simulator``).
 
 The robot of robot_description moves in an mbs.Simulation (gravity; for a
 floating base a ground plane; static world_boxes; touched at contact_points
-of contact_frames, or else at the points of the URDF's collision geometry;
+of contact_frames, or else at the points of the URDF's collision geometry
+(contact_geometry: a mesh's hull vertices, or its bounding box's corners);
 the URDF joint limits, damping and friction; PD actuators on position_joints
 and velocity_joints), stepped at ``dt`` by a thread of its own in compiled
 calls of many steps (up to the next publication), paced to
@@ -89,6 +90,7 @@ from mbs_dynamics.ros.simulator.objects import SemanticDescription, delete, spaw
 from mbs_dynamics.ros.simulator.outputs import make_outputs
 from mbs_dynamics.ros.simulator.parameters import (
     ACTUATOR_PARAMETERS,
+    CONTACT_GEOMETRY,
     GEOMETRY_PARAMETERS,
     INITIAL_STATE_PARAMETERS,
     PARAMETERS,
@@ -168,15 +170,16 @@ class SimulatorNode(RobotNode):
     @cached_property
     def collision(self):
         """The contact points of the URDF's collision elements (contact_geometry
-        'collision'), or None; what could not be used said once."""
+        'collision' or 'collision_boxes': CONTACT_GEOMETRY), or None; what could not be used said once."""
         kind = self.parameter("contact_geometry")
         if kind == "none":
             return None
-        if kind != "collision":
-            raise ValueError(f"contact_geometry must be 'collision' or 'none', got {kind!r}")
+        if kind not in CONTACT_GEOMETRY:
+            raise ValueError(f"contact_geometry must be 'collision', 'collision_boxes' or 'none', got {kind!r}")
         from mbs_dynamics.contact.geometry import collision_contacts
 
-        geometry = collision_contacts(self.model, self.robot_xml, search_paths=self.mesh_search_paths())
+        geometry = collision_contacts(self.model, self.robot_xml, search_paths=self.mesh_search_paths(),
+                                      mesh_points=CONTACT_GEOMETRY[kind])
         for warning in geometry.warnings:
             self.get_logger().warning(f"collision geometry: {warning}")
         return geometry
@@ -184,7 +187,8 @@ class SimulatorNode(RobotNode):
     @cached_property
     def collision_shapes(self):
         """The convex shapes of the URDF's collision elements (contact_geometry
-        'collision'), which free objects and self-collision meet, or None."""
+        'collision' or 'collision_boxes': the meshes' hulls either way), which free objects and self-collision
+        meet, or None."""
         if self.collision is None:
             return None
         from mbs_dynamics.contact.geometry import collision_shapes

@@ -24,6 +24,8 @@ MAX_LAG = 0.2
 MAX_FRAME_ID_LENGTH = 256
 # The slowest real-time factor other than 0 (below it a simulated second takes over 16 min).
 SLOWEST_REAL_TIME_FACTOR = 1e-3
+# contact_geometry's values with the URDF's collision elements -> how a mesh touches (contact.geometry.MESH_POINTS)
+CONTACT_GEOMETRY = {"collision": "hull", "collision_boxes": "box"}
 # Parameters of the world (applied at once) and of the initial state (at the next ~/reset).
 WORLD_PARAMETERS = ("ground_height", "ground_friction", "ground_restitution", "contact_frames", "contact_points",
                     "world_boxes", "contact_compliance", "self_collision")
@@ -83,7 +85,10 @@ PARAMETERS = (
     ParameterSpec("contact_geometry", "collision",
                   "Where the robot touches the ground and world_boxes when contact_frames is empty: "
                   "'collision' (the URDF's <collision> elements: sphere centres with their radius, box "
-                  "corners, cylinder rims, the vertices of each mesh's convex hull) or 'none'.", read_only=True),
+                  "corners, cylinder rims, the vertices of each mesh's convex hull), 'collision_boxes' (the "
+                  "same, but each mesh by the corners of its bounding box in its own axes: flat soles where "
+                  "the sole meshes are nearly flat, as TALOS's, on whose hulls the rigid step softened every "
+                  "step) or 'none'.", read_only=True),
     ParameterSpec("mesh_search_paths", EMPTY_STRING_ARRAY,
                   "Directories searched for collision meshes after the ament index (package://) and the "
                   "URDF's own directory.", read_only=True),

@@ -36,11 +36,13 @@ class SerializedMessage:
     data(), the bytes to publish. Everything else (names, frame_id, sizes)
     is as in `message` when it was made."""
 
-    def __init__(self, message, fields: Sequence[str], stamp: str | None = "header.stamp"):
+    def __init__(self, message, fields: Sequence[str], stamp: str | Sequence[str] | None = "header.stamp"):
         """fields: attribute paths of float64 arrays (their length as in
-        `message`) or of Points and Vector3s; stamp: the path of the
-        builtin_interfaces/Time (None: none). ValueError when a field cannot
-        be found in the bytes (a field of variable size)."""
+        `message`) or of Points and Vector3s, a number indexing a sequence
+        ("wrenches.0.wrench.force"); stamp: the path of the
+        builtin_interfaces/Time, or of each of several that set_stamp sets
+        alike (None: none). ValueError when a field cannot be found in the
+        bytes (a field of variable size)."""
         count = 0
         markers = {}
         for field in fields:
@@ -53,9 +55,10 @@ class SerializedMessage:
                 target.x, target.y, target.z = ((count + k + 1) * MARKER_SCALE for k in range(3))
             markers[field] = np.array([(count + k + 1) * MARKER_SCALE for k in range(size)])
             count += size
-        if stamp is not None:
-            time = _attribute(message, stamp)
-            time.sec, time.nanosec = MARKER_SECONDS, MARKER_NANOSECONDS
+        stamps = [] if stamp is None else [stamp] if isinstance(stamp, str) else list(stamp)
+        for k, path in enumerate(stamps):
+            time = _attribute(message, path)
+            time.sec, time.nanosec = MARKER_SECONDS + k, MARKER_NANOSECONDS
         self._buffer = bytearray(serialize_message(message))
         self.values: dict[str, np.ndarray] = {}
         for field, marker in markers.items():
@@ -65,17 +68,19 @@ class SerializedMessage:
             offset = _offset(self._buffer, marker.tobytes(), field)
             self.values[field] = np.frombuffer(self._buffer, dtype=np.float64, count=marker.size, offset=offset)
             self.values[field][:] = 0.0
-        self._seconds = self._nanoseconds = None
-        if stamp is not None:
-            offset = _offset(self._buffer, np.array([MARKER_SECONDS], dtype=np.int32).tobytes()
-                             + np.array([MARKER_NANOSECONDS], dtype=np.uint32).tobytes(), stamp)
-            self._seconds = np.frombuffer(self._buffer, dtype=np.int32, count=1, offset=offset)
-            self._nanoseconds = np.frombuffer(self._buffer, dtype=np.uint32, count=1, offset=offset + 4)
-            self._seconds[0] = self._nanoseconds[0] = 0
+        self._stamps = []  # (seconds, nanoseconds) views of each stamp
+        for k, path in enumerate(stamps):
+            offset = _offset(self._buffer, np.array([MARKER_SECONDS + k], dtype=np.int32).tobytes()
+                             + np.array([MARKER_NANOSECONDS], dtype=np.uint32).tobytes(), path)
+            seconds = np.frombuffer(self._buffer, dtype=np.int32, count=1, offset=offset)
+            nanoseconds = np.frombuffer(self._buffer, dtype=np.uint32, count=1, offset=offset + 4)
+            seconds[0] = nanoseconds[0] = 0
+            self._stamps.append((seconds, nanoseconds))
 
     def set_stamp(self, stamp) -> None:
-        """The stamp, from a builtin_interfaces/Time."""
-        self._seconds[0], self._nanoseconds[0] = stamp.sec, stamp.nanosec
+        """The stamp (each of them), from a builtin_interfaces/Time."""
+        for seconds, nanoseconds in self._stamps:
+            seconds[0], nanoseconds[0] = stamp.sec, stamp.nanosec
 
     def data(self) -> bytes:
         """The message's bytes as they are now, for publish()."""
@@ -84,13 +89,17 @@ class SerializedMessage:
 
 def _attribute(message, path: str):
     for name in path.split("."):
-        message = getattr(message, name)
+        message = message[int(name)] if name.isdigit() else getattr(message, name)
     return message
 
 
 def _set_attribute(message, path: str, value) -> None:
     *parents, name = path.split(".")
-    setattr(_attribute(message, ".".join(parents)) if parents else message, name, value)
+    parent = _attribute(message, ".".join(parents)) if parents else message
+    if name.isdigit():
+        parent[int(name)] = value
+    else:
+        setattr(parent, name, value)
 
 
 def _offset(buffer: bytearray, marker: bytes, field: str) -> int:

@@ -64,7 +64,7 @@ from mbs_dynamics.ros.conversions import InvalidInput, base_state, listed, stamp
 from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values, timings
 from mbs_dynamics.ros.spinning import node_main
-from mbs_dynamics.ros.whole_body_messages import ContactForceMessages, setpoint, whole_body_markers
+from mbs_dynamics.ros.whole_body_messages import ContactForceMessages, MarkerMessages, efforts_message, setpoint
 from mbs_dynamics_interfaces.msg import Contact, ContactWrenches
 from mbs_dynamics_interfaces.srv import SetContacts
 
@@ -201,11 +201,12 @@ class WholeBodyControllerNode(RobotNode):
         self._last_cycle = self._last_markers = -np.inf
         self._last_stamp = -np.inf
         self._tau = None  # the last published efforts
-        self._efforts = JointState(name=list(self.controller.joint_names))
+        self._efforts = efforts_message(self.controller.joint_names)
         self._world_frame = self.parameter("world_frame")
         self._forces_messages = ContactForceMessages(
             names["contact_frames"], Contact.POINT if self.parameter("contact_type") == "point" else Contact.FRAME,
             self._world_frame)
+        self._markers_messages = MarkerMessages(model, self._world_frame)
         # the CoM's distance to its reference (m): at the last cycle, the most since the last diagnostics
         self._com_error, self._com_error_most = np.nan, -np.inf
         self.check_parameters_at_run_time()
@@ -488,19 +489,18 @@ class WholeBodyControllerNode(RobotNode):
 
     def _publish(self, stamp, tau) -> None:
         efforts = self._efforts
-        efforts.header.stamp = stamp
-        efforts.effort = tau.tolist()
-        self.efforts_publisher.publish(efforts)
+        efforts.set_stamp(stamp)
+        efforts.values["effort"][:] = tau
+        self.efforts_publisher.publish(efforts.data())
         self.counts["published"] += 1
 
     def _publish_forces(self, stamp, seconds: float, q, result, com) -> None:
-        self.forces_publisher.publish(self._forces_messages.message(stamp, result.forces))
+        self.forces_publisher.publish(self._forces_messages.data(stamp, result.forces))
         rate = self.settings.markers_rate
         if rate > 0 and not self._last_markers <= seconds < self._last_markers + 1.0 / rate:
             self._last_markers = seconds
-            self.markers_publisher.publish(whole_body_markers(
-                self.model, q, stamp, self._world_frame, result.forces, com,
-                None if self.com_task is None else self.com_task.position))
+            self.markers_publisher.publish(self._markers_messages.data(
+                q, stamp, result.forces, com, None if self.com_task is None else self.com_task.position))
 
     def destroy_node(self) -> None:
         # the QP solvers go with the node, not at the interpreter's exit (proxsuite's nanobind objects reported leaks)

@@ -12,6 +12,8 @@ second, the efforts received in a third.
         [--queue-depth N]   (the node's input_queue_depth: its joint_states
                        queue; default the node's own, 1000 for inverse
                        dynamics, 1 for the controller)
+        [--parameter NAME:=VALUE]...   (more parameters of the node, such as
+                       the controller's contact_forces_rate:=100)
         [--realtime-priority N]   (SCHED_FIFO at N for the node's joint_states
                        thread, the publisher and the receiver, with their Fast
                        DDS threads, as a real-time driver and controller would
@@ -126,6 +128,7 @@ def main():
     parser.add_argument("--controller", choices=("solo12", "talos"), default=None)
     parser.add_argument("--realtime-priority", type=int, default=0)
     parser.add_argument("--queue-depth", type=int, default=0)
+    parser.add_argument("--parameter", action="append", default=[])
     arguments = parser.parse_args()
     use_private_ros_domain()
 
@@ -161,6 +164,8 @@ def main():
         parameters += ["-p", f"realtime_priority:={arguments.realtime_priority}"]
     if arguments.queue_depth:
         parameters += ["-p", f"input_queue_depth:={arguments.queue_depth}"]
+    for parameter in arguments.parameter:
+        parameters += ["-p", parameter]
     executable = os.environ.get("MBS_NODE_EXECUTABLE", Path(sys.executable).parent / executable)
     node_process = subprocess.Popen([str(executable), "--ros-args", "-r", f"__node:={NODE}", *parameters],
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

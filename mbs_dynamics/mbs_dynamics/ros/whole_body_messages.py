@@ -15,8 +15,9 @@ from array import array
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import Point
+from geometry_msgs.msg import Point, PointStamped, PoseStamped, QuaternionStamped
 from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import MultiDOFJointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
 import mbs_dynamics as mbs
@@ -27,6 +28,105 @@ from mbs_dynamics_interfaces.msg import Contact, ContactWrenches
 FORCE_SCALE = 1e-3  # m of arrow per N
 SPHERE_DIAMETER = 0.02  # m: the CoM's and its reference's spheres
 COM_REFERENCE_RGBA, COM_RGBA, FORCE_RGBA = (0.0, 0.8, 0.0, 0.8), (0.1, 0.3, 1.0, 0.8), (1.0, 0.4, 0.0, 1.0)
+
+
+# The float64 fields of the inputs, read from their bytes (SerializedStream)
+JOINT_STATES_FIELDS = ("position", "velocity", "effort")
+ODOMETRY_FIELDS = ("pose.pose.position", "pose.pose.orientation", "pose.covariance", "twist.twist.linear",
+                   "twist.twist.angular", "twist.covariance")
+
+
+class WholeBodyOutputs:
+    """The node's publishers and their messages' bytes: the efforts at each
+    cycle, then, after them, the contact forces and the markers at their
+    rates (most a second by the input stamps; forces: 0 = each cycle,
+    markers: 0 = none)."""
+
+    def __init__(self, node, model, joint_names, contact_frames, kind: int, world_frame: str, efforts_topic: str,
+                 qos):
+        self.efforts_publisher = node.create_publisher(JointState, efforts_topic, qos)
+        self.forces_publisher = node.create_publisher(ContactWrenches, "~/contact_forces", qos)
+        self.markers_publisher = node.create_publisher(MarkerArray, "~/markers", qos)
+        self._efforts = efforts_message(joint_names)
+        self._forces = ContactForceMessages(contact_frames, kind, world_frame)
+        self._markers = MarkerMessages(model, world_frame)
+        self._last_forces = self._last_markers = -np.inf
+
+    def efforts(self, stamp, tau) -> None:
+        efforts = self._efforts
+        efforts.set_stamp(stamp)
+        efforts.values["effort"][:] = tau
+        self.efforts_publisher.publish(efforts.data())
+
+    def monitoring(self, stamp, seconds: float, q, forces: dict, com, com_reference, forces_rate: float,
+                   markers_rate: float) -> None:
+        """~/contact_forces and ~/markers of the cycle of the input stamped `stamp` (`seconds`), when due."""
+        if forces_rate <= 0 or not self._last_forces <= seconds < self._last_forces + (1.0 - 1e-6) / forces_rate:
+            self._last_forces = seconds
+            self.forces_publisher.publish(self._forces.data(stamp, forces))
+        if markers_rate > 0 and not self._last_markers <= seconds < self._last_markers + 1.0 / markers_rate:
+            self._last_markers = seconds
+            self.markers_publisher.publish(self._markers.data(q, stamp, forces, com, com_reference))
+
+
+class WholeBodyReferenceInputs:
+    """The node's reference topics (a mixin of WholeBodyControllerNode):
+    each message in the world frame given to its task (_set_com,
+    orientation_task, _set_frame), else refused (dropped, said)."""
+
+    def subscribe_references(self, qos) -> None:
+        if self.model.floating_base:
+            self.create_subscription(PointStamped, "~/com_reference", self._on_com_reference, qos)
+            self.create_subscription(MultiDOFJointTrajectory, "~/com_setpoint", self._on_com_setpoint, qos)
+            self.create_subscription(QuaternionStamped, "~/base_orientation_reference",
+                                     self._on_orientation_reference, qos)
+        for frame in self.frame_tasks:
+            self.create_subscription(PoseStamped, f"~/frame_reference/{frame}",
+                                     lambda message, frame=frame: self._on_frame_reference(frame, message), qos)
+            self.create_subscription(MultiDOFJointTrajectory, f"~/frame_setpoint/{frame}",
+                                     lambda message, frame=frame: self._on_frame_setpoint(frame, message), qos)
+
+    def _reference_frame(self, message, topic: str) -> None:
+        frame = message.header.frame_id
+        world = self._world_frame
+        if frame not in ("", world):
+            raise InvalidInput("wrong_frame", f"frame_id '{frame[:80]}' is not the world frame '{world}' "
+                                              "(world_frame): references are given in it")
+
+    def _reference(self, topic: str, message, reason: str, apply) -> None:
+        """apply() a reference message of `topic` in the world frame; refused (dropped for `reason` or the
+        InvalidInput's, with the controller's reason: a NaN, a bad quaternion) otherwise."""
+        try:
+            self._reference_frame(message, topic)
+            apply()
+            self.counts["references"] += 1
+        except ValueError as error:  # InvalidInput, or the controller's refusal (NaN)
+            self.drop(getattr(error, "reason", reason), f"{topic}: {error}")
+
+    def _on_com_reference(self, message: PointStamped) -> None:
+        self._reference("~/com_reference", message, "invalid_com_reference",
+                        lambda: self._set_com("~/com_reference", vector_values(message.point), 0.0, 0.0))
+
+    def _on_com_setpoint(self, message: MultiDOFJointTrajectory) -> None:
+        def apply():
+            position, _, twist, acceleration = setpoint(message)
+            self._set_com("~/com_setpoint", position, twist[3:], acceleration[3:])
+
+        self._reference("~/com_setpoint", message, "invalid_com_reference", apply)
+
+    def _on_orientation_reference(self, message: QuaternionStamped) -> None:
+        o = message.quaternion
+        self._reference("~/base_orientation_reference", message, "invalid_orientation_reference",
+                        lambda: self.orientation_task.set_reference((o.x, o.y, o.z, o.w)))
+
+    def _on_frame_reference(self, frame: str, message: PoseStamped) -> None:
+        p, o = message.pose.position, message.pose.orientation
+        self._reference(f"~/frame_reference/{frame}", message, "invalid_frame_reference", lambda: self._set_frame(
+            frame, vector_values(p), (o.x, o.y, o.z, o.w), np.zeros(6), np.zeros(6)))
+
+    def _on_frame_setpoint(self, frame: str, message: MultiDOFJointTrajectory) -> None:
+        self._reference(f"~/frame_setpoint/{frame}", message, "invalid_frame_reference",
+                        lambda: self._set_frame(frame, *setpoint(message)))
 
 
 def efforts_message(joint_names) -> SerializedMessage:

@@ -257,7 +257,9 @@ def main():
           f"published {diagnostics.get('published', '?')}, dropped {diagnostics.get('dropped', '?')}, counted "
           f"{diagnostics.get('lost_joint_states', 0)} lost, {diagnostics.get('missed_estimate', '?')} missing by "
           f"the stamps); "
-          f"node CPU: {100 * cpu / (sent_seconds + 1.0):.0f} % of one core; node compute per message: "
+          f"node CPU: {100 * cpu / (sent_seconds + 1.0):.0f} % of one core, {1e6 * cpu / max(received, 1):.0f} us a "
+          f"message answered (the CPU time, unlike the latency, hardly grows with the machine's load); node "
+          f"compute per message: "
           f"mean {diagnostics.get('compute_us_mean', diagnostics.get('cycle_us_mean', '?'))} us, "
           f"p99 {diagnostics.get('compute_us_p99', diagnostics.get('cycle_us_p99', '?'))} us")
 

@@ -37,13 +37,17 @@ class SerializedMessage:
     data(), the bytes to publish. Everything else (names, frame_id, sizes)
     is as in `message` when it was made."""
 
-    def __init__(self, message, fields: Sequence[str], stamp: str | Sequence[str] | None = "header.stamp"):
+    def __init__(self, message, fields: Sequence[str], stamp: str | Sequence[str] | None = "header.stamp",
+                 like: bytes | None = None):
         """fields: attribute paths of float64 arrays (their length as in
-        `message`) or of Points and Vector3s, a number indexing a sequence
-        ("wrenches.0.wrench.force"); stamp: the path of the
+        `message`) or of Points, Vector3s and Quaternions, a number indexing
+        a sequence ("wrenches.0.wrench.force"); stamp: the path of the
         builtin_interfaces/Time, or of each of several that set_stamp sets
-        alike (None: none). ValueError when a field cannot be found in the
-        bytes (a field of variable size)."""
+        alike (None: none); like: bytes received of a message of this layout,
+        made the message's bytes (the middleware's serialization may end in
+        other padding than rclpy.serialization's), else its values are zero.
+        ValueError when a field cannot be found in the bytes (a field of
+        variable size) or lies beyond `like`."""
         count = 0
         markers = {}
         for field in fields:
@@ -62,31 +66,33 @@ class SerializedMessage:
         for k, path in enumerate(stamps):
             time = _attribute(message, path)
             time.sec, time.nanosec = MARKER_SECONDS + k, MARKER_NANOSECONDS
-        self._buffer = bytearray(serialize_message(message))
-        address = np.frombuffer(self._buffer, dtype=np.uint8).ctypes.data
-        self.values: dict[str, np.ndarray] = {}
-        for field, marker in markers.items():
-            if not marker.size:
-                self.values[field] = np.zeros(0)
-                continue
-            offset = _offset(self._buffer, marker.tobytes(), field)
-            self.values[field] = np.frombuffer(self._buffer, dtype=np.float64, count=marker.size, offset=offset)
-            self.values[field][:] = 0.0
-        self._stamps = []  # (seconds, nanoseconds) views of each stamp
-        for k, path in enumerate(stamps):
-            offset = _offset(self._buffer, np.array([MARKER_SECONDS + k], dtype=np.int32).tobytes()
-                             + np.array([MARKER_NANOSECONDS], dtype=np.uint32).tobytes(), path)
-            seconds = np.frombuffer(self._buffer, dtype=np.int32, count=1, offset=offset)
-            nanoseconds = np.frombuffer(self._buffer, dtype=np.uint32, count=1, offset=offset + 4)
-            seconds[0] = nanoseconds[0] = 0
-            self._stamps.append((seconds, nanoseconds))
+        serialized = bytearray(serialize_message(message))
+        # (offset, bytes) of each field (None: empty), of each stamp
+        places = {field: (_offset(serialized, marker.tobytes(), field), marker.nbytes) if marker.size else None
+                  for field, marker in markers.items()}
+        stamp_offsets = [_offset(serialized, np.array([MARKER_SECONDS + k], dtype=np.int32).tobytes()
+                                 + np.array([MARKER_NANOSECONDS], dtype=np.uint32).tobytes(), path)
+                         for k, path in enumerate(stamps)]
+        taken = sorted([place for place in places.values() if place] + [(offset, 8) for offset in stamp_offsets])
+        if like is not None:
+            if taken and taken[-1][0] + taken[-1][1] > len(like):
+                raise ValueError("the bytes are shorter than the message's fields")
+            serialized = bytearray(like)
+        self._buffer = serialized
+        self.values: dict[str, np.ndarray] = {
+            field: np.frombuffer(serialized, dtype=np.float64, count=place[1] // 8, offset=place[0]) if place
+            else np.zeros(0) for field, place in places.items()}
+        self._stamps = [(np.frombuffer(serialized, dtype=np.int32, count=1, offset=offset),
+                         np.frombuffer(serialized, dtype=np.uint32, count=1, offset=offset + 4))
+                        for offset in stamp_offsets]  # (seconds, nanoseconds) views of each stamp
+        if like is None:
+            for values in [*self.values.values(), *(part for pair in self._stamps for part in pair)]:
+                values[:] = 0
         # the bytes outside the fields and the stamps: (start, end, bytes) of each stretch
-        taken = sorted([(view.ctypes.data - address, view.nbytes) for view in self.values.values() if view.size]
-                       + [(seconds.ctypes.data - address, 8) for seconds, _ in self._stamps])
         self._fixed, start = [], 0
-        for offset, size in taken + [(len(self._buffer), 0)]:
+        for offset, size in taken + [(len(serialized), 0)]:
             if offset > start:
-                self._fixed.append((start, offset, bytes(self._buffer[start:offset])))
+                self._fixed.append((start, offset, bytes(serialized[start:offset])))
             start = max(start, offset + size)
 
     def set_stamp(self, stamp) -> None:
@@ -137,8 +143,8 @@ class SerializedStream:
         if layout is None or not layout.take(data):
             self._message = deserialize_message(data, self.kind)
             try:
-                self._layout = SerializedMessage(deserialize_message(data, self.kind), self.fields, self.stamp)
-                self._layout.take(data)
+                self._layout = SerializedMessage(deserialize_message(data, self.kind), self.fields, self.stamp,
+                                                 like=data)
             except ValueError:  # a field of another length than 3 or 4 (a Point's) found nowhere: no layout
                 self._layout = None
             return self._message

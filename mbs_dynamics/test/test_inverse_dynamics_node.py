@@ -510,7 +510,8 @@ def test_the_controller_outputs_bytes_are_its_messages():
     from mbs_dynamics_interfaces.msg import Contact, ContactWrenches
 
     rng = np.random.default_rng(5)
-    for (model, q), frames, kind in ((solo12_standing(), FEET, Contact.POINT), (talos_standing(), SOLES, Contact.FRAME)):
+    robots = ((solo12_standing(), FEET, Contact.POINT), (talos_standing(), SOLES, Contact.FRAME))
+    for (model, q), frames, kind in robots:
         forces_messages, markers_messages = ContactForceMessages(frames, kind, "world"), MarkerMessages(model, "world")
         for k, active in enumerate((frames, frames[1:], frames)):
             forces = {frame: rng.normal(size=3 if kind == Contact.POINT else 6) for frame in active}

@@ -217,10 +217,10 @@ def main():
         message.header.stamp.sec, message.header.stamp.nanosec = int(now), int((now % 1) * 1e9)
         sent_ns[k] = message.header.stamp.sec * 1_000_000_000 + message.header.stamp.nanosec
         message.velocity = velocities[k % 1000]  # the publisher as light as a driver: no conversions
-        joint_states.publish(message)
-        if k % 10 == 0:
-            odom.header.stamp = message.header.stamp  # fresh: the controller holds its torques on a stale odom
+        if k % 10 == 0:  # first: the controller refuses a state whose odom is stale (the set-up's, for the first)
+            odom.header.stamp = message.header.stamp
             odometry.publish(odom)
+        joint_states.publish(message)
         next_time += period
         delay = next_time - time.monotonic()
         if delay > 0:

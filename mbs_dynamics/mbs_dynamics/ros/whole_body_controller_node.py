@@ -23,6 +23,7 @@ orientation, the frame tasks and the posture. Then, with the input's stamp:
                                       (default simulator/joint_efforts)
          ~/contact_forces             mbs_dynamics_interfaces/ContactWrenches:
                                       the forces the QP chose, world axes
+                                      (at most contact_forces_rate a second)
          ~/markers                    visualization_msgs/MarkerArray: an arrow
                                       per contact force, the CoM and its reference
          /diagnostics                 cycle time, counts, the active contacts,
@@ -43,6 +44,9 @@ throttled warning; a stale state republishes the last torques (held) with the
 new stamp. A cycle whose QP has no solution (contacts that cannot hold the
 robot) publishes the last solved torques (the controller's), counted and
 warned. ~/set_contacts refuses unknown or repeated names with the reason.
+
+Inputs taken and outputs published as bytes (ros.serialized): rclpy's
+message conversions cost more than the controller.
 """
 from __future__ import annotations
 
@@ -205,7 +209,6 @@ class WholeBodyControllerNode(WholeBodyReferenceInputs, RobotNode):
         for frame in names["contact_frames"]:
             self.controller.add_contact(self._contact_kind(frame))
         self._sync_frame_tasks()
-        self._warm_up()
         self.cycle_times = timings()
         self._odometry = None  # (q_base, v_base, stamp)
         self._last_cycle = -np.inf
@@ -218,6 +221,7 @@ class WholeBodyControllerNode(WholeBodyReferenceInputs, RobotNode):
             self, model, self.controller.joint_names, names["contact_frames"],
             Contact.POINT if self.parameter("contact_type") == "point" else Contact.FRAME, self._world_frame,
             self.parameter("efforts_topic"), COMMAND_QOS)
+        self.outputs.prepare(*self._warm_up())
         states = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=self.parameter("input_queue_depth"),
                             reliability=ReliabilityPolicy.BEST_EFFORT)
         # taken as bytes: a stream's next message updates the last one's object (SerializedStream)
@@ -306,9 +310,9 @@ class WholeBodyControllerNode(WholeBodyReferenceInputs, RobotNode):
                 fresh = self._frame_task(frame, list(self.frame_tasks).index(frame))  # holds the frame where it is
                 self.frame_tasks[frame] = self.controller.add_task(fresh)
 
-    def _warm_up(self) -> None:
-        """One cycle of a controller like this one at the neutral posture: the
-        kernels and the QP solver loaded before the first message."""
+    def _warm_up(self) -> tuple:
+        """(q, result) of a cycle of a controller like this one at the neutral posture: the kernels and the QP
+        solver loaded before the first message."""
         scratch = WholeBodyController(self.model, torque_limits=self.parameter("torque_limits"))
         for task in self.controller.tasks:
             if isinstance(task, CenterOfMassTask):
@@ -319,7 +323,8 @@ class WholeBodyControllerNode(WholeBodyReferenceInputs, RobotNode):
                 scratch.add_task(FrameTask(task.frame))
         for frame in self._names["contact_frames"]:
             scratch.add_contact(self._contact_kind(frame))
-        scratch.compute(self.model.neutral_configuration(), np.zeros(self.model.nv))
+        q = self.model.neutral_configuration()
+        return q, scratch.compute(q, np.zeros(self.model.nv))
 
     # --- inputs ------------------------------------------------------------------
 

@@ -52,6 +52,13 @@ class WholeBodyOutputs:
         self._markers = MarkerMessages(model, world_frame)
         self._last_forces = self._last_markers = -np.inf
 
+    def prepare(self, q, result) -> None:
+        """The messages of a cycle's ControlResult at q made, with and without a CoM reference, unpublished:
+        the first cycle's took 10-350 ms (the kernels the markers call loaded, the messages' layouts found)."""
+        for reference in (result.com, None):
+            self._forces.data(Time(), result.forces)
+            self._markers.data(q, Time(), result.forces, result.com, reference)
+
     def efforts(self, stamp, tau) -> None:
         efforts = self._efforts
         efforts.set_stamp(stamp)

@@ -71,10 +71,10 @@ from mbs_dynamics.ros.whole_body_messages import (JOINT_STATES_FIELDS, ODOMETRY_
 from mbs_dynamics_interfaces.msg import Contact
 from mbs_dynamics_interfaces.srv import SetContacts
 
-# joint_states: best effort (matches any publisher), a queue of INPUT_QUEUE_DEPTH (input_queue_depth): every
-# state answered through a scheduler's hiccup of up to 10 periods at 1 kHz (with a queue of one, 37-38 of 15,000
-# states were lost to such jitter at 1 kHz, SCHED_FIFO, 3 with ten), none answered older than that: a longer
-# stall loses the oldest (counted: lost_joint_states). STATE_QOS (the newest only): the references node's.
+# joint_states: best effort (matches any publisher), a queue of INPUT_QUEUE_DEPTH (input_queue_depth): every state
+# answered through a scheduler's hiccup of up to 10 periods at 1 kHz (with a queue of one, 38-146 of 15,000 states
+# were lost to such jitter at 1 kHz, SCHED_FIFO; 0-14 with ten, in stalls over 10 ms), none answered older than
+# that: a longer stall loses the oldest (counted: lost_joint_states). STATE_QOS (the newest only): the references'.
 # odom's callback only keeps the newest: its queue drains at once after a stall.
 INPUT_QUEUE_DEPTH = 10
 STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)

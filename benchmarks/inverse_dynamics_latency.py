@@ -12,6 +12,8 @@ second, the efforts received in a third.
         [--queue-depth N]   (the node's input_queue_depth: its joint_states
                        queue; default the node's own, 1000 for inverse
                        dynamics, 1 for the controller)
+        [--parameter NAME:=VALUE]...   (more parameters of the node, such as
+                       the controller's contact_forces_rate:=100)
         [--realtime-priority N]   (SCHED_FIFO at N for the node's joint_states
                        thread, the publisher and the receiver, with their Fast
                        DDS threads, as a real-time driver and controller would
@@ -126,6 +128,7 @@ def main():
     parser.add_argument("--controller", choices=("solo12", "talos"), default=None)
     parser.add_argument("--realtime-priority", type=int, default=0)
     parser.add_argument("--queue-depth", type=int, default=0)
+    parser.add_argument("--parameter", action="append", default=[])
     arguments = parser.parse_args()
     use_private_ros_domain()
 
@@ -161,6 +164,8 @@ def main():
         parameters += ["-p", f"realtime_priority:={arguments.realtime_priority}"]
     if arguments.queue_depth:
         parameters += ["-p", f"input_queue_depth:={arguments.queue_depth}"]
+    for parameter in arguments.parameter:
+        parameters += ["-p", parameter]
     executable = os.environ.get("MBS_NODE_EXECUTABLE", Path(sys.executable).parent / executable)
     node_process = subprocess.Popen([str(executable), "--ros-args", "-r", f"__node:={NODE}", *parameters],
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -212,10 +217,10 @@ def main():
         message.header.stamp.sec, message.header.stamp.nanosec = int(now), int((now % 1) * 1e9)
         sent_ns[k] = message.header.stamp.sec * 1_000_000_000 + message.header.stamp.nanosec
         message.velocity = velocities[k % 1000]  # the publisher as light as a driver: no conversions
-        joint_states.publish(message)
-        if k % 10 == 0:
-            odom.header.stamp = message.header.stamp  # fresh: the controller holds its torques on a stale odom
+        if k % 10 == 0:  # first: the controller refuses a state whose odom is stale (the set-up's, for the first)
+            odom.header.stamp = message.header.stamp
             odometry.publish(odom)
+        joint_states.publish(message)
         next_time += period
         delay = next_time - time.monotonic()
         if delay > 0:
@@ -252,7 +257,9 @@ def main():
           f"published {diagnostics.get('published', '?')}, dropped {diagnostics.get('dropped', '?')}, counted "
           f"{diagnostics.get('lost_joint_states', 0)} lost, {diagnostics.get('missed_estimate', '?')} missing by "
           f"the stamps); "
-          f"node CPU: {100 * cpu / (sent_seconds + 1.0):.0f} % of one core; node compute per message: "
+          f"node CPU: {100 * cpu / (sent_seconds + 1.0):.0f} % of one core, {1e6 * cpu / max(received, 1):.0f} us a "
+          f"message answered (the CPU time, unlike the latency, hardly grows with the machine's load); node "
+          f"compute per message: "
           f"mean {diagnostics.get('compute_us_mean', diagnostics.get('cycle_us_mean', '?'))} us, "
           f"p99 {diagnostics.get('compute_us_p99', diagnostics.get('cycle_us_p99', '?'))} us")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pytest
 from helpers import close
 from oracles import random_state, robot_path
 from ros_processes import (
@@ -456,6 +457,76 @@ def test_serialized_messages_deserialize_to_the_messages_they_stand_for():
     empty = SerializedMessage(Float64MultiArray(data=array("d")), ["data"], stamp=None)
     assert list(deserialize_message(empty.data(), Float64MultiArray).data) == []
 
+
+
+def test_a_stream_read_from_its_bytes_gives_the_messages_deserialized():
+    """Inputs taken as bytes (ros.serialized.SerializedStream): each message
+    equals rclpy's deserialization of it, whether it follows the last one's
+    layout (read in place) or not (other names, frame, sizes: deserialized);
+    bytes that are no message raise."""
+    from nav_msgs.msg import Odometry
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+
+    from mbs_dynamics.ros.serialized import SerializedStream
+    from mbs_dynamics.ros.whole_body_messages import JOINT_STATES_FIELDS, ODOMETRY_FIELDS
+
+    rng = np.random.default_rng(4)
+    joint_states = SerializedStream(JointState, JOINT_STATES_FIELDS)
+    odometry = SerializedStream(Odometry, ODOMETRY_FIELDS)
+    names = [f"joint_{k}" * (k % 3 + 1) for k in range(12)]
+    in_place, last = 0, None  # messages read in place: the last one's object, updated
+    for k in range(8):
+        size = 11 if k == 5 else 12  # a message of another layout, then back
+        message = JointState(name=names[:size] if k != 3 else names[::-1], position=rng.normal(size=size).tolist(),
+                             velocity=rng.normal(size=size).tolist() if k != 6 else [])
+        message.header.stamp.sec, message.header.stamp.nanosec = 1_700_000_000 + k, 999_999_999 - k
+        message.header.frame_id = "" if k != 4 else "robot"
+        taken = joint_states.message(serialize_message(message))
+        assert taken == message
+        in_place, last = in_place + (taken is last), taken
+        odom = Odometry(child_frame_id="base_link" if k != 2 else "base")
+        odom.header.stamp.sec = k
+        pose, twist = odom.pose.pose, odom.twist.twist
+        pose.position.x, pose.orientation.x, pose.orientation.w, twist.angular.z = rng.normal(size=4)
+        odom.pose.covariance[k], odom.twist.covariance[35 - k] = rng.normal(size=2)
+        assert odometry.message(serialize_message(odom)) == odom
+    assert in_place >= 2  # of the four that followed one of their layout (the padding may differ)
+    with pytest.raises(Exception):
+        joint_states.message(b"\x00\x01\x00\x00garbage")
+
+
+def test_the_controller_outputs_bytes_are_its_messages():
+    """The whole-body controller's contact forces and markers published as
+    bytes (several stamps, indexed fields) deserialize to the messages
+    built field by field, for point feet and soles, cycle after cycle."""
+    from builtin_interfaces.msg import Time
+    from rclpy.serialization import deserialize_message, serialize_message
+    from visualization_msgs.msg import MarkerArray
+
+    from helpers import FEET, SOLES, solo12_standing, talos_standing
+    from mbs_dynamics.ros.conversions import contact_wrenches
+    from mbs_dynamics.ros.whole_body_messages import ContactForceMessages, MarkerMessages, whole_body_markers
+    from mbs_dynamics_interfaces.msg import Contact, ContactWrenches
+
+    rng = np.random.default_rng(5)
+    robots = ((solo12_standing(), FEET, Contact.POINT), (talos_standing(), SOLES, Contact.FRAME))
+    for (model, q), frames, kind in robots:
+        forces_messages, markers_messages = ContactForceMessages(frames, kind, "world"), MarkerMessages(model, "world")
+        for k, active in enumerate((frames, frames[1:], frames)):
+            forces = {frame: rng.normal(size=3 if kind == Contact.POINT else 6) for frame in active}
+            com, reference = rng.normal(size=3), rng.normal(size=3)
+            stamp = Time(sec=100 + k, nanosec=7 * k)
+            message = deserialize_message(forces_messages.data(stamp, forces), ContactWrenches)
+            expected = contact_wrenches([Contact(frame=frame, kind=kind) for frame in active], list(forces.values()))
+            assert list(message.wrenches) == expected and message.header.stamp == stamp
+            assert message.header.frame_id == "world"
+            markers = markers_messages.data(q, stamp, forces, com, reference if k != 1 else None)
+            built = whole_body_markers(model, q, stamp, "world", forces, com, reference if k != 1 else None)
+            # (as deserialized: rclpy's serializer leaves the padding between fields as it finds it)
+            assert deserialize_message(markers, MarkerArray) == deserialize_message(serialize_message(built),
+                                                                                    MarkerArray)
+            assert deserialize_message(markers, MarkerArray).markers[-1].header.stamp == stamp
 
 def fifo_threads(pid: int) -> list[tuple[str, int]]:
     """(name, priority) of the threads of process `pid` that run SCHED_FIFO."""

@@ -23,6 +23,7 @@ orientation, the frame tasks and the posture. Then, with the input's stamp:
                                       (default simulator/joint_efforts)
          ~/contact_forces             mbs_dynamics_interfaces/ContactWrenches:
                                       the forces the QP chose, world axes
+                                      (at most contact_forces_rate a second)
          ~/markers                    visualization_msgs/MarkerArray: an arrow
                                       per contact force, the CoM and its reference
          /diagnostics                 cycle time, counts, the active contacts,
@@ -43,6 +44,9 @@ throttled warning; a stale state republishes the last torques (held) with the
 new stamp. A cycle whose QP has no solution (contacts that cannot hold the
 robot) publishes the last solved torques (the controller's), counted and
 warned. ~/set_contacts refuses unknown or repeated names with the reason.
+
+Inputs taken and outputs published as bytes (ros.serialized): rclpy's
+message conversions cost more than the controller.
 """
 from __future__ import annotations
 
@@ -50,29 +54,34 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from geometry_msgs.msg import PointStamped, PoseStamped, QuaternionStamped
 from nav_msgs.msg import Odometry
 from rclpy.experimental import EventsExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from trajectory_msgs.msg import MultiDOFJointTrajectory
-from visualization_msgs.msg import MarkerArray
 
 from mbs_dynamics.control import (CenterOfMassTask, FrameTask, OrientationTask, PostureTask, RigidPointContact,
                                   RigidSurfaceContact, WholeBodyController)
-from mbs_dynamics.ros.conversions import InvalidInput, base_state, listed, stamp_seconds, vector_values
+from mbs_dynamics.ros.conversions import InvalidInput, base_state, listed, stamp_seconds
 from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values, timings
 from mbs_dynamics.ros.spinning import node_main
-from mbs_dynamics.ros.whole_body_messages import ContactForceMessages, setpoint, whole_body_markers
-from mbs_dynamics_interfaces.msg import Contact, ContactWrenches
+from mbs_dynamics.ros.serialized import SerializedStream
+from mbs_dynamics.ros.whole_body_messages import (JOINT_STATES_FIELDS, ODOMETRY_FIELDS, WholeBodyOutputs,
+                                                 WholeBodyReferenceInputs)
+from mbs_dynamics_interfaces.msg import Contact
 from mbs_dynamics_interfaces.srv import SetContacts
 
-# By default a controller acts on the newest state: a joint_states queue of one (input_queue_depth), best effort
-# (matches any publisher); the states a long cycle skipped are counted as lost (lost_joint_states). odom's
-# callback only keeps the newest: its queue drains at once after a stall.
+# joint_states: best effort (matches any publisher), a queue of INPUT_QUEUE_DEPTH (input_queue_depth): every state
+# answered through a scheduler's hiccup of up to 10 periods at 1 kHz (with a queue of one, 38-146 of 15,000 states
+# were lost to such jitter at 1 kHz, SCHED_FIFO; 0-14 with ten, in stalls over 10 ms), none answered older than
+# that: a longer stall loses the oldest (counted: lost_joint_states). STATE_QOS (the newest only): the references'.
+# odom's callback only keeps the newest: its queue drains at once after a stall.
+INPUT_QUEUE_DEPTH = 10
 STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
 ODOM_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
+# ~/contact_forces monitor the controller (the view, plots) as ros2_control's state topics do (their
+# state_publish_rate): at most 100 a second by default, a middleware write a cycle less at 1 kHz (45-70 us of CPU)
+CONTACT_FORCES_RATE = 100.0
 COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
 CONTACT_TYPES = ("point", "surface")
 FRAME_TASK_TYPES = ("pose", "position")
@@ -86,6 +95,7 @@ class ControllerSettings:
 
     control_rate: float
     state_timeout: float
+    contact_forces_rate: float
     markers_rate: float
     com_weight: float
     base_orientation_weight: float
@@ -94,17 +104,18 @@ class ControllerSettings:
     diagnostics_period: float
 
 
-class WholeBodyControllerNode(RobotNode):
+class WholeBodyControllerNode(WholeBodyReferenceInputs, RobotNode):
     # rclpy's executor in C++: the Python executors rebuild their wait set for each message (~0.4 ms of CPU)
     EXECUTOR = EventsExecutor
     PARAMETERS = (
         ParameterSpec("control_rate", 0.0,
                       "Most control cycles a second, by the joint_states stamps (Hz); 0 = one per joint_states "
                       "message.", bounds=(0.0, 1e5)),
-        ParameterSpec("input_queue_depth", STATE_QOS.depth,
-                      "joint_states messages kept while a cycle runs (best effort, keep last): 1 acts on the "
-                      "newest state, the ones a long cycle skipped lost (counted: lost_joint_states); more "
-                      "answers every state in turn, a backlog's later.", read_only=True, bounds=(1, 100_000)),
+        ParameterSpec("input_queue_depth", INPUT_QUEUE_DEPTH,
+                      "joint_states messages kept while a cycle runs (best effort, keep last): the default answers "
+                      "every state in turn through a hiccup of 10 periods at 1 kHz, none older; a longer stall "
+                      "loses the oldest (counted: lost_joint_states); 1 acts on the newest state only, losing "
+                      "those a long cycle skipped.", read_only=True, bounds=(1, 100_000)),
         ParameterSpec("state_timeout", 0.05,
                       "A state whose odom is older than this (s) before its joint_states is stale: the last "
                       "torques are held.", bounds=(1e-4, 3600.0)),
@@ -160,6 +171,9 @@ class WholeBodyControllerNode(RobotNode):
                       "Joint positions the posture task holds, in the model's joint order; empty = the posture of "
                       "the first cycle (the robot as it stands).", read_only=True),
         ParameterSpec("torque_limits", True, "The URDF effort limits as constraints of the QP.", read_only=True),
+        ParameterSpec("contact_forces_rate", CONTACT_FORCES_RATE,
+                      "Most ~/contact_forces messages a second (by the joint_states stamps), after the efforts; "
+                      "0 = one per cycle.", bounds=(0.0, 1e5)),
         ParameterSpec("markers_rate", 30.0, "Most ~/markers messages a second (by the joint_states stamps).",
                       bounds=(0.0, 1e4)),
         diagnostics_period(),
@@ -195,53 +209,42 @@ class WholeBodyControllerNode(RobotNode):
         for frame in names["contact_frames"]:
             self.controller.add_contact(self._contact_kind(frame))
         self._sync_frame_tasks()
-        self._warm_up()
         self.cycle_times = timings()
         self._odometry = None  # (q_base, v_base, stamp)
-        self._last_cycle = self._last_markers = -np.inf
-        self._last_stamp = -np.inf
+        self._last_cycle = -np.inf
         self._tau = None  # the last published efforts
-        self._efforts = JointState(name=list(self.controller.joint_names))
         self._world_frame = self.parameter("world_frame")
-        self._forces_messages = ContactForceMessages(
-            names["contact_frames"], Contact.POINT if self.parameter("contact_type") == "point" else Contact.FRAME,
-            self._world_frame)
         # the CoM's distance to its reference (m): at the last cycle, the most since the last diagnostics
         self._com_error, self._com_error_most = np.nan, -np.inf
         self.check_parameters_at_run_time()
-        self.efforts_publisher = self.create_publisher(JointState, self.parameter("efforts_topic"), COMMAND_QOS)
-        self.forces_publisher = self.create_publisher(ContactWrenches, "~/contact_forces", COMMAND_QOS)
-        self.markers_publisher = self.create_publisher(MarkerArray, "~/markers", COMMAND_QOS)
+        self.outputs = WholeBodyOutputs(
+            self, model, self.controller.joint_names, names["contact_frames"],
+            Contact.POINT if self.parameter("contact_type") == "point" else Contact.FRAME, self._world_frame,
+            self.parameter("efforts_topic"), COMMAND_QOS)
+        self.outputs.prepare(*self._warm_up())
         states = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=self.parameter("input_queue_depth"),
                             reliability=ReliabilityPolicy.BEST_EFFORT)
-        self.create_counted_subscription(JointState, "joint_states", self._cycle, states)
+        # taken as bytes: a stream's next message updates the last one's object (SerializedStream)
+        self._inputs = {"joint_states": SerializedStream(JointState, JOINT_STATES_FIELDS),
+                        "odom": SerializedStream(Odometry, ODOMETRY_FIELDS)}
+        self.create_counted_subscription(JointState, "joint_states", self._on_joint_states, states, raw=True)
         if model.floating_base:
-            self.create_counted_subscription(Odometry, "odom", self._on_odometry, ODOM_QOS)
-            self.create_subscription(PointStamped, "~/com_reference", self._on_com_reference, COMMAND_QOS)
-            self.create_subscription(MultiDOFJointTrajectory, "~/com_setpoint", self._on_com_setpoint, COMMAND_QOS)
-            self.create_subscription(QuaternionStamped, "~/base_orientation_reference",
-                                     self._on_orientation_reference, COMMAND_QOS)
-        for frame in self.frame_tasks:
-            self.create_subscription(PoseStamped, f"~/frame_reference/{frame}",
-                                     lambda message, frame=frame: self._on_frame_reference(frame, message),
-                                     COMMAND_QOS)
-            self.create_subscription(MultiDOFJointTrajectory, f"~/frame_setpoint/{frame}",
-                                     lambda message, frame=frame: self._on_frame_setpoint(frame, message),
-                                     COMMAND_QOS)
+            self.create_counted_subscription(Odometry, "odom", self._on_odometry, ODOM_QOS, raw=True)
+        self.subscribe_references(COMMAND_QOS)
         self.create_service(SetContacts, "~/set_contacts", self._set_contacts)
         self.report_diagnostics("whole-body control")
         self.get_logger().info(
             f"whole-body control of {len(self.controller.joint_names)} joints, efforts to "
-            f"{self.efforts_publisher.topic_name}; contacts {names['contact_frames']} "
+            f"{self.outputs.efforts_publisher.topic_name}; contacts {names['contact_frames']} "
             f"({self.parameter('contact_type')}), frame tasks {names['frame_task_frames']}")
 
     # --- parameters -----------------------------------------------------------
 
     def settings_with(self, changes: dict) -> ControllerSettings:
         value = self.parameter_values(changes, (
-            "control_rate", "state_timeout", "markers_rate", "com_weight", "base_orientation_weight",
-            "posture_weight", "frame_task_weights", "diagnostics_period", "contact_type", "frame_task_types",
-            "frame_task_frames", "contact_sole_size"))
+            "control_rate", "state_timeout", "contact_forces_rate", "markers_rate", "com_weight",
+            "base_orientation_weight", "posture_weight", "frame_task_weights", "diagnostics_period", "contact_type",
+            "frame_task_types", "frame_task_frames", "contact_sole_size"))
         if value["contact_type"] not in CONTACT_TYPES:
             raise ValueError(f"contact_type must be one of {CONTACT_TYPES}, got '{value['contact_type']}'")
         frames = list(value["frame_task_frames"])
@@ -258,7 +261,8 @@ class WholeBodyControllerNode(RobotNode):
         if len(sole) != 2 or not all(np.isfinite(sole)) or min(sole) <= 0:
             raise ValueError(f"contact_sole_size must be 2 positive lengths (m), got {sole}")
         return ControllerSettings(
-            value["control_rate"], value["state_timeout"], value["markers_rate"], value["com_weight"],
+            value["control_rate"], value["state_timeout"], value["contact_forces_rate"], value["markers_rate"],
+            value["com_weight"],
             value["base_orientation_weight"], value["posture_weight"],
             tuple(weights[0] if len(weights) == 1 else weights[k] if weights else 1.0 for k in range(len(frames))),
             value["diagnostics_period"])
@@ -306,9 +310,9 @@ class WholeBodyControllerNode(RobotNode):
                 fresh = self._frame_task(frame, list(self.frame_tasks).index(frame))  # holds the frame where it is
                 self.frame_tasks[frame] = self.controller.add_task(fresh)
 
-    def _warm_up(self) -> None:
-        """One cycle of a controller like this one at the neutral posture: the
-        kernels and the QP solver loaded before the first message."""
+    def _warm_up(self) -> tuple:
+        """(q, result) of a cycle of a controller like this one at the neutral posture: the kernels and the QP
+        solver loaded before the first message."""
         scratch = WholeBodyController(self.model, torque_limits=self.parameter("torque_limits"))
         for task in self.controller.tasks:
             if isinstance(task, CenterOfMassTask):
@@ -319,44 +323,33 @@ class WholeBodyControllerNode(RobotNode):
                 scratch.add_task(FrameTask(task.frame))
         for frame in self._names["contact_frames"]:
             scratch.add_contact(self._contact_kind(frame))
-        scratch.compute(self.model.neutral_configuration(), np.zeros(self.model.nv))
+        q = self.model.neutral_configuration()
+        return q, scratch.compute(q, np.zeros(self.model.nv))
 
     # --- inputs ------------------------------------------------------------------
 
-    def _on_odometry(self, message: Odometry) -> None:
+    def _read(self, topic: str, data: bytes):
+        """The message of `topic` of the bytes `data`; None when they are none (dropped: 'unreadable')."""
+        try:
+            return self._inputs[topic].message(data)
+        except Exception as error:  # noqa: BLE001  rclpy's deserializer on malformed bytes
+            self.drop("unreadable", f"{topic}: {type(error).__name__}: {error}")
+            return None
+
+    def _on_joint_states(self, data: bytes) -> None:
+        message = self._read("joint_states", data)
+        if message is not None:
+            self._cycle(message)
+
+    def _on_odometry(self, data: bytes) -> None:
+        message = self._read("odom", data)
+        if message is None:
+            return
         try:
             self._odometry = (*base_state(message.pose.pose, message.twist.twist),
                               stamp_seconds(message.header.stamp))
         except InvalidInput as error:
             self.drop(error.reason, f"odom: {error}")
-
-    def _reference_frame(self, message, topic: str) -> None:
-        frame = message.header.frame_id
-        world = self._world_frame
-        if frame not in ("", world):
-            raise InvalidInput("wrong_frame", f"frame_id '{frame[:80]}' is not the world frame '{world}' "
-                                              "(world_frame): references are given in it")
-
-    def _reference(self, topic: str, message, reason: str, apply) -> None:
-        """apply() a reference message of `topic` in the world frame; refused (dropped for `reason` or the
-        InvalidInput's, with the controller's reason: a NaN, a bad quaternion) otherwise."""
-        try:
-            self._reference_frame(message, topic)
-            apply()
-            self.counts["references"] += 1
-        except ValueError as error:  # InvalidInput, or the controller's refusal (NaN)
-            self.drop(getattr(error, "reason", reason), f"{topic}: {error}")
-
-    def _on_com_reference(self, message: PointStamped) -> None:
-        self._reference("~/com_reference", message, "invalid_com_reference",
-                        lambda: self._set_com("~/com_reference", vector_values(message.point), 0.0, 0.0))
-
-    def _on_com_setpoint(self, message: MultiDOFJointTrajectory) -> None:
-        def apply():
-            position, _, twist, acceleration = setpoint(message)
-            self._set_com("~/com_setpoint", position, twist[3:], acceleration[3:])
-
-        self._reference("~/com_setpoint", message, "invalid_com_reference", apply)
 
     def _set_com(self, topic: str, position, velocity, acceleration) -> None:
         """The CoM reference; one outside the contacts' support polygon cannot be held standing: it is held
@@ -373,20 +366,6 @@ class WholeBodyControllerNode(RobotNode):
                     f"({self.counts['unreachable_com']} so far)", throttle_duration_sec=WARNING_PERIOD)
                 position, velocity, acceleration = nearest, 0.0, 0.0
         self.com_task.set_reference(position, velocity, acceleration)
-
-    def _on_orientation_reference(self, message: QuaternionStamped) -> None:
-        o = message.quaternion
-        self._reference("~/base_orientation_reference", message, "invalid_orientation_reference",
-                        lambda: self.orientation_task.set_reference((o.x, o.y, o.z, o.w)))
-
-    def _on_frame_reference(self, frame: str, message: PoseStamped) -> None:
-        p, o = message.pose.position, message.pose.orientation
-        self._reference(f"~/frame_reference/{frame}", message, "invalid_frame_reference", lambda: self._set_frame(
-            frame, vector_values(p), (o.x, o.y, o.z, o.w), np.zeros(6), np.zeros(6)))
-
-    def _on_frame_setpoint(self, frame: str, message: MultiDOFJointTrajectory) -> None:
-        self._reference(f"~/frame_setpoint/{frame}", message, "invalid_frame_reference",
-                        lambda: self._set_frame(frame, *setpoint(message)))
 
     def _set_frame(self, frame: str, position, rotation, twist, acceleration) -> None:
         if frame in self.controller.contacts:
@@ -464,7 +443,9 @@ class WholeBodyControllerNode(RobotNode):
             if com is not None:
                 self._com_error = float(np.linalg.norm(com - self.com_task.position))
                 self._com_error_most = max(self._com_error_most, self._com_error)
-            self._publish_forces(message.header.stamp, stamp, q, result, com)
+            self.outputs.monitoring(message.header.stamp, stamp, q, result.forces, com,
+                                    None if self.com_task is None else self.com_task.position,
+                                    self.settings.contact_forces_rate, self.settings.markers_rate)
         except InvalidInput as error:
             self.drop(error.reason, str(error))
             if error.reason == "stale_state" and self._tau is not None:
@@ -487,20 +468,8 @@ class WholeBodyControllerNode(RobotNode):
         return self.measured(message, None if odometry is None else odometry[:2])
 
     def _publish(self, stamp, tau) -> None:
-        efforts = self._efforts
-        efforts.header.stamp = stamp
-        efforts.effort = tau.tolist()
-        self.efforts_publisher.publish(efforts)
+        self.outputs.efforts(stamp, tau)
         self.counts["published"] += 1
-
-    def _publish_forces(self, stamp, seconds: float, q, result, com) -> None:
-        self.forces_publisher.publish(self._forces_messages.message(stamp, result.forces))
-        rate = self.settings.markers_rate
-        if rate > 0 and not self._last_markers <= seconds < self._last_markers + 1.0 / rate:
-            self._last_markers = seconds
-            self.markers_publisher.publish(whole_body_markers(
-                self.model, q, stamp, self._world_frame, result.forces, com,
-                None if self.com_task is None else self.com_task.position))
 
     def destroy_node(self) -> None:
         # the QP solvers go with the node, not at the interpreter's exit (proxsuite's nanobind objects reported leaks)

@@ -319,11 +319,11 @@ def test_the_quadruped_stands_moves_its_com_lifts_a_foot_and_takes_a_push_under_
     assert np.allclose(robot.com()[:2], c0[:2], atol=0.003), figures
     status = robot.latest["status"]
     # every QP solved (with ProxQP one cycle of the push reported false infeasibility in 3 of 9 runs); nothing
-    # dropped but the first state, before any odom came, and, on a busy machine, a state whose odom came late
-    # (torques held)
+    # dropped but the states before any odom came (at most the input queue's 10, taken once odom's subscription
+    # matched) and, on a busy machine, a state whose odom came late (torques held)
     assert status["infeasible"] == "0", (status, controller.output)
     assert int(status["dropped"]) == int(status.get("dropped_no_odometry", 0)) + int(
-        status.get("dropped_stale_state", 0)) and status.get("dropped_no_odometry", "0") in "01", status
+        status.get("dropped_stale_state", 0)) and int(status.get("dropped_no_odometry", 0)) <= 10, status
     print(f"controller: {status}")
 
 

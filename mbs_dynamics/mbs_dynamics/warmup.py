@@ -239,7 +239,7 @@ def whole_body_control(model, frame):
 # and manifold the step calls in their signatures: another process compiles them
 # while the step's inline pass and its first callees run (about 30 CPU-s), and the
 # step, finding them compiled or compiling (_serialise_compiles), loads them
-# (44 -> 10 CPU-s for its body_pairs). Then the kernels that others call (aba,
+# (44 -> 13 CPU-s for its body_pairs; it may wait for them: DESIGN.md). Then the kernels that others call (aba,
 # kinematics, rnea, crba) before those others (contact), which then load them
 # from the cache rather than compile them a second time.
 # (mbs_dynamics_identify is a command a user runs like a node: its regressor is warmed with them)

@@ -112,11 +112,22 @@ def _inline_function(self, caller_ir, block, i, function, arg_typs=None):
     half of the compile of a kernel that inlines its per-body steps (the
     mass matrix's 15 CPU-s). The IR is made afresh at each call site and
     dropped after: nothing else sees the shared scope, and inline_ir
-    replaces every variable of it with one of the caller's scope."""
+    replaces every variable of it with one of the caller's scope. The
+    blocks are not copied either (the first copy is of IR nothing else
+    holds, the second is returned unchanged to a caller that drops it:
+    simulation's step 163.5 -> 151.1 CPU-s, the same LLVM IR with one hash
+    seed), and give back numba's copy once they are the caller's."""
     callee_ir = self.run_untyped_passes(function)
-    for scope in {id(callee_block.scope): callee_block.scope for callee_block in callee_ir.blocks.values()}.values():
-        scope.__deepcopy__ = functools.partial(_itself, scope)  # copy.deepcopy asks the instance
-    return self.inline_ir(caller_ir, block, i, callee_ir, function.__code__.co_freevars, arg_typs=arg_typs)
+    callee_blocks = list(callee_ir.blocks.values())
+    for shared in {id(callee_block.scope): callee_block.scope for callee_block in callee_blocks}.values():
+        shared.__deepcopy__ = functools.partial(_itself, shared)  # copy.deepcopy asks the instance
+    for callee_block in callee_blocks:
+        callee_block.__deepcopy__ = functools.partial(_itself, callee_block)
+    try:
+        return self.inline_ir(caller_ir, block, i, callee_ir, function.__code__.co_freevars, arg_typs=arg_typs)
+    finally:  # the blocks now belong to the caller, whose IR numba may copy
+        for callee_block in callee_blocks:
+            del callee_block.__deepcopy__
 
 
 def _itself(scope, memo):

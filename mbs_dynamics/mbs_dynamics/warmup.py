@@ -14,16 +14,21 @@ numba compiles on one core, so the tasks below run in one process per core
 task whose kernels they load is done). A kernel is compiled in the signature of its
 call (array types, read-only or not, single state or batch), so each task
 calls the core functions exactly as the nodes do. Tasks may share helper
-kernels: two processes may compile one and write its cache entries at once,
-which numba does not guard against (both could take the same data file), so
-the workers serialise their cache writes (_serialise_cache_writes).
+kernels: a function needed in one signature by two processes at once is
+compiled by one while the other waits, then loads it (_serialise_compiles:
+the simulation's step loads the collision queries' narrow phase so), and two
+signatures of one function compiled at once would write its cache entries at
+once, which numba does not guard against (both could take the same data
+file), so the workers serialise their cache writes (_serialise_cache_writes).
 """
 from __future__ import annotations
 
 import argparse
 import fcntl
+import hashlib
 import multiprocessing
 import os
+import tempfile
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
@@ -116,6 +121,16 @@ def simulation(model, frame):
     for integrator in mbs.INTEGRATORS:
         simulation = mbs.Simulation(model, world, 1e-3, integrator)
         simulation.step(np.zeros(model.nv))
+
+
+def collision_queries(model, frame):
+    """mbs_dynamics.collision's distance and contact points: the narrow phase
+    and the contact manifold, in the signatures the simulation's step calls
+    them in too (beside whose compile this one runs: _serialise_compiles)."""
+    from mbs_dynamics.collision import box, contact_points, distance, sphere
+    pose = (np.eye(3), np.ones(3))
+    distance(box((1.0, 1.0, 1.0)), None, sphere(0.5), pose)
+    contact_points(box((1.0, 1.0, 1.0)), None, sphere(0.5), pose, margin=0.1)
 
 
 def rollouts(model, frame):
@@ -220,12 +235,16 @@ def whole_body_control(model, frame):
 # The simulation first: it is the longest by far (its step kernel inlines the
 # stepping: about two thirds of the nodes' compile time) and calls aba, rnea and
 # crba in signatures of its own, so one process compiles it from the start while
-# the others take the rest in turn. Then the kernels that others call (aba,
+# the others take the rest in turn. Next the collision queries, whose narrow phase
+# and manifold the step calls in their signatures: another process compiles them
+# while the step's inline pass and its first callees run (about 30 CPU-s), and the
+# step, finding them compiled or compiling (_serialise_compiles), loads them
+# (44 -> 13 CPU-s for its body_pairs; it may wait for them: DESIGN.md). Then the kernels that others call (aba,
 # kinematics, rnea, crba) before those others (contact), which then load them
 # from the cache rather than compile them a second time.
 # (mbs_dynamics_identify is a command a user runs like a node: its regressor is warmed with them)
-NODE_TASKS = (simulation, forward_dynamics, kinematics, inverse_dynamics, mass_matrix, centroidal, contact_forward,
-              contact_inverse, regressor)
+NODE_TASKS = (simulation, collision_queries, forward_dynamics, kinematics, inverse_dynamics, mass_matrix, centroidal,
+              contact_forward, contact_inverse, regressor)
 OTHER_TASKS = (derivatives, rnea_forms, id_rate, frame_motion, coriolis, batches, contact_step, coupled_mimic, rollouts,
                whole_body_control)
 TASKS = {task.__name__: task for task in NODE_TASKS + OTHER_TASKS}
@@ -278,6 +297,44 @@ def _serialise_cache_writes() -> None:
     caching.IndexDataCacheFile.save = locked_save
 
 
+def _serialise_compiles(lock_directory: str) -> None:
+    """Two processes that need one function in one signature (the step's
+    callees: compiled by the task whose kernels they are, while the step's
+    compile reaches them) compile it once: each compile holds an exclusive
+    lock on a file of `lock_directory` named after the function and the
+    signature, and the one that waited for it then loads it from the cache
+    (numba's Dispatcher.compile looks there first). The locks nest as the
+    calls do, in one direction (no kernel calls itself), so they cannot
+    deadlock."""
+    from numba.core import dispatcher, sigutils
+
+    compile_signature = dispatcher.Dispatcher.compile
+    if getattr(compile_signature, "serialised", False):
+        return
+
+    def locked_compile(self, signature):
+        argument_types, _ = sigutils.normalize_signature(signature)
+        if tuple(argument_types) in self.overloads:
+            return compile_signature(self, signature)
+        function = self.py_func
+        key = f"{function.__module__}.{function.__qualname__}{tuple(argument_types)}"
+        lock = os.open(os.path.join(lock_directory, hashlib.sha256(key.encode()).hexdigest()),
+                       os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return compile_signature(self, signature)
+        finally:
+            os.close(lock)  # releases the lock
+
+    locked_compile.serialised = True
+    dispatcher.Dispatcher.compile = locked_compile
+
+
+def _start_worker(lock_directory: str) -> None:
+    _serialise_cache_writes()
+    _serialise_compiles(lock_directory)
+
+
 _model = None
 
 
@@ -322,7 +379,9 @@ def warm_up(everything: bool = False, jobs: int | None = None, verbose: bool = F
     else:
         # fresh interpreters (numba's threads do not survive a fork); a worker
         # that dies raises BrokenProcessPool here rather than hanging
-        pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+        locks = tempfile.TemporaryDirectory(prefix="mbs_dynamics_warmup_")
+        pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker,
+                                   initargs=(locks.name,))
         results = _completed(pool, names)
     try:
         for name, seconds, cpu_seconds in results:
@@ -332,6 +391,7 @@ def warm_up(everything: bool = False, jobs: int | None = None, verbose: bool = F
     finally:
         if jobs > 1:
             pool.shutdown(cancel_futures=True)
+            locks.cleanup()
     return time.perf_counter() - start
 
 

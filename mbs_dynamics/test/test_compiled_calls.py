@@ -181,3 +181,22 @@ def test_inlined_functions_compute_as_in_python():
     variables of each site renamed apart) give Python's result, bit for bit."""
     x = np.array([0.1, -2.5, 3.0, 1e-3])
     assert njit(_inlining)(x) == _inlining(x)
+
+
+def test_inlined_blocks_give_back_numbas_copy(monkeypatch):
+    """_inline_function has the callee's blocks answer copy.deepcopy with
+    themselves only while inline_ir runs: the caller's IR, which numba may
+    copy later, gets blocks that copy as numba's do."""
+    inlined = []
+    inline_ir = inline_closurecall.InlineWorker.inline_ir
+
+    def recording_inline_ir(self, *arguments, **keywords):
+        result = inline_ir(self, *arguments, **keywords)
+        inlined.extend(block for _, block in result[3])
+        return result
+
+    monkeypatch.setattr(inline_closurecall.InlineWorker, "inline_ir", recording_inline_ir)
+    x = np.array([0.5, 2.0, -1.0])
+    assert njit(_inlining)(x) == _inlining(x)
+    assert inlined and not any("__deepcopy__" in vars(block) for block in inlined)
+    assert copy.deepcopy(inlined[0]) is not inlined[0]

@@ -1,12 +1,16 @@
 """The set-up's warm-up (mbs_dynamics.warmup), which fills numba's cache so
 that no node compiles on first use."""
+import fcntl
+import hashlib
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import mbs_dynamics as mbs
 import numpy as np
 import pytest
-from numba import typeof
+from numba import njit, typeof
+from numba.core import dispatcher
 from oracles import robot_path
 from mbs_dynamics import warmup
 from mbs_dynamics.simulation.stepping import api as stepping_api
@@ -94,3 +98,29 @@ def test_the_tasks_that_load_the_step_start_once_the_simulation_has_compiled_it(
     assert sorted(completed) == sorted(names)
     for name, after in warmup.AFTER.items():
         assert events.index(("start", name)) > events.index(("end", after)), (name, after)
+
+
+def test_a_compile_in_the_warm_up_holds_the_lock_of_its_function_and_signature(tmp_path, monkeypatch):
+    """_serialise_compiles: a compile waits for the lock file of its function
+    and signature (another process compiling it holds it), then compiles or
+    loads; a signature already compiled takes no lock."""
+    monkeypatch.setattr(dispatcher.Dispatcher, "compile", dispatcher.Dispatcher.compile)
+    warmup._serialise_compiles(str(tmp_path))
+
+    @njit
+    def twice(x):
+        return 2.0 * x
+
+    key = f"{twice.py_func.__module__}.{twice.py_func.__qualname__}{(typeof(1.5),)}"
+    held = open(tmp_path / hashlib.sha256(key.encode()).hexdigest(), "w")
+    fcntl.flock(held, fcntl.LOCK_EX)
+    results = []
+    caller = threading.Thread(target=lambda: results.append(twice(1.5)))
+    caller.start()
+    caller.join(0.5)
+    assert caller.is_alive() and not results  # waiting for the lock
+    fcntl.flock(held, fcntl.LOCK_UN)
+    caller.join()
+    held.close()
+    assert results == [3.0]
+    assert twice(2.5) == 5.0 and len(list(tmp_path.iterdir())) == 1

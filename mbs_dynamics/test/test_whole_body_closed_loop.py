@@ -28,7 +28,7 @@ from oracles import robot_path
 from mbs_dynamics.contact.geometry import ContactGeometry, collision_contacts
 from mbs_dynamics.control import (CenterOfMassTask, CircleReference, FrameTask, OrientationTask, PostureTask,
                                   RestToRest, RigidPointContact, RigidSurfaceContact, SwingTrajectory,
-                                  WholeBodyController)
+                                  Waypoints, WholeBodyController)
 from mbs_dynamics.spatial.lie import so3_log
 
 DT = 1e-3  # the simulator's step (the node's default)
@@ -180,7 +180,10 @@ def circle(loop, duration, settled):
 @pytest.mark.parametrize("reference", [
     RestToRest((0.1, 0.2, 0.3), (0.2, 0.0, 0.25), 0.8, start_time=0.1),
     CircleReference((0.0, 0.1, 0.3), 0.03, 0.5, ramp=1.0, start_time=0.2),
-    SwingTrajectory((0.2, 0.1, 0.0), (0.25, 0.1, 0.01), 0.05, 0.6, start_time=0.1)], ids=type)
+    SwingTrajectory((0.2, 0.1, 0.0), (0.25, 0.1, 0.01), 0.05, 0.6, start_time=0.1),
+    Waypoints([0.0, 0.3, 0.45, 1.1], [(0.1, 0.2, 0.3), (0.15, 0.1, 0.3), (0.2, 0.0, 0.25), (0.2, 0.05, 0.2)],
+              [(0, 0, 0), (0.2, -0.3, 0.1), (0.1, 0.0, -0.2), (0, 0, 0)],
+              [(0, 0, 0), (1.0, 0.5, -2.0), (0.0, 0.3, 0.4), (0, 0, 0)], start_time=0.1)], ids=type)
 def test_references_velocity_and_acceleration_are_the_derivatives(reference):
     """Each reference's velocity and acceleration equal the central
     differences of its position and velocity (off the ends, where the jerk
@@ -196,12 +199,64 @@ def test_references_velocity_and_acceleration_are_the_derivatives(reference):
         assert abs(reference.at(0.4)[0][2] - (0.005 + 0.05)) < 1e-12
 
 
+def test_waypoints_are_the_quintic_hermite_through_their_points():
+    """Waypoints between two points: scipy's Bernstein polynomial of the same
+    ends' values and derivatives (BPoly.from_derivatives); a quintic sampled
+    (RestToRest) reproduced to rounding from two points; a rotation about a
+    fixed axis with its angular velocity and acceleration reproduced, and
+    about changing axes the angular velocity the rotation's rate."""
+    from scipy.interpolate import BPoly
+
+    from mbs_dynamics.spatial.lie import matrix_to_quaternion, so3_exp
+
+    rng = np.random.default_rng(3)
+    times = np.cumsum(rng.uniform(0.05, 0.4, 7))
+    p, v, a = (rng.normal(size=(7, 3)) for _ in range(3))
+    waypoints = Waypoints(times, p, v, a, start_time=2.0)
+    spline = BPoly.from_derivatives(times, [np.stack(ends) for ends in zip(p, v, a)])
+    for t in np.linspace(times[0], times[-1], 301)[1:-1]:
+        for k, value in enumerate(waypoints.at(2.0 + t)):
+            close(value, spline(t, k), 1e-8 * max(1.0, np.abs(spline(t, k)).max()))
+    assert np.array_equal(waypoints.at(0.0)[0], p[0]) and np.array_equal(waypoints.at(9.0)[1], v[-1])
+
+    move = RestToRest((0.1, 0.2, 0.3), (0.1, 0.23, 0.2), 0.5)
+    two = Waypoints([0.0, 0.5], *zip(move.at(0.0), move.at(0.5)))
+    for t in np.linspace(-0.1, 0.6, 71):
+        for ours, theirs in zip(two.at(t), move.at(t), strict=True):
+            close(ours, theirs, 1e-12)
+
+    axis = np.array([1.0, 2.0, 2.0]) / 3.0
+    angle = lambda t: 0.3 + 0.5 * t**2  # noqa: E731
+    about_axis = Waypoints(times, p, rotations=[matrix_to_quaternion(so3_exp(angle(t) * axis)) for t in times],
+                           angular_velocities=[t * axis for t in times], angular_accelerations=[axis] * 7)
+    for t in np.linspace(times[0], times[-1], 101):
+        R, omega, alpha = about_axis.rotation_at(t)
+        close(R, so3_exp(angle(t) * axis), 1e-12)
+        close(omega, t * axis, 1e-12)
+        close(alpha, axis, 1e-12)
+    rotations = [so3_exp(w) for w in 0.3 * rng.normal(size=(7, 3))]
+    omegas, alphas = rng.normal(size=(7, 3)), rng.normal(size=(7, 3))
+    turning = Waypoints(times, p, rotations=rotations, angular_velocities=omegas, angular_accelerations=alphas)
+    for k, R in enumerate(rotations):  # at each point (from the segment before it too) its rotation, ω and ω̇
+        for t in (times[k], times[k] - 1e-12):
+            for ours, theirs in zip(turning.rotation_at(t), (R, omegas[k], alphas[k]), strict=True):
+                close(ours, theirs, 1e-6)
+    h = 1e-6
+    for t in np.linspace(times[0], times[-1], 41)[1:-1] + 1e-4:
+        rate = so3_log(turning.rotation_at(t + h)[0] @ turning.rotation_at(t - h)[0].T) / (2 * h)
+        close(rate, turning.rotation_at(t)[1], 1e-5)
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda: RestToRest((0, 0, 0), (0, 0, 1), 0.0), "the duration must be positive, got 0.0"),
     (lambda: RestToRest((0, 0, np.nan), (0, 0, 1), 1.0), "the start point has a non-finite value"),
     (lambda: CircleReference((0, 0, 0), 0.03, 0.5, ramp=-1.0), "the circle's ramp must not be negative, got -1.0"),
     (lambda: CircleReference((0, 0, 0), 0.03, 0.5, plane=(0, 0)), "the circle's plane must be two different axes"),
     (lambda: SwingTrajectory((0, 0, 0), (0, 0, 0), np.inf, 1.0), "the swing height has a non-finite value"),
+    (lambda: Waypoints([0.0, 0.5, 0.5], np.zeros((3, 3))), "the waypoints' times must be finite and strictly"),
+    (lambda: Waypoints([0.0, 0.5], [(0, 0, 0), (0, np.nan, 0)]), "the waypoints' positions has a non-finite value"),
+    (lambda: Waypoints([0.0, 0.5], np.zeros((2, 3)), rotations=[(0, 0, 0, 1), (0, 0, 0.5, 0.5)]),
+     "the waypoints' rotation 1 must be a unit quaternion (x, y, z, w), its norm is 0.707107"),
     (lambda: RigidPointContact("LF_FOOT", radius=-0.02), "the radius of contact 'LF_FOOT' must not be negative"),
     (lambda: RigidPointContact("LF_FOOT", radius=np.nan), "the radius of contact 'LF_FOOT' has a non-finite value")])
 def test_bad_references_and_radii_are_refused(make, message):

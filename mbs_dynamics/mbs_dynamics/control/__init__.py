@@ -20,10 +20,10 @@ Needs daqp (the QP solver), imported only by this subpackage.
 """
 from mbs_dynamics.control.contacts import RigidContact, RigidPointContact, RigidSurfaceContact
 from mbs_dynamics.control.controller import ControlResult, State, WholeBodyController
-from mbs_dynamics.control.references import CircleReference, RestToRest, SwingTrajectory
+from mbs_dynamics.control.references import CircleReference, RestToRest, SwingTrajectory, Waypoints
 from mbs_dynamics.control.support import SupportPolygon
 from mbs_dynamics.control.tasks import CenterOfMassTask, FrameTask, OrientationTask, PostureTask, Task
 
 __all__ = ["CenterOfMassTask", "CircleReference", "ControlResult", "FrameTask", "OrientationTask", "PostureTask",
            "RestToRest", "RigidContact", "RigidPointContact", "RigidSurfaceContact", "State", "SupportPolygon",
-           "SwingTrajectory", "Task", "WholeBodyController"]
+           "SwingTrajectory", "Task", "Waypoints", "WholeBodyController"]

@@ -14,7 +14,10 @@ orientation, the frame tasks and the posture. Then, with the input's stamp:
          ~/com_reference              geometry_msgs/PointStamped (world frame)
          ~/com_setpoint               trajectory_msgs/MultiDOFJointTrajectory:
                                       the position, velocity and acceleration
-                                      of its first point (feed-forward)
+                                      of its point (feed-forward); several
+                                      points: a trajectory followed by the
+                                      input stamps (time_from_start from the
+                                      header's stamp, 0: from the next state)
          ~/base_orientation_reference geometry_msgs/QuaternionStamped
          ~/frame_reference/<frame>    geometry_msgs/PoseStamped, each of
                                       frame_task_frames (pose or position)
@@ -432,6 +435,8 @@ class WholeBodyControllerNode(WholeBodyReferenceInputs, RobotNode):
         try:
             self._last_cycle = stamp
             q, v = self._state(message, stamp)
+            if self.setpoint_trajectories:
+                self.follow_setpoints(stamp)
             result = self.controller.compute(q, v)
             if not result.feasible:
                 self.counts["infeasible"] += 1

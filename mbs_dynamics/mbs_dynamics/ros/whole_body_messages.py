@@ -7,8 +7,10 @@ once per layout, such as a set of active contacts, and only the numbers and
 stamps written each cycle: rclpy's conversion of the message objects at
 each publish() took 60 us for Solo-12's efforts, 45 us for its forces and
 ~1 ms for its markers); and its setpoint inputs
-(trajectory_msgs/MultiDOFJointTrajectory: a reference with its velocity and
-acceleration, as mav_msgs commands one)."""
+(trajectory_msgs/MultiDOFJointTrajectory: one point, a reference with its
+velocity and acceleration, as mav_msgs commands one; several, a trajectory
+the controller follows at each cycle by the input stamps, so that a move
+does not depend on when its sender runs)."""
 from __future__ import annotations
 
 from array import array
@@ -21,7 +23,8 @@ from trajectory_msgs.msg import MultiDOFJointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
 import mbs_dynamics as mbs
-from mbs_dynamics.ros.conversions import InvalidInput, contact_wrenches, set_vector, vector_values
+from mbs_dynamics.control.references import Waypoints
+from mbs_dynamics.ros.conversions import InvalidInput, contact_wrenches, set_vector, stamp_seconds, vector_values
 from mbs_dynamics.ros.serialized import SerializedMessage
 from mbs_dynamics_interfaces.msg import Contact, ContactWrenches
 
@@ -79,9 +82,14 @@ class WholeBodyOutputs:
 class WholeBodyReferenceInputs:
     """The node's reference topics (a mixin of WholeBodyControllerNode):
     each message in the world frame given to its task (_set_com,
-    orientation_task, _set_frame), else refused (dropped, said)."""
+    orientation_task, _set_frame), else refused (dropped, said). A setpoint
+    of several points is a trajectory (Waypoints at the points'
+    time_from_start from its header's stamp, or from the next cycle's state
+    if zero) that follow_setpoints gives its task at each cycle until its
+    last point; a newer reference of the task replaces it."""
 
     def subscribe_references(self, qos) -> None:
+        self.setpoint_trajectories = {}  # topic -> [Waypoints, start (s, input stamps) or None, apply(t)]
         if self.model.floating_base:
             self.create_subscription(PointStamped, "~/com_reference", self._on_com_reference, qos)
             self.create_subscription(MultiDOFJointTrajectory, "~/com_setpoint", self._on_com_setpoint, qos)
@@ -109,17 +117,57 @@ class WholeBodyReferenceInputs:
             self.counts["references"] += 1
         except ValueError as error:  # InvalidInput, or the controller's refusal (NaN)
             self.drop(getattr(error, "reason", reason), f"{topic}: {error}")
+        else:
+            self.setpoint_trajectories.pop(self._setpoint_topic(topic), None)
+
+    @staticmethod
+    def _setpoint_topic(topic: str) -> str:
+        return topic.replace("_reference", "_setpoint")
+
+    def _follow(self, topic: str, message, reason: str, apply_point, apply_at) -> None:
+        """A setpoint message of `topic`: one point applied at once (apply_point(position, rotation, twist,
+        acceleration)), several kept as a trajectory whose apply_at(waypoints, t) each cycle calls (its first
+        point at once: the trajectory holds it until its first time)."""
+        if len(message.points) <= 1:
+            self._reference(topic, message, reason, lambda: apply_point(*setpoint(message)))
+            return
+        try:
+            self._reference_frame(message, topic)
+            waypoints = setpoint_waypoints(message)
+            apply_at(waypoints, -np.inf)  # its first point: refused now if the task cannot take it
+        except ValueError as error:
+            self.drop(getattr(error, "reason", reason), f"{topic}: {error}")
+            return
+        start = stamp_seconds(message.header.stamp) if message.header.stamp.sec or message.header.stamp.nanosec \
+            else None
+        self.counts["references"] += 1
+        self.setpoint_trajectories[topic] = [waypoints, start, lambda t: apply_at(waypoints, t), reason]
+
+    def follow_setpoints(self, seconds: float) -> None:
+        """Each setpoint trajectory's reference at the input stamp `seconds` given to its task; one ended (its
+        last point given) or refused (an unreachable frame, a frame now in contact) is dropped."""
+        for topic, entry in list(self.setpoint_trajectories.items()):
+            waypoints, start, apply_at, reason = entry
+            if start is None:
+                start = entry[1] = seconds
+            try:
+                apply_at(seconds - start)
+            except ValueError as error:
+                del self.setpoint_trajectories[topic]
+                self.drop(getattr(error, "reason", reason), f"{topic}: {error}: its trajectory is dropped")
+                continue
+            if seconds - start >= waypoints.times[-1]:
+                del self.setpoint_trajectories[topic]
 
     def _on_com_reference(self, message: PointStamped) -> None:
         self._reference("~/com_reference", message, "invalid_com_reference",
                         lambda: self._set_com("~/com_reference", vector_values(message.point), 0.0, 0.0))
 
     def _on_com_setpoint(self, message: MultiDOFJointTrajectory) -> None:
-        def apply():
-            position, _, twist, acceleration = setpoint(message)
-            self._set_com("~/com_setpoint", position, twist[3:], acceleration[3:])
-
-        self._reference("~/com_setpoint", message, "invalid_com_reference", apply)
+        self._follow("~/com_setpoint", message, "invalid_com_reference",
+                     lambda position, _, twist, acceleration: self._set_com(
+                         "~/com_setpoint", position, twist[3:], acceleration[3:]),
+                     lambda waypoints, t: self._set_com("~/com_setpoint", *waypoints.at(t)))
 
     def _on_orientation_reference(self, message: QuaternionStamped) -> None:
         o = message.quaternion
@@ -132,8 +180,14 @@ class WholeBodyReferenceInputs:
             frame, vector_values(p), (o.x, o.y, o.z, o.w), np.zeros(6), np.zeros(6)))
 
     def _on_frame_setpoint(self, frame: str, message: MultiDOFJointTrajectory) -> None:
-        self._reference(f"~/frame_setpoint/{frame}", message, "invalid_frame_reference",
-                        lambda: self._set_frame(frame, *setpoint(message)))
+        def apply_at(waypoints, t):
+            (position, velocity, acceleration), (rotation, angular_velocity, angular_acceleration) = \
+                waypoints.at(t), waypoints.rotation_at(t)
+            self._set_frame(frame, position, rotation, np.concatenate((angular_velocity, velocity)),
+                            np.concatenate((angular_acceleration, acceleration)))
+
+        self._follow(f"~/frame_setpoint/{frame}", message, "invalid_frame_reference",
+                     lambda *pose: self._set_frame(frame, *pose), apply_at)
 
 
 def efforts_message(joint_names) -> SerializedMessage:
@@ -252,15 +306,39 @@ def point(values) -> Point:
 def setpoint(message) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(position (3,), rotation quaternion (x, y, z, w), twist [ω; ṗ] (6,),
     acceleration [ω̇; p̈] (6,)) of a trajectory_msgs/MultiDOFJointTrajectory
-    setpoint, all in its header's frame: its first point's transforms[0],
-    velocities[0] and accelerations[0] (either of the last two absent: zero);
+    setpoint, all in its header's frame: its first point's (trajectory_point);
     InvalidInput 'invalid_setpoint' without a point or a transform."""
     if not message.points or not message.points[0].transforms:
         raise InvalidInput("invalid_setpoint", "a setpoint needs a point with a transform (points[0].transforms[0])")
-    point = message.points[0]
+    return trajectory_point(message.points[0])
+
+
+def trajectory_point(point) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """setpoint's values of a MultiDOFJointTrajectoryPoint with a transform:
+    its transforms[0], velocities[0] and accelerations[0] (either of the last
+    two absent: zero)."""
     transform = point.transforms[0]
     o = transform.rotation
     derivatives = [np.zeros(6) if not values else np.array([*vector_values(values[0].angular),
                                                            *vector_values(values[0].linear)])
                    for values in (point.velocities, point.accelerations)]
     return np.array(vector_values(transform.translation)), np.array([o.x, o.y, o.z, o.w]), *derivatives
+
+
+def setpoint_waypoints(message) -> Waypoints:
+    """The Waypoints of a MultiDOFJointTrajectory's points (each's
+    transforms[0], velocities[0], accelerations[0] as setpoint reads them) at
+    their time_from_start; InvalidInput 'invalid_setpoint' for a point without
+    a transform or times not increasing, ValueError for a NaN or a bad
+    quaternion (Waypoints')."""
+    points = []
+    for k, point in enumerate(message.points):
+        if not point.transforms:
+            raise InvalidInput("invalid_setpoint", f"a setpoint trajectory's point {k} has no transform")
+        points.append(trajectory_point(point))
+    times = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in message.points]
+    if any(b <= a for a, b in zip(times, times[1:])):
+        raise InvalidInput("invalid_setpoint", "a setpoint trajectory's time_from_start must increase from point to "
+                                               f"point, got {np.round(times, 6).tolist()[:10]}")
+    position, rotation, twist, acceleration = (np.array(values) for values in zip(*points))
+    return Waypoints(times, position, twist[:, 3:], acceleration[:, 3:], rotation, twist[:, :3], acceleration[:, :3])

@@ -33,7 +33,7 @@ from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectory
 
 import mbs_dynamics as mbs
 from mbs_dynamics.control.references import CircleReference, RestToRest, SwingTrajectory
-from mbs_dynamics.ros.conversions import InvalidInput, base_state, set_vector, stamp_seconds
+from mbs_dynamics.ros.conversions import InvalidInput, base_state, set_stamp, set_vector, stamp_seconds
 from mbs_dynamics.ros.parameters import EMPTY_STRING_ARRAY, ParameterSpec
 from mbs_dynamics.ros.robot_node import RobotNode
 from mbs_dynamics.ros.spinning import node_main
@@ -166,13 +166,24 @@ class WholeBodyReferencesNode(RobotNode):
 def setpoint_message(stamp, position, velocity, acceleration) -> MultiDOFJointTrajectory:
     """A point's position, velocity and acceleration (world axes) as a whole_body_controller setpoint (identity
     rotation, no angular motion)."""
-    transform, twist, accel = Transform(), Twist(), Twist()
-    set_vector(transform.translation, position)
-    transform.rotation.w = 1.0
-    set_vector(twist.linear, velocity)
-    set_vector(accel.linear, acceleration)
-    message = MultiDOFJointTrajectory(points=[MultiDOFJointTrajectoryPoint(
-        transforms=[transform], velocities=[twist], accelerations=[accel])])
+    return setpoint_trajectory_message(stamp, [0.0], [position], [velocity], [acceleration])
+
+
+def setpoint_trajectory_message(stamp, times, positions, velocities, accelerations) -> MultiDOFJointTrajectory:
+    """Points at `times` (s, time_from_start) with their positions, velocities and accelerations ((k, 3),
+    world axes) as a whole_body_controller setpoint trajectory (identity rotation, no angular motion), from
+    `stamp` (None: from the controller's next state)."""
+    points = []
+    for t, position, velocity, acceleration in zip(times, positions, velocities, accelerations, strict=True):
+        transform, twist, accel = Transform(), Twist(), Twist()
+        set_vector(transform.translation, position)
+        transform.rotation.w = 1.0
+        set_vector(twist.linear, velocity)
+        set_vector(accel.linear, acceleration)
+        point = MultiDOFJointTrajectoryPoint(transforms=[transform], velocities=[twist], accelerations=[accel])
+        set_stamp(point.time_from_start, t)
+        points.append(point)
+    message = MultiDOFJointTrajectory(points=points)
     if stamp is not None:
         message.header.stamp = stamp
     return message

@@ -464,6 +464,8 @@ def test_a_stream_read_from_its_bytes_gives_the_messages_deserialized():
     equals rclpy's deserialization of it, whether it follows the last one's
     layout (read in place) or not (other names, frame, sizes: deserialized);
     bytes that are no message raise."""
+    from array import array
+
     from nav_msgs.msg import Odometry
     from rclpy.serialization import serialize_message
     from sensor_msgs.msg import JointState
@@ -475,7 +477,7 @@ def test_a_stream_read_from_its_bytes_gives_the_messages_deserialized():
     joint_states = SerializedStream(JointState, JOINT_STATES_FIELDS)
     odometry = SerializedStream(Odometry, ODOMETRY_FIELDS)
     names = [f"joint_{k}" * (k % 3 + 1) for k in range(12)]
-    in_place, last = 0, None  # messages read in place: the last one's object, updated
+    in_place, last, last_position = 0, None, None  # messages read in place: the last one's object, updated
     for k in range(8):
         size = 11 if k == 5 else 12  # a message of another layout, then back
         message = JointState(name=names[:size] if k != 3 else names[::-1], position=rng.normal(size=size).tolist(),
@@ -484,7 +486,9 @@ def test_a_stream_read_from_its_bytes_gives_the_messages_deserialized():
         message.header.frame_id = "" if k != 4 else "robot"
         taken = joint_states.message(serialize_message(message))
         assert taken == message
-        in_place, last = in_place + (taken is last), taken
+        if taken is last:  # read in place: its float64[] arrays refilled, still array('d') (rclpy's type)
+            assert taken.position is last_position and isinstance(taken.position, array)
+        in_place, last, last_position = in_place + (taken is last), taken, taken.position
         odom = Odometry(child_frame_id="base_link" if k != 2 else "base")
         odom.header.stamp.sec = k
         pose, twist = odom.pose.pose, odom.twist.twist
@@ -506,7 +510,8 @@ def test_the_controller_outputs_bytes_are_its_messages():
 
     from helpers import FEET, SOLES, solo12_standing, talos_standing
     from mbs_dynamics.ros.conversions import contact_wrenches
-    from mbs_dynamics.ros.whole_body_messages import ContactForceMessages, MarkerMessages, whole_body_markers
+    from mbs_dynamics.ros.whole_body_messages import (ContactForceMessages, MarkerMessages, marker_points,
+                                                     whole_body_markers)
     from mbs_dynamics_interfaces.msg import Contact, ContactWrenches
 
     rng = np.random.default_rng(5)
@@ -522,6 +527,9 @@ def test_the_controller_outputs_bytes_are_its_messages():
             assert list(message.wrenches) == expected and message.header.stamp == stamp
             assert message.header.frame_id == "world"
             markers = markers_messages.data(q, stamp, forces, com, reference if k != 1 else None)
+            origins = marker_points(model, q, forces)[::2]  # each arrow from its contact frame's origin
+            assert all(np.allclose(origin, mbs.frame_pose(model, q, frame)[:3, 3], rtol=0, atol=1e-12)
+                       for origin, frame in zip(origins, forces, strict=True))
             built = whole_body_markers(model, q, stamp, "world", forces, com, reference if k != 1 else None)
             # (as deserialized: rclpy's serializer leaves the padding between fields as it finds it)
             assert deserialize_message(markers, MarkerArray) == deserialize_message(serialize_message(built),

@@ -262,7 +262,7 @@ class WholeBodyController:
         momentum, com = centroidal_state(model, state.q, state.v)
         A = centroidal_momentum_matrix(model, state.q)
         quaternion = state.q[3:7] / np.linalg.norm(state.q[3:7])
-        R = quaternion_to_matrix(*quaternion)
+        R = quaternion_to_matrix(*quaternion.tolist())  # Python floats: numpy's scalars' arithmetic is slower
         state.com, state.com_velocity = com, momentum[3:] / mass
         state.com_jacobian = A[3:] / mass
         state.com_drift = R @ h[3:6] / mass + model.gravity

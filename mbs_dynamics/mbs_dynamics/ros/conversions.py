@@ -134,7 +134,7 @@ def named_values(match: NameMatch, values, what: str, names=None) -> np.ndarray 
     values = np.asarray(values, dtype=float)
     if values.shape[0] != match.size:
         raise InvalidInput("invalid", f"{what} has {values.shape[0]} values for {match.size} joint names")
-    if not np.all(np.isfinite(values)):
+    if not np.isfinite(values).all():
         index = int(np.flatnonzero(~np.isfinite(values))[0])
         raise InvalidInput("invalid", f"{what} has a non-finite value ({values[index]}) for "
                                       + (f"joint '{names[index]}'" if names is not None else f"joint index {index}"))

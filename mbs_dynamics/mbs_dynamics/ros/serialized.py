@@ -123,45 +123,52 @@ class SerializedMessage:
 class SerializedStream:
     """The messages of a subscription that takes them serialized (raw=True),
     as message objects: rclpy's conversion of each to Python took 33-40 us
-    for a 12-joint JointState, 105-135 us for an Odometry (this, 12 and 27 us
+    for a 12-joint JointState, 105-135 us for an Odometry (this, 2-4 and 5 us
     when the layout repeats). A message whose bytes
     equal the last one's outside the float64 `fields` and the stamp (a
     stream's next message) updates the last message object: those fields
-    read from its bytes (SerializedMessage.take); any other is deserialized
-    (rclpy.serialization) and becomes the one the next are compared with.
-    message() returns the same object each time: a callback uses it before
-    the next."""
+    read from its bytes (SerializedMessage.take) into its own arrays, in
+    place (a float64[]'s array('d') stays the same object: a new one for
+    each field and message took 5-9 us of a JointState's); any other is
+    deserialized (rclpy.serialization) and becomes the one the next are
+    compared with. message() returns the same object each time: a callback
+    uses it before the next."""
 
     def __init__(self, kind, fields: Sequence[str], stamp: str = "header.stamp"):
         """kind: the message type; fields and stamp as SerializedMessage's."""
         self.kind, self.fields, self.stamp = kind, list(fields), stamp
         self._layout: SerializedMessage | None = None
         self._message = None
+        # of the layout: (its values, where they go in the message), of each field; the message's stamp
+        self._copies: list[tuple[np.ndarray, object]] = []
+        self._time = None
 
     def message(self, data: bytes):
         """The message of the bytes `data`."""
         layout = self._layout
         if layout is None or not layout.take(data):
-            self._message = deserialize_message(data, self.kind)
+            message = self._message = deserialize_message(data, self.kind)
             try:
-                self._layout = SerializedMessage(deserialize_message(data, self.kind), self.fields, self.stamp,
-                                                 like=data)
+                layout = self._layout = SerializedMessage(deserialize_message(data, self.kind), self.fields,
+                                                          self.stamp, like=data)
             except ValueError:  # a field of another length than 3 or 4 (a Point's) found nowhere: no layout
                 self._layout = None
-            return self._message
-        message = self._message
-        for field, values in layout.values.items():
-            target = _attribute(message, field)
-            if isinstance(target, np.ndarray):  # a fixed-size array
+                return message
+            # a float64 array's values are copied into it in place (a numpy view of its memory): no new object
+            self._copies = [(values, target if isinstance(target, np.ndarray)
+                             else np.frombuffer(target, dtype=np.float64) if isinstance(target, array) else target)
+                            for values, target in ((values, _attribute(message, field))
+                                                   for field, values in layout.values.items()) if values.size]
+            self._time = _attribute(message, self.stamp)
+            return message
+        for values, target in self._copies:
+            if isinstance(target, np.ndarray):
                 target[:] = values
-            elif isinstance(target, array):
-                _set_attribute(message, field, array("d", values.tobytes()))
-            else:
+            else:  # a Point, a Vector3 or a Quaternion
                 for part, value in zip(VECTOR_PARTS, values.tolist()):
                     setattr(target, part, value)
-        time = _attribute(message, self.stamp)
-        time.sec, time.nanosec = layout.stamp()
-        return message
+        self._time.sec, self._time.nanosec = layout.stamp()
+        return self._message
 
 
 def _attribute(message, path: str):

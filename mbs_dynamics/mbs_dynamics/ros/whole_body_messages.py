@@ -264,8 +264,12 @@ def marker_points(model, q, forces: dict, com=None, com_reference=None) -> list:
     from its frame's origin at q (FORCE_SCALE m per N), then the CoM
     reference and the CoM where given."""
     points = []
+    if forces:
+        world_R, world_p = mbs.body_poses(model, q)  # once for all frames (frame_pose: a kinematics pass each)
     for frame, force in forces.items():
-        origin = mbs.frame_pose(model, q, frame)[:3, 3]
+        placement = model.frame(frame)
+        origin = (placement.translation if placement.body < 0
+                  else world_R[placement.body] @ placement.translation + world_p[placement.body])
         points += [origin, origin + FORCE_SCALE * np.asarray(force)[-3:]]
     return points + [np.asarray(position, dtype=float) for position in (com_reference, com) if position is not None]
 

@@ -92,6 +92,26 @@ def screenshot(url: str, name: str) -> np.ndarray:
                          "profile:\n" + "\n".join(tries))
 
 
+def screenshot_until(url: str, name: str, shows, between=None, tries: int = SCREENSHOT_TRIES) -> np.ndarray:
+    """screenshot(url, name), taken again (at most `tries` in all, between()
+    before each new one) while shows(picture) is false: a fresh browser's
+    first frame can come before the page has what it should show (its meshes
+    loaded; on a busy machine, the view server's update). The last picture."""
+    picture = screenshot(url, name)
+    for _ in range(tries - 1):
+        if shows(picture):
+            break
+        if between is not None:
+            between()
+        picture = screenshot(url, name)
+    return picture
+
+
+def screenshot_changed(url: str, name: str, reference: np.ndarray, between=None) -> np.ndarray:
+    """screenshot_until more than CHANGED of its pixels differ from `reference`."""
+    return screenshot_until(url, name, lambda picture: changed(reference, picture) > CHANGED, between)
+
+
 @contextlib.contextmanager
 def open_page(url: str):
     """Headless Chromium showing `url` (it draws, connects its websockets)

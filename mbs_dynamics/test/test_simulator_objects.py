@@ -9,7 +9,7 @@ import re
 import time
 
 import numpy as np
-from browser import CHANGED, changed, needs_chromium, screenshot
+from browser import CHANGED, changed, needs_chromium, screenshot, screenshot_changed
 from oracles import ROBOTS_DIR, robot_path
 from ros_processes import executable, wait_for_node
 from test_scene_objects import visual_box_urdf
@@ -116,7 +116,7 @@ def test_objects_from_parameters_spawned_deleted_odom_and_drawn(start_process, t
                    "the spawned cube resting on the first")
     np.testing.assert_allclose(sim.position("base"), [0.8, 0.0, 0.05], atol=1e-3)
     assert sim.marked() == {"base", "top"}
-    after = screenshot(url, "objects_spawned")
+    after = screenshot_changed(url, "objects_spawned", before)
     # bad spawns: refused, saying why
     massless = '<robot name="m"><link name="body"><collision><geometry><sphere radius="0.1"/></geometry>' \
                '</collision></link></robot>'
@@ -140,7 +140,7 @@ def test_objects_from_parameters_spawned_deleted_odom_and_drawn(start_process, t
     sim.spin_until(lambda: len(sim.states) > steps + 10, "joint_states after the refusals")
     assert sim.delete("top").success
     sim.spin_until(lambda: sim.marked() == {"base"}, "the markers without the deleted cube")
-    deleted = screenshot(url, "objects_deleted")
+    deleted = screenshot_changed(url, "objects_deleted", after)
     print(f"pixels changed: spawned {changed(before, after):.3f}, deleted {changed(after, deleted):.3f}")
     assert changed(before, after) > CHANGED and changed(after, deleted) > CHANGED
     assert view.process.poll() is None and view.interrupt() == 0

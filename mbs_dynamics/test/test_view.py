@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from browser import CHANGED, changed, needs_chromium, open_page, screenshot
+from browser import CHANGED, changed, needs_chromium, open_page, screenshot, screenshot_changed, screenshot_until
 from oracles import ROBOTS_DIR, Pair, robot_path
 from ros_processes import executable, node_status, wait_for_node
 
@@ -219,18 +219,13 @@ def test_the_view_node_shows_the_robot_in_a_browser_and_follows_its_joints(start
 
     pose = [0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.8, 0.02, 0.02]
     publish(pose)
-    robot = screenshot(url, "view_panda")
-    for _ in range(2):  # a fresh browser's first frame can come before the meshes loaded (once in a CI run)
-        if changed(empty, robot) > CHANGED:
-            break
-        publish(pose)
-        robot = screenshot(url, "view_panda")
+    robot = screenshot_changed(url, "view_panda", empty, lambda: publish(pose))  # before the meshes: once in a CI
     publish([np.nan] * 9, 0.3)
     node.wait_for("dropped: joint_states position has a non-finite value")
     moved = list(pose)
     moved[0], moved[1] = 1.2, 0.5
     publish(moved)
-    robot_moved = screenshot(url, "view_panda_moved")
+    robot_moved = screenshot_changed(url, "view_panda_moved", robot, lambda: publish(moved))
     print(f"pixels changed: empty -> robot {changed(empty, robot):.3f}, "
           f"robot -> joints moved {changed(robot, robot_moved):.3f}")
     assert changed(empty, robot) > CHANGED
@@ -240,11 +235,19 @@ def test_the_view_node_shows_the_robot_in_a_browser_and_follows_its_joints(start
     point = PointStamped()
     point.header.frame_id = "world"
     point.point.x, point.point.y, point.point.z = 0.0, -0.3, 0.4
-    for _ in range(10):
-        reference.publish(point)
-        rclpy.spin_once(test_node, timeout_sec=0.05)
-    with_reference = screenshot(url, "view_com_reference")
-    appeared = int(np.sum(green(with_reference) & ~green(robot_moved)))
+    def publish_reference():
+        for _ in range(10):
+            reference.publish(point)
+            rclpy.spin_once(test_node, timeout_sec=0.05)
+
+    def new_green(picture) -> int:
+        return int(np.sum(green(picture) & ~green(robot_moved)))
+
+    publish_reference()
+    # (twice in one run of the suite at load 9-10, the first screenshot showed no sphere yet)
+    with_reference = screenshot_until(url, "view_com_reference", lambda picture: new_green(picture) > 50,
+                                      publish_reference)
+    appeared = new_green(with_reference)
     print(f"green pixels: {int(np.sum(green(robot_moved)))} -> {int(np.sum(green(with_reference)))}, "
           f"{appeared} new with the CoM reference")
     # measured: 259 and 103 new green pixels (a ~20-pixel sphere, shaded: not all of it counts as green); 0 between

@@ -182,7 +182,7 @@ class RunMonitor(RobotNode):
                                        "node in this namespace?): the summaries go without it")
         if isinstance(self._accelerations, tuple):
             at, largest = self._accelerations
-            lines.append(f"  dynamics server: forward dynamics at t = {at:.3f} s under these efforts, "
+            lines.append(f"  dynamics server: forward dynamics of the state and efforts at t = {at:.3f} s, "
                          f"largest |acceleration| {largest:.3g}")
         elif self._accelerations:
             lines.append(f"  dynamics server: {self._accelerations}")

@@ -208,12 +208,12 @@ def world_columns(model, i, q, W, w, S, columns):
     aside)."""
     kind, x, y, z = model.joint_type[i], w[0], w[1], w[2]
     if kind == REVOLUTE or kind == PRISMATIC:
-        along, scale = coordinate_axis(model, i), model.coupling[i, 0]
-        s0, s1, s2 = scale * model.axis[i, 0], scale * model.axis[i, 1], scale * model.axis[i, 2]
+        along, scale = coordinate_axis(model, i), model.coupling[i, 0]  # S's column: scale * axis
         if along >= 0:
             s = scale * model.axis[i, along]
             u0, u1, u2 = W[along] * s, W[3 + along] * s, W[6 + along] * s
-        else:  # rotate
+        else:  # W S, spatial.rotate's
+            s0, s1, s2 = scale * model.axis[i, 0], scale * model.axis[i, 1], scale * model.axis[i, 2]
             u0, u1, u2 = W[0] * s0 + W[1] * s1 + W[2] * s2, W[3] * s0 + W[4] * s1 + W[5] * s2, \
                 W[6] * s0 + W[7] * s1 + W[8] * s2
         if kind == REVOLUTE:  # [u; w x u]
@@ -258,7 +258,7 @@ def frame_jacobian_kernel(packed, q, placement, representation, J, buffer):
     root (the other columns stay zero). Only the bodies on the path are
     placed, down from the root (body_poses_kernel's numbers), their
     placements and world columns kept as scalars: a foot of TALOS is 7 of
-    its 38 bodies. Body -1 (fixed to the world): zero. Returns
+    its 33 bodies. Body -1 (fixed to the world): zero. Returns
     INVALID_INPUT without computing (inputs.invalid), NONFINITE_RESULT on
     overflow, else 0."""
     model = unpack_model(packed)

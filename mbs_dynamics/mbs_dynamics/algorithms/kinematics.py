@@ -84,15 +84,29 @@ def add_point_jacobian(model, S, body_R, body_p, b, x, jacobian):
     j = b
     while j >= 0:
         for m in range(model.nv_joint[j]):
-            column = world_column(model, j, S, body_R, body_p, m)
-            c = model.v_start[j] + m
-            jacobian[0, c] += column[0]
-            jacobian[1, c] += column[1]
-            jacobian[2, c] += column[2]
-            jacobian[3, c] += column[1] * x2 - column[2] * x1 + column[3]
-            jacobian[4, c] += column[2] * x0 - column[0] * x2 + column[4]
-            jacobian[5, c] += column[0] * x1 - column[1] * x0 + column[5]
+            add_column(jacobian, model.v_start[j] + m, world_column(model, j, S, body_R, body_p, m), x0, x1, x2)
         j = model.parent[j]
+
+
+@njit(cache=True, inline="always")
+def point_velocity(column, x0, x1, x2):
+    """v + w x x: the velocity of the point x that the world screw column
+    [w; v] (6) gives it, a 3-tuple."""
+    return column[1] * x2 - column[2] * x1 + column[3], column[2] * x0 - column[0] * x2 + column[4], \
+        column[0] * x1 - column[1] * x0 + column[5]
+
+
+@njit(cache=True, inline="always")
+def add_column(jacobian, c, column, x0, x1, x2):
+    """jacobian[:, c] += [w; v + w x x]: the world screw column [w; v] (6) as
+    the hybrid Jacobian's column of the point x (add_point_jacobian)."""
+    u0, u1, u2 = point_velocity(column, x0, x1, x2)
+    jacobian[0, c] += column[0]
+    jacobian[1, c] += column[1]
+    jacobian[2, c] += column[2]
+    jacobian[3, c] += u0
+    jacobian[4, c] += u1
+    jacobian[5, c] += u2
 
 
 @njit(cache=True, inline="always")
@@ -313,9 +327,7 @@ def frame_jacobian_kernel(packed, q, placement, representation, J, buffer):
             for m in range(model.nv_joint[j]):
                 column, c = columns[d, m], model.v_start[j] + m
                 w0, w1, w2 = column[0], column[1], column[2]
-                u0 = column[1] * o2 - column[2] * o1 + column[3]
-                u1 = column[2] * o0 - column[0] * o2 + column[4]
-                u2 = column[0] * o1 - column[1] * o0 + column[5]
+                u0, u1, u2 = point_velocity(column, o0, o1, o2)
                 if representation == 1:  # the body point at the world origin: do/dt + o x w
                     u0, u1, u2 = u0 + (o1 * w2 - o2 * w1), u1 + (o2 * w0 - o0 * w2), u2 + (o0 * w1 - o1 * w0)
                 elif representation != 2:  # body, mixed: frame axes, R^T x
@@ -330,13 +342,7 @@ def frame_jacobian_kernel(packed, q, placement, representation, J, buffer):
     for d in range(depth):  # add_point_jacobian's sums, from the body up
         j = int(path[d])
         for m in range(model.nv_joint[j]):
-            column, c = columns[d, m], model.v_start[j] + m
-            J[0, c] += column[0]
-            J[1, c] += column[1]
-            J[2, c] += column[2]
-            J[3, c] += column[1] * o2 - column[2] * o1 + column[3]
-            J[4, c] += column[2] * o0 - column[0] * o2 + column[4]
-            J[5, c] += column[0] * o1 - column[1] * o0 + column[5]
+            add_column(J, model.v_start[j] + m, columns[d, m], o0, o1, o2)
     if representation == 2:
         return 0 if all_finite(J) else NONFINITE_RESULT
     converted, o = take(buffer, o, (J.shape[1],))  # a column two bodies move turned once

@@ -100,6 +100,59 @@ def test_bias_acceleration_is_dJdt_v_without_gravity():
         assert np.all(mbs.frame_bias_acceleration(model, q, 0 * v, frame) == 0)
 
 
+def axes_chain(mimic):
+    """helpers.chain with a prismatic joint along -z, a revolute about a
+    tilted axis and the mimic follower about -x (its other joints: a
+    planar, a revolute about z, a continuous about x)."""
+    import helpers
+    original = helpers.CHAIN
+    helpers.CHAIN = original.replace('<axis xyz="1 1 0"/>', '<axis xyz="0 0 -1"/>') \
+        .replace('<axis xyz="1 0 0"/>', '<axis xyz="0.6 -0.8 0"/>') \
+        .replace('<axis xyz="0 1 0"/><mimic', '<axis xyz="-1 0 0"/><mimic')
+    try:
+        return chain(mimic)
+    finally:
+        helpers.CHAIN = original
+
+
+@pytest.mark.parametrize("robot", ["chain", "chain independent", "axes chain", "axes chain independent",
+                                   "quadruped", "arm7"])
+def test_scalar_placements_give_the_general_paths_numbers(robot):
+    """frame_jacobian and centroidal momentum place bodies by
+    joints.parent_placement (a revolute joint about a coordinate axis without
+    its exact-zero terms) and convert a column as it is made: the numbers of
+    the general path to the last bit (frames_motion's hybrid Jacobians and
+    the body_poses of joints.forward_pass; the turned columns as the Jacobian
+    turns them) on mimic, planar, prismatic and tilted joints."""
+    from mbs_dynamics.algorithms import kinematics
+    from mbs_dynamics.multibody import joints
+    from mbs_dynamics.multibody.workspace import kinematic_views, scratch
+    if robot.startswith("chain") or robot.startswith("axes"):
+        mimic = "independent" if robot.endswith("independent") else "coupled"
+        model = chain(mimic) if robot.startswith("chain") else axes_chain(mimic)
+    else:
+        model = mbs.Model.from_urdf_file(mbs.bundled_robot(robot), floating_base=robot == "quadruped")
+    rng = np.random.default_rng(37)
+    frames = tuple(model.frame_names)
+    for _ in range(5):
+        q = model.neutral_configuration() + rng.uniform(-2, 2, model.nq)
+        if model.nq != model.nv:  # a floating base: a unit quaternion
+            q[3:7] /= np.linalg.norm(q[3:7])
+        hybrid, _, world_R, _ = kinematics.frames_motion(model, q, np.zeros(model.nv), frames)
+        for k, frame in enumerate(frames):
+            np.testing.assert_array_equal(mbs.frame_jacobian(model, q, frame, "hybrid"), hybrid[k], err_msg=frame)
+            turned = world_R[k].T @ hybrid[k].reshape(2, 3, -1)
+            body = mbs.frame_jacobian(model, q, frame, "body")
+            np.testing.assert_allclose(body, turned.reshape(6, -1), rtol=0, atol=1e-12, err_msg=frame)
+        views = [kinematic_views(scratch(model, floats), model.nbodies)[0] for floats in (256, 257)]
+        joints.forward_pass(model.packed, q, views[0].R, views[0].p, views[0].S)
+        joints.axis_forward_pass(model.packed, q, views[1].R, views[1].p, views[1].S)
+        np.testing.assert_array_equal(views[1].R, views[0].R)
+        np.testing.assert_array_equal(views[1].p, views[0].p)
+        for i, columns in enumerate(model.nv_joint):  # S's columns of each joint (the rest is scratch)
+            np.testing.assert_array_equal(views[1].S[i, :, :columns], views[0].S[i, :, :columns])
+
+
 def test_frame_motion_rejects_bad_input():
     model = mbs.Model.from_urdf_file(robot_path("panda"))
     q, v = model.neutral_configuration(), np.zeros(model.nv)

@@ -16,7 +16,7 @@ from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.crba import composite_momenta, composite_momentum
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RESULT, RESULT_MATRIX, VECTOR, \
     ExactKernel, all_finite, invalid, vectors_fit
-from mbs_dynamics.multibody.joints import body_velocity, forward_pass
+from mbs_dynamics.multibody.joints import axis_forward_pass, body_velocity
 from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
 from mbs_dynamics.multibody.workspace import call_scratch, kinematic_views, new_scratch, scratch, take
 from mbs_dynamics.parallel import run_batch
@@ -54,7 +54,7 @@ def momentum_kernel(packed, q, v, out, buffer):
     moment, o = take(buffer, o, (n, 4))  # their mass and first moment, body frame
     h_O, o = take(buffer, o, (6,))  # the whole robot's momentum about the world origin, world axes
     mc_O, o = take(buffer, o, (3,))  # its first moment m c
-    forward_pass(packed, q, R, p, S)
+    axis_forward_pass(packed, q, R, p, S)
     kinetic = 0.0
     for i in range(n):
         v_i, _ = body_velocity(model, i, R, p, S, v, vel)

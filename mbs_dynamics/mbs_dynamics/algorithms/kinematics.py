@@ -9,11 +9,11 @@ from mbs_dynamics import inputs
 
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RESULT_MATRIX, VECTOR, ExactKernel, \
     all_finite, invalid, vectors_fit
-from mbs_dynamics.multibody.joints import body_acceleration, body_jerk, body_velocity, forward_pass, joint_placement, \
-    motion_subspace, world_column, world_subspace
-from mbs_dynamics.multibody.model import Model, body_count, frame_count, frame_placement, unflatten, \
-    unpack_model
-from mbs_dynamics.multibody.workspace import call_scratch, kinematic_views, scratch, take
+from mbs_dynamics.multibody.joints import body_acceleration, body_jerk, body_velocity, coordinate_axis, forward_pass, \
+    motion_subspace, parent_placement, world_column, world_subspace
+from mbs_dynamics.multibody.model import FLOATING, PRISMATIC, REVOLUTE, Model, body_count, frame_count, \
+    frame_placement, unflatten, unpack_model
+from mbs_dynamics.multibody.workspace import kinematic_views, scratch, small_call_scratch, take
 from mbs_dynamics.spatial.algebra import cross, motion_cross, rotate, rotate_back
 from mbs_dynamics.spatial.lie import pose
 
@@ -84,15 +84,29 @@ def add_point_jacobian(model, S, body_R, body_p, b, x, jacobian):
     j = b
     while j >= 0:
         for m in range(model.nv_joint[j]):
-            column = world_column(model, j, S, body_R, body_p, m)
-            c = model.v_start[j] + m
-            jacobian[0, c] += column[0]
-            jacobian[1, c] += column[1]
-            jacobian[2, c] += column[2]
-            jacobian[3, c] += column[1] * x2 - column[2] * x1 + column[3]
-            jacobian[4, c] += column[2] * x0 - column[0] * x2 + column[4]
-            jacobian[5, c] += column[0] * x1 - column[1] * x0 + column[5]
+            add_column(jacobian, model.v_start[j] + m, world_column(model, j, S, body_R, body_p, m), x0, x1, x2)
         j = model.parent[j]
+
+
+@njit(cache=True, inline="always")
+def point_velocity(column, x0, x1, x2):
+    """v + w x x: the velocity of the point x that the world screw column
+    [w; v] (6) gives it, a 3-tuple."""
+    return column[1] * x2 - column[2] * x1 + column[3], column[2] * x0 - column[0] * x2 + column[4], \
+        column[0] * x1 - column[1] * x0 + column[5]
+
+
+@njit(cache=True, inline="always")
+def add_column(jacobian, c, column, x0, x1, x2):
+    """jacobian[:, c] += [w; v + w x x]: the world screw column [w; v] (6) as
+    the hybrid Jacobian's column of the point x (add_point_jacobian)."""
+    u0, u1, u2 = point_velocity(column, x0, x1, x2)
+    jacobian[0, c] += column[0]
+    jacobian[1, c] += column[1]
+    jacobian[2, c] += column[2]
+    jacobian[3, c] += u0
+    jacobian[4, c] += u1
+    jacobian[5, c] += u2
 
 
 @njit(cache=True, inline="always")
@@ -184,17 +198,83 @@ def frames_motion(model: Model, q, v, frames: tuple):
     return J, motion, world_R, world_p
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def compose(W, w, R, p):
+    """The world placement (W R, w + W p) of a body placed (R, p) in a parent
+    placed (W, w) in the world, nine and three scalars: place_in_world's
+    numbers."""
+    return (W[0] * R[0] + W[1] * R[3] + W[2] * R[6], W[0] * R[1] + W[1] * R[4] + W[2] * R[7],
+            W[0] * R[2] + W[1] * R[5] + W[2] * R[8], W[3] * R[0] + W[4] * R[3] + W[5] * R[6],
+            W[3] * R[1] + W[4] * R[4] + W[5] * R[7], W[3] * R[2] + W[4] * R[5] + W[5] * R[8],
+            W[6] * R[0] + W[7] * R[3] + W[8] * R[6], W[6] * R[1] + W[7] * R[4] + W[8] * R[7],
+            W[6] * R[2] + W[7] * R[5] + W[8] * R[8]), \
+        (w[0] + (W[0] * p[0] + W[1] * p[1] + W[2] * p[2]), w[1] + (W[3] * p[0] + W[4] * p[1] + W[5] * p[2]),
+         w[2] + (W[6] * p[0] + W[7] * p[1] + W[8] * p[2]))
+
+
+@njit(cache=True, inline="always")
+def world_columns(model, i, q, W, w, S, columns):
+    """columns[m] = world_column(model, i, S, ..., m) of body i placed (W, w)
+    in the world (scalars), for each of its joint's coordinates m; S for the
+    planar joint's motion_subspace. The joint axis of a revolute or prismatic
+    joint along a coordinate axis, and the floating joint's unit columns,
+    without the products of exact zeros: the same numbers (zeros' signs
+    aside)."""
+    kind, x, y, z = model.joint_type[i], w[0], w[1], w[2]
+    if kind == REVOLUTE or kind == PRISMATIC:
+        along, scale = coordinate_axis(model, i), model.coupling[i, 0]  # S's column: scale * axis
+        if along >= 0:
+            s = scale * model.axis[i, along]
+            u0, u1, u2 = W[along] * s, W[3 + along] * s, W[6 + along] * s
+        else:  # W S, spatial.rotate's
+            s0, s1, s2 = scale * model.axis[i, 0], scale * model.axis[i, 1], scale * model.axis[i, 2]
+            u0, u1, u2 = W[0] * s0 + W[1] * s1 + W[2] * s2, W[3] * s0 + W[4] * s1 + W[5] * s2, \
+                W[6] * s0 + W[7] * s1 + W[8] * s2
+        if kind == REVOLUTE:  # [u; w x u]
+            columns[0, 0], columns[0, 1], columns[0, 2] = u0, u1, u2
+            columns[0, 3], columns[0, 4], columns[0, 5] = y * u2 - z * u1, z * u0 - x * u2, x * u1 - y * u0
+        else:  # [0; u]
+            columns[0, 0] = columns[0, 1] = columns[0, 2] = 0.0
+            columns[0, 3], columns[0, 4], columns[0, 5] = u0, u1, u2
+    elif kind == FLOATING:
+        for m in range(3):  # rotations [W e_m; w x W e_m], translations [0; W e_m]
+            u0, u1, u2 = W[m], W[3 + m], W[6 + m]
+            columns[m, 0], columns[m, 1], columns[m, 2] = u0, u1, u2
+            columns[m, 3], columns[m, 4], columns[m, 5] = y * u2 - z * u1, z * u0 - x * u2, x * u1 - y * u0
+            columns[3 + m, 0] = columns[3 + m, 1] = columns[3 + m, 2] = 0.0
+            columns[3 + m, 3], columns[3 + m, 4], columns[3 + m, 5] = u0, u1, u2
+    else:  # motion_to_parent of each motion_subspace column
+        motion_subspace(model, i, q, S)
+        for m in range(model.nv_joint[i]):
+            a0, a1, a2, b0, b1, b2 = S[i, 0, m], S[i, 1, m], S[i, 2, m], S[i, 3, m], S[i, 4, m], S[i, 5, m]
+            u0, u1, u2 = W[0] * a0 + W[1] * a1 + W[2] * a2, W[3] * a0 + W[4] * a1 + W[5] * a2, \
+                W[6] * a0 + W[7] * a1 + W[8] * a2
+            v0, v1, v2 = W[0] * b0 + W[1] * b1 + W[2] * b2, W[3] * b0 + W[4] * b1 + W[5] * b2, \
+                W[6] * b0 + W[7] * b1 + W[8] * b2
+            columns[m, 0], columns[m, 1], columns[m, 2] = u0, u1, u2
+            columns[m, 3], columns[m, 4], columns[m, 5] = v0 + y * u2 - z * u1, v1 + z * u0 - x * u2, \
+                v2 + x * u1 - y * u0
+
+
+# Floats a body of frame_jacobian_kernel's layout: its placement (12), world
+# columns (36), motion subspace (36), path (1) and converted columns (up to 6).
+FRAME_JACOBIAN_FLOATS_PER_BODY = 91
+
+
+@njit(cache=True, inline="always")  # its one caller's: a call passed it 6 arrays, counted in and out
 def frame_jacobian_kernel(packed, q, placement, representation, J, buffer):
     """J (6, nv): the Jacobian of a frame fixed in a body, placement = [body,
     its rotation (9, by rows) and origin (3) in the body] (model.frame_placement),
     in REPRESENTATIONS[representation]: the hybrid Jacobian of the origin o
-    (add_point_jacobian), then in spatial its linear rows plus o x w, in body
-    and mixed the angular rows (and in body the linear ones) turned into frame
-    axes, column by column along the body's path to the root (the other
-    columns stay zero). Only the bodies on the path are placed (as
-    body_poses_kernel places them): a foot of TALOS is 7 of its 38. Body -1
-    (fixed to the world): zero. Returns the status of rnea_kernel."""
+    (add_point_jacobian's numbers), then in spatial its linear rows plus
+    o x w, in body and mixed the angular rows (and in body the linear ones)
+    turned into frame axes, column by column along the body's path to the
+    root (the other columns stay zero). Only the bodies on the path are
+    placed, down from the root (body_poses_kernel's numbers), their
+    placements and world columns kept as scalars: a foot of TALOS is 7 of
+    its 33 bodies. Body -1 (fixed to the world): zero. Returns
+    INVALID_INPUT without computing (inputs.invalid), NONFINITE_RESULT on
+    overflow, else 0."""
     model = unpack_model(packed)
     if invalid(model, q, q[:0], q[:0]):
         return INVALID_INPUT
@@ -202,37 +282,71 @@ def frame_jacobian_kernel(packed, q, placement, representation, J, buffer):
     body = int(placement[0])
     if body < 0:
         return 0
-    kinematics, o = kinematic_views(buffer, model.parent.shape[0])
-    R, p, S, body_R, body_p = kinematics.R, kinematics.p, kinematics.S, kinematics.world_R, kinematics.world_p
-    frame_R, o = take(buffer, o, (3, 3))
-    origin, o = take(buffer, o, (3,))
-    path, o = take(buffer, o, (model.parent.shape[0],))  # the bodies from `body` to the root
-    depth, j = 0, body
+    n = model.parent.shape[0]
+    placed, o = take(buffer, 0, (n, 12))  # by depth: parent_placement's R (by rows) and p
+    columns, o = take(buffer, o, (n, 6, 6))  # by depth: the world columns of the body's coordinates
+    S, o = take(buffer, o, (n, 6, 6))
+    path, o = take(buffer, o, (n,))  # the bodies from `body` to the root
+    # distinct: each body's coordinates before its child's (no column that two bodies move, a mimic's)
+    depth, j, distinct = 0, body, True
     while j >= 0:
+        if depth > 0 and model.v_start[j] + model.nv_joint[j] > model.v_start[int(path[depth - 1])]:
+            distinct = False
         path[depth] = j
         depth += 1
         j = model.parent[j]
-    for d in range(depth - 1, -1, -1):  # from the root down: body_poses_kernel's steps
-        i = int(path[d])
-        joint_placement(model, i, q, R, p)
-        motion_subspace(model, i, q, S)
-        place_in_world(i, model.parent[i], R, p, body_R, body_p)
-    Rb = body_R[body]
-    for r in range(3):  # the frame's axes and origin o in the world
-        for c in range(3):
-            frame_R[r, c] = Rb[r, 0] * placement[1 + c] + Rb[r, 1] * placement[4 + c] + Rb[r, 2] * placement[7 + c]
-        origin[r] = body_p[body, r] + Rb[r, 0] * placement[10] + Rb[r, 1] * placement[11] \
-            + Rb[r, 2] * placement[12]
-    add_point_jacobian(model, S, body_R, body_p, body, origin, J)
+    for d in range(depth):  # apart from the chain below: the sines and cosines overlap
+        R, p = parent_placement(model, int(path[d]), q)
+        for k in range(9):
+            placed[d, k] = R[k]
+        placed[d, 9], placed[d, 10], placed[d, 11] = p[0], p[1], p[2]
+    root = placed[depth - 1]  # in the world
+    W = (root[0], root[1], root[2], root[3], root[4], root[5], root[6], root[7], root[8])
+    w = (root[9], root[10], root[11])
+    world_columns(model, int(path[depth - 1]), q, W, w, S, columns[depth - 1])
+    for d in range(depth - 2, -1, -1):
+        x = placed[d]
+        W, w = compose(W, w, (x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8]), (x[9], x[10], x[11]))
+        world_columns(model, int(path[d]), q, W, w, S, columns[d])
+    f00, f01, f02 = W[0] * placement[1] + W[1] * placement[4] + W[2] * placement[7], \
+        W[0] * placement[2] + W[1] * placement[5] + W[2] * placement[8], \
+        W[0] * placement[3] + W[1] * placement[6] + W[2] * placement[9]
+    f10, f11, f12 = W[3] * placement[1] + W[4] * placement[4] + W[5] * placement[7], \
+        W[3] * placement[2] + W[4] * placement[5] + W[5] * placement[8], \
+        W[3] * placement[3] + W[4] * placement[6] + W[5] * placement[9]
+    f20, f21, f22 = W[6] * placement[1] + W[7] * placement[4] + W[8] * placement[7], \
+        W[6] * placement[2] + W[7] * placement[5] + W[8] * placement[8], \
+        W[6] * placement[3] + W[7] * placement[6] + W[8] * placement[9]
+    o0 = w[0] + W[0] * placement[10] + W[1] * placement[11] + W[2] * placement[12]
+    o1 = w[1] + W[3] * placement[10] + W[4] * placement[11] + W[5] * placement[12]
+    o2 = w[2] + W[6] * placement[10] + W[7] * placement[11] + W[8] * placement[12]
+    if distinct:  # each column once: added to zero (add_point_jacobian) and converted as it is made
+        nonfinite = 0.0  # (x - x) is 0 for finite x, NaN otherwise: all_finite over the columns made
+        for d in range(depth):
+            j = int(path[d])
+            for m in range(model.nv_joint[j]):
+                column, c = columns[d, m], model.v_start[j] + m
+                w0, w1, w2 = column[0], column[1], column[2]
+                u0, u1, u2 = point_velocity(column, o0, o1, o2)
+                if representation == 1:  # the body point at the world origin: do/dt + o x w
+                    u0, u1, u2 = u0 + (o1 * w2 - o2 * w1), u1 + (o2 * w0 - o0 * w2), u2 + (o0 * w1 - o1 * w0)
+                elif representation != 2:  # body, mixed: frame axes, R^T x
+                    w0, w1, w2 = f00 * w0 + f10 * w1 + f20 * w2, f01 * w0 + f11 * w1 + f21 * w2, \
+                        f02 * w0 + f12 * w1 + f22 * w2
+                    if representation == 0:
+                        u0, u1, u2 = f00 * u0 + f10 * u1 + f20 * u2, f01 * u0 + f11 * u1 + f21 * u2, \
+                            f02 * u0 + f12 * u1 + f22 * u2
+                J[0, c], J[1, c], J[2, c], J[3, c], J[4, c], J[5, c] = w0, w1, w2, u0, u1, u2
+                nonfinite += (w0 - w0) + (w1 - w1) + (w2 - w2) + (u0 - u0) + (u1 - u1) + (u2 - u2)
+        return 0 if nonfinite == 0.0 else NONFINITE_RESULT
+    for d in range(depth):  # add_point_jacobian's sums, from the body up
+        j = int(path[d])
+        for m in range(model.nv_joint[j]):
+            add_column(J, model.v_start[j] + m, columns[d, m], o0, o1, o2)
     if representation == 2:
         return 0 if all_finite(J) else NONFINITE_RESULT
-    converted, o = take(buffer, o, (J.shape[1],))  # a column two bodies move (a mimic's) turned once
+    converted, o = take(buffer, o, (J.shape[1],))  # a column two bodies move turned once
     converted[:] = 0.0
-    o0, o1, o2 = origin[0], origin[1], origin[2]
-    # the frame's axes as scalars, kept in registers across the stores to J
-    f00, f01, f02, f10, f11, f12 = frame_R[0, 0], frame_R[0, 1], frame_R[0, 2], frame_R[1, 0], frame_R[1, 1], \
-        frame_R[1, 2]
-    f20, f21, f22 = frame_R[2, 0], frame_R[2, 1], frame_R[2, 2]
     for d in range(depth):
         j = int(path[d])
         for c in range(model.v_start[j], model.v_start[j] + model.nv_joint[j]):
@@ -262,7 +376,7 @@ def _frame_jacobian_call(flat, q, frame, representation, J):
             and 0 <= representation < len(REPRESENTATIONS)):
         return INVALID_INPUT
     return frame_jacobian_kernel(packed, q, frame_placement(flat, frame), representation, J,
-                                 call_scratch(body_count(packed)))
+                                 small_call_scratch(body_count(packed), FRAME_JACOBIAN_FLOATS_PER_BODY))
 
 
 _FRAME_JACOBIAN = ExactKernel(_frame_jacobian_call, types.int64, PACKED_FLAT, VECTOR, types.int64, types.int64,

@@ -155,6 +155,71 @@ def forward_pass(packed, q, R, p, S):
         motion_subspace(model, i, q, S)
 
 
+@njit(cache=True)
+def axis_forward_pass(packed, q, R, p, S):
+    """forward_pass's R, p and S, the placements by parent_placement: the same
+    numbers (zeros' signs aside), a revolute joint about a coordinate axis
+    without its exact-zero terms."""
+    model = unpack_model(packed)
+    for i in range(model.parent.shape[0]):
+        rotation, origin = parent_placement(model, i, q)
+        R[i, 0, 0], R[i, 0, 1], R[i, 0, 2] = rotation[0], rotation[1], rotation[2]
+        R[i, 1, 0], R[i, 1, 1], R[i, 1, 2] = rotation[3], rotation[4], rotation[5]
+        R[i, 2, 0], R[i, 2, 1], R[i, 2, 2] = rotation[6], rotation[7], rotation[8]
+        p[i, 0], p[i, 1], p[i, 2] = origin[0], origin[1], origin[2]
+        motion_subspace(model, i, q, S)
+
+
+@njit(cache=True, inline="always")
+def coordinate_axis(model, i):
+    """0, 1 or 2 when body i's joint axis lies along x, y or z (+ or -:
+    most URDFs' joints), else -1."""
+    x, y, z = model.axis[i, 0], model.axis[i, 1], model.axis[i, 2]
+    return 0 if y == 0.0 and z == 0.0 else 1 if x == 0.0 and z == 0.0 else 2 if x == 0.0 and y == 0.0 else -1
+
+
+@njit(cache=True, inline="always")
+def _axis_row(a0, a1, a2, along, c, s, d):
+    """A row (a0, a1, a2) of the tree rotation times the rotation about
+    coordinate axis `along` (c, s: its angle's cosine and sine times the
+    axis' sign; d its diagonal entry on the axis), the terms of exact zeros
+    left out (parent_placement)."""
+    if along == 0:  # [d 0 0; 0 c -s; 0 s c]
+        return a0 * d, a1 * c + a2 * s, a1 * -s + a2 * c
+    if along == 1:  # [c 0 s; 0 d 0; -s 0 c]
+        return a0 * c + a2 * -s, a1 * d, a0 * s + a2 * c
+    return a0 * c + a1 * s, a0 * -s + a1 * c, a2 * d  # [c -s 0; s c 0; 0 0 d]
+
+
+@njit(cache=True, inline="always")
+def parent_placement(model, i, q):
+    """Body i's placement in its parent at q: its rotation (nine scalars by
+    rows) and origin, joint_placement's numbers as scalars. For a revolute
+    joint about a coordinate axis, without the rotation's and the product's
+    terms that are exact zeros (x + 0 = x: the same numbers, zeros' signs
+    aside), the rest in joint_placement's order (rotation_about_axis' entry
+    on the axis, c + (1 - c) z z, need not round to 1)."""
+    T, o = model.tree_rotation, model.tree_translation
+    along = coordinate_axis(model, i) if model.joint_type[i] == REVOLUTE else -1
+    if along >= 0:
+        angle = model.coupling[i, 0] * q[model.q_start[i]] + model.coupling[i, 1]
+        c, s, sign = math.cos(angle), math.sin(angle), model.axis[i, along]
+        d, s = c + (1.0 - c) * sign * sign, s * sign
+        return (_axis_row(T[i, 0, 0], T[i, 0, 1], T[i, 0, 2], along, c, s, d)
+                + _axis_row(T[i, 1, 0], T[i, 1, 1], T[i, 1, 2], along, c, s, d)
+                + _axis_row(T[i, 2, 0], T[i, 2, 1], T[i, 2, 2], along, c, s, d)), (o[i, 0], o[i, 1], o[i, 2])
+    J, t = joint_rotation(model, i, q)
+    a, b, e = (T[i, 0, 0], T[i, 0, 1], T[i, 0, 2]), (T[i, 1, 0], T[i, 1, 1], T[i, 1, 2]), \
+        (T[i, 2, 0], T[i, 2, 1], T[i, 2, 2])
+    return (a[0] * J[0] + a[1] * J[3] + a[2] * J[6], a[0] * J[1] + a[1] * J[4] + a[2] * J[7],
+            a[0] * J[2] + a[1] * J[5] + a[2] * J[8], b[0] * J[0] + b[1] * J[3] + b[2] * J[6],
+            b[0] * J[1] + b[1] * J[4] + b[2] * J[7], b[0] * J[2] + b[1] * J[5] + b[2] * J[8],
+            e[0] * J[0] + e[1] * J[3] + e[2] * J[6], e[0] * J[1] + e[1] * J[4] + e[2] * J[7],
+            e[0] * J[2] + e[1] * J[5] + e[2] * J[8]), \
+        (o[i, 0] + a[0] * t[0] + a[1] * t[1] + a[2] * t[2], o[i, 1] + b[0] * t[0] + b[1] * t[1] + b[2] * t[2],
+         o[i, 2] + e[0] * t[0] + e[1] * t[1] + e[2] * t[2])
+
+
 @njit(cache=True, inline="always")
 def subspace_times(S, i, nv, x, start):
     """S_i x[start:start + nv], a 6-tuple."""

@@ -52,6 +52,19 @@ def call_scratch(nbodies):
     return new_scratch(nbodies)
 
 
+@njit(cache=True, inline="always")
+def small_call_scratch(nbodies, floats_per_body):
+    """call_scratch's buffer of floats_per_body per body (and FLOATS_FIXED),
+    for a kernel that lays out fewer than FLOATS_PER_BODY: on the stack up
+    to STACK_SCRATCH_FLOATS (the frame Jacobian's 91 a body: TALOS's too,
+    where call_scratch's 80 KB on the heap cost some 0.2 µs a call). The
+    same limits as call_scratch (inlined; once a call)."""
+    size = nbodies * floats_per_body + FLOATS_FIXED
+    if size <= STACK_SCRATCH_FLOATS:
+        return carray(_stack_floats(size), (size,))
+    return new_scratch(nbodies, floats_per_body)
+
+
 def scratch(model, floats_per_body=FLOATS_PER_BODY) -> np.ndarray:
     """The calling thread's scratch buffer for `model`, of floats_per_body per body
     (the derivative algorithms lay out more than the rest)."""

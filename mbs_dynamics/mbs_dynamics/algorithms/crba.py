@@ -180,18 +180,22 @@ def crba_paths_kernel(packed, dof_parent, q, M, buffer):
     if invalid(model, q, q[:0], q[:0]):
         return INVALID_INPUT
     for k in range(M.shape[0]):
-        j = k
-        while j >= 0:
-            M[k, j] = M[j, k] = 0.0
-            j = dof_parent[j]
+        top = k
+        while top >= 0:  # chain by chain (ltl_factor)
+            first = chain_start(dof_parent, top)
+            for j in range(first, top + 1):
+                M[k, j] = M[j, k] = 0.0
+            top = dof_parent[first]
     composite_inertias(packed, model, q, M, buffer)
+    finite = True
     for k in range(M.shape[0]):
-        j = k
-        while j >= 0:
-            if not np.isfinite(M[k, j]):
-                return NONFINITE_RESULT
-            j = dof_parent[j]
-    return 0
+        top = k
+        while top >= 0:
+            first = chain_start(dof_parent, top)
+            for j in range(first, top + 1):
+                finite = finite and np.isfinite(M[k, j])
+            top = dof_parent[first]
+    return 0 if finite else NONFINITE_RESULT
 
 
 @njit(cache=True, nogil=True)
@@ -239,6 +243,19 @@ def mass_matrix(model: Model, q) -> np.ndarray:
 # --- M = L^T L with the tree's sparsity (Featherstone RBDA §6.5) ---------------
 # L is lower triangular with L[k, j] != 0 only for j on k's path to the root
 # (model.dof_parent): factoring and solving cost O(sum of depth²) instead of O(n³).
+# A path is walked as its chains, runs of consecutive coordinates (a joint's own, a serial limb's: j's parent
+# j - 1), each a loop over a range of one row: no load waits on the one before (walking dof_parent one
+# coordinate at a time did), and a row's range vectorises. Entries independent of each other are updated in
+# any order; sums keep the order of the path (decreasing coordinate), so results do not change.
+
+
+@njit(cache=True, inline="always")
+def chain_start(dof_parent, j):
+    """The first coordinate of j's chain: the lowest i <= j with every
+    coordinate in (i, j] the parent of the next."""
+    while j > 0 and dof_parent[j] == j - 1:
+        j -= 1
+    return j
 
 
 @njit(cache=True)
@@ -250,18 +267,40 @@ def ltl_factor(M, dof_parent):
         if not M[k, k] > 0.0:
             return k
         M[k, k] = np.sqrt(M[k, k])
-        i = dof_parent[k]
-        while i >= 0:
-            M[k, i] /= M[k, k]
-            i = dof_parent[i]
-        i = dof_parent[k]
-        while i >= 0:
-            j = i
-            while j >= 0:
-                M[i, j] -= M[k, i] * M[k, j]
-                j = dof_parent[j]
-            i = dof_parent[i]
+        pivot = M[k, k]
+        top = dof_parent[k]
+        while top >= 0:  # M[k, i] /= pivot on k's path
+            first = chain_start(dof_parent, top)
+            for i in range(first, top + 1):
+                M[k, i] /= pivot
+            top = dof_parent[first]
+        top = dof_parent[k]
+        while top >= 0:  # M[i, j] -= M[k, i] M[k, j] for i on k's path, j on i's
+            first = chain_start(dof_parent, top)
+            for i in range(first, top + 1):
+                factor = M[k, i]
+                for j in range(first, i + 1):  # i's own chain
+                    M[i, j] -= factor * M[k, j]
+                below = dof_parent[first]
+                while below >= 0:  # the chains below it
+                    start = chain_start(dof_parent, below)
+                    for j in range(start, below + 1):
+                        M[i, j] -= factor * M[k, j]
+                    below = dof_parent[start]
+            top = dof_parent[first]
     return -1
+
+
+@njit(cache=True, inline="always")
+def subtract_on_path(L, dof_parent, i, x):
+    """x[j] -= L[i, j] x[i] for every j on i's path to the root below i."""
+    value = x[i]
+    top = dof_parent[i]
+    while top >= 0:
+        first = chain_start(dof_parent, top)
+        for j in range(first, top + 1):
+            x[j] -= L[i, j] * value
+        top = dof_parent[first]
 
 
 @njit(cache=True, inline="always")
@@ -269,10 +308,7 @@ def ltl_solve_transposed(L, dof_parent, x):
     """x <- L^-T x (back substitution up the tree, RBDA Table 6.4)."""
     for i in range(x.shape[0] - 1, -1, -1):
         x[i] /= L[i, i]
-        j = dof_parent[i]
-        while j >= 0:
-            x[j] -= L[i, j] * x[i]
-            j = dof_parent[j]
+        subtract_on_path(L, dof_parent, i, x)
 
 
 @njit(cache=True, inline="always")
@@ -286,18 +322,12 @@ def ltl_solve_transposed_paths(L, dof_parent, x, deepest, other):
     if b < 0:  # one path: without the union's branches
         while a >= 0:
             x[a] /= L[a, a]
-            j = dof_parent[a]
-            while j >= 0:
-                x[j] -= L[a, j] * x[a]
-                j = dof_parent[j]
+            subtract_on_path(L, dof_parent, a, x)
             a = dof_parent[a]
     while a >= 0 or b >= 0:
         i = max(a, b)
         x[i] /= L[i, i]
-        j = dof_parent[i]
-        while j >= 0:
-            x[j] -= L[i, j] * x[i]
-            j = dof_parent[j]
+        subtract_on_path(L, dof_parent, i, x)
         if a == i:
             a = dof_parent[a]
         if b == i:
@@ -308,11 +338,14 @@ def ltl_solve_transposed_paths(L, dof_parent, x, deepest, other):
 def ltl_solve_lower(L, dof_parent, x):
     """x <- L^-1 x (forward substitution down the tree)."""
     for i in range(x.shape[0]):
-        j = dof_parent[i]
-        while j >= 0:
-            x[i] -= L[i, j] * x[j]
-            j = dof_parent[j]
-        x[i] /= L[i, i]
+        total = x[i]
+        top = dof_parent[i]
+        while top >= 0:  # by decreasing coordinate
+            first = chain_start(dof_parent, top)
+            for j in range(top, first - 1, -1):
+                total -= L[i, j] * x[j]
+            top = dof_parent[first]
+        x[i] = total / L[i, i]
 
 
 @njit(cache=True)

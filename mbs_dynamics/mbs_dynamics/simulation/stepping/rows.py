@@ -3,7 +3,8 @@ velocity of its contact point (of body b relative to body a) along its axes
 (n, t1, t2), for each coordinate with Coulomb friction or at a position
 limit its velocity; W = G (M + dt D)⁻¹ G^T from the factor L^T L of
 M + dt D, with the tree's sparsity (stepping's docstring), entry by entry
-(islands.py builds it island by island)."""
+(islands.py builds it island by island, entry by entry summed by decreasing
+coordinate)."""
 from __future__ import annotations
 
 from collections import namedtuple
@@ -11,7 +12,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from mbs_dynamics.algorithms.crba import ltl_solve_lower, ltl_solve_transposed_paths
+from mbs_dynamics.algorithms.crba import chain_start, ltl_solve_lower, ltl_solve_transposed_paths
 from mbs_dynamics.algorithms.joint_friction import sliding_friction
 from mbs_dynamics.algorithms.kinematics import world_screws
 
@@ -129,7 +130,7 @@ def pair_rows(model, dof_parent, rows, pairs, kinematics, v_free, screws, column
 
 
 @njit(cache=True, inline="always")
-def joint_rows(rows, first, coordinates, v, v_free, walls, terms, dt, previous):
+def joint_rows(rows, first, coordinates, v, v_free, walls, terms, dt, previous, laws):
     """The joint rows from row `first` on, one per coordinate: G its unit row,
     c its free velocity; and their laws (coulomb.joint_impulse): the friction
     impulse's bound f dt and the walls. f is the friction's level at the
@@ -137,10 +138,10 @@ def joint_rows(rows, first, coordinates, v, v_free, walls, terms, dt, previous):
     of the JOINT_TERMS records): the static friction from rest, the Stribeck
     curve's level while sliding (stepping's docstring). The warm start its
     previous impulse (COORDINATE records), within the friction bound on a
-    side with no wall. Returns (bound, lowest, highest)."""
+    side with no wall. Returns (bound, lowest, highest), views of laws (3, nv)."""
     G, deepest, other, c, impulses = rows
     count = coordinates.shape[0]
-    bound, lowest, highest = np.empty(count), np.empty(count), np.empty(count)
+    bound, lowest, highest = laws[0, :count], laws[1, :count], laws[2, :count]
     for j in range(count):
         row, iv = first + j, coordinates[j]
         G[row, iv], deepest[row], other[row], c[row] = 1.0, iv, -1, v_free[iv]
@@ -155,41 +156,25 @@ def joint_rows(rows, first, coordinates, v, v_free, walls, terms, dt, previous):
 def transform_rows(L, dof_parent, rows):
     """G's rows overwritten by Y's, Y = L^-T G^T (M = L^T L): each zero off
     the same paths to the root, so that the Delassus operator is
-    W = G M⁻¹ G^T = Y Y^T (delassus_entry)."""
+    W = G M⁻¹ G^T = Y Y^T (islands.solve_islands)."""
     for row in range(rows.G.shape[0]):
         ltl_solve_transposed_paths(L, dof_parent, rows.G[row], rows.deepest[row], rows.other[row])
 
 
 @njit(cache=True, inline="always")
-def delassus_entry(Y, deepest, other, dof_parent, r, s):
-    """W[r, s] = Y_r . Y_s, walked along row r's paths (Y_s is zero off its own)."""
-    total = 0.0
-    a, b = deepest[r], other[r]
-    if b < 0:  # one path: the common case, walked without the union's branches
-        while a >= 0:
-            total += Y[r, a] * Y[s, a]
-            a = dof_parent[a]
-    while a >= 0 or b >= 0:
-        col = max(a, b)
-        total += Y[r, col] * Y[s, col]
-        if a == col:
-            a = dof_parent[a]
-        if b == col:
-            b = dof_parent[b]
-    return total
-
-
-@njit(cache=True, inline="always")
-def velocity_change(L, dof_parent, rows):
-    """M⁻¹ G^T λ = L⁻¹ Y^T λ, from the rows Y that delassus() left."""
+def velocity_change(L, dof_parent, rows, change):
+    """change (nv,) = M⁻¹ G^T λ = L⁻¹ Y^T λ, from the rows Y that
+    transform_rows left."""
     Y, deepest, other, impulses = rows.G, rows.deepest, rows.other, rows.impulses
-    change = np.zeros(Y.shape[1])
+    change[:] = 0.0
     for row in range(Y.shape[0]):
         a, b = deepest[row], other[row]
-        if b < 0:
+        if b < 0:  # one path, chain by chain (crba.ltl_factor)
             while a >= 0:
-                change[a] += Y[row, a] * impulses[row]
-                a = dof_parent[a]
+                first = chain_start(dof_parent, a)
+                for col in range(first, a + 1):
+                    change[col] += Y[row, col] * impulses[row]
+                a = dof_parent[first]
         while a >= 0 or b >= 0:
             col = max(a, b)
             change[col] += Y[row, col] * impulses[row]
@@ -218,6 +203,11 @@ def clear_rows(rows, dof_parent):
     G, deepest, other = rows.G, rows.deepest, rows.other
     for row in range(G.shape[0]):
         a, b = deepest[row], other[row]
+        if b < 0:  # one path, chain by chain
+            while a >= 0:
+                first = chain_start(dof_parent, a)
+                G[row, first:a + 1] = 0.0
+                a = dof_parent[first]
         while a >= 0 or b >= 0:
             col = max(a, b)
             G[row, col] = 0.0

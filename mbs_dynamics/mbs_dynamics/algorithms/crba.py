@@ -123,11 +123,13 @@ def composite_momentum(composite, i, k):
 
 
 @njit(cache=True, inline="always")
-def composite_inertias(packed, model, q, M, buffer):
+def composite_inertias(packed, model, q, M, buffer, full):
     """M += the CRBA's H (F&O eqs. 9-10), from the leaves: f = I^C_i S_i[:, k]
-    (world axes, about the world origin), H_ii = S_i^T f, then H_ji = S_j^T f
-    for each j on the path to the root; and the armature on the diagonal.
-    Touches only the entries of coordinates on one path to the root."""
+    (world axes, about the world origin), H_ji = S_j^T f for i's own
+    coordinates j (H_ii), then for each j on the path to the root; and the
+    armature on the diagonal. Touches only the entries of coordinates on one
+    path to the root: both triangles if `full`, else the lower alone (what
+    the sparse factor reads, without the column stores of the upper)."""
     parent, v_start, nv_joint = model.parent, model.v_start, model.nv_joint
     composite = composite_momenta(packed, q, buffer)
     S = composite.S_world
@@ -139,7 +141,7 @@ def composite_inertias(packed, model, q, M, buffer):
                 value = S[i, m, 0] * f0 + S[i, m, 1] * f1 + S[i, m, 2] * f2 + S[i, m, 3] * f3 + S[i, m, 4] * f4 \
                     + S[i, m, 5] * f5
                 M[vi + m, vi + k] += value
-                if m != k:
+                if m != k and full:
                     M[vi + k, vi + m] += value
             j = parent[i]
             while j >= 0:  # H_ji = S_j^T F, H_ij = H_ji^T
@@ -147,8 +149,9 @@ def composite_inertias(packed, model, q, M, buffer):
                 for m in range(nj):
                     value = S[j, m, 0] * f0 + S[j, m, 1] * f1 + S[j, m, 2] * f2 + S[j, m, 3] * f3 \
                         + S[j, m, 4] * f4 + S[j, m, 5] * f5
-                    M[vj + m, vi + k] += value
                     M[vi + k, vj + m] += value
+                    if full:
+                        M[vj + m, vi + k] += value
                 j = parent[j]
     for k in range(M.shape[0]):
         M[k, k] += model.armature[k]
@@ -165,37 +168,33 @@ def crba_kernel(packed, q, M, buffer):
     for r in range(M.shape[0]):
         for c in range(M.shape[1]):
             M[r, c] = 0.0
-    composite_inertias(packed, model, q, M, buffer)
+    composite_inertias(packed, model, q, M, buffer, True)
     return 0 if all_finite(M) else NONFINITE_RESULT
 
 
 @njit(cache=True)
 def crba_paths_kernel(packed, dof_parent, q, M, buffer):
-    """crba_kernel writing only the entries M[k, j] and M[j, k] of each
-    coordinate k and those on its path to the root (dof_parent), the rest
-    left as they were: what the sparse factor (ltl_factor) reads, at a cost
+    """crba_kernel writing only the entries M[k, j] of each coordinate k
+    and those j on its path to the root (dof_parent), the lower triangle, the
+    rest left as they were: what the sparse factor (ltl_factor) reads, at a cost
     that grows with the coordinates and their depth, not with their square
     (a hundred free objects: nv = 609). Same returns."""
     model = unpack_model(packed)
     if invalid(model, q, q[:0], q[:0]):
         return INVALID_INPUT
     for k in range(M.shape[0]):
-        top = k
-        while top >= 0:  # chain by chain (ltl_factor)
-            first = chain_start(dof_parent, top)
-            for j in range(first, top + 1):
-                M[k, j] = M[j, k] = 0.0
-            top = dof_parent[first]
-    composite_inertias(packed, model, q, M, buffer)
-    finite = True
+        j = k
+        while j >= 0:
+            M[k, j] = 0.0
+            j = dof_parent[j]
+    composite_inertias(packed, model, q, M, buffer, False)
     for k in range(M.shape[0]):
-        top = k
-        while top >= 0:
-            first = chain_start(dof_parent, top)
-            for j in range(first, top + 1):
-                finite = finite and np.isfinite(M[k, j])
-            top = dof_parent[first]
-    return 0 if finite else NONFINITE_RESULT
+        j = k
+        while j >= 0:
+            if not np.isfinite(M[k, j]):
+                return NONFINITE_RESULT
+            j = dof_parent[j]
+    return 0
 
 
 @njit(cache=True, nogil=True)
@@ -243,19 +242,6 @@ def mass_matrix(model: Model, q) -> np.ndarray:
 # --- M = L^T L with the tree's sparsity (Featherstone RBDA §6.5) ---------------
 # L is lower triangular with L[k, j] != 0 only for j on k's path to the root
 # (model.dof_parent): factoring and solving cost O(sum of depth²) instead of O(n³).
-# A path is walked as its chains, runs of consecutive coordinates (a joint's own, a serial limb's: j's parent
-# j - 1), each a loop over a range of one row: no load waits on the one before (walking dof_parent one
-# coordinate at a time did), and a row's range vectorises. Entries independent of each other are updated in
-# any order; sums keep the order of the path (decreasing coordinate), so results do not change.
-
-
-@njit(cache=True, inline="always")
-def chain_start(dof_parent, j):
-    """The first coordinate of j's chain: the lowest i <= j with every
-    coordinate in (i, j] the parent of the next."""
-    while j > 0 and dof_parent[j] == j - 1:
-        j -= 1
-    return j
 
 
 @njit(cache=True)
@@ -267,40 +253,18 @@ def ltl_factor(M, dof_parent):
         if not M[k, k] > 0.0:
             return k
         M[k, k] = np.sqrt(M[k, k])
-        pivot = M[k, k]
-        top = dof_parent[k]
-        while top >= 0:  # M[k, i] /= pivot on k's path
-            first = chain_start(dof_parent, top)
-            for i in range(first, top + 1):
-                M[k, i] /= pivot
-            top = dof_parent[first]
-        top = dof_parent[k]
-        while top >= 0:  # M[i, j] -= M[k, i] M[k, j] for i on k's path, j on i's
-            first = chain_start(dof_parent, top)
-            for i in range(first, top + 1):
-                factor = M[k, i]
-                for j in range(first, i + 1):  # i's own chain
-                    M[i, j] -= factor * M[k, j]
-                below = dof_parent[first]
-                while below >= 0:  # the chains below it
-                    start = chain_start(dof_parent, below)
-                    for j in range(start, below + 1):
-                        M[i, j] -= factor * M[k, j]
-                    below = dof_parent[start]
-            top = dof_parent[first]
+        i = dof_parent[k]
+        while i >= 0:
+            M[k, i] /= M[k, k]
+            i = dof_parent[i]
+        i = dof_parent[k]
+        while i >= 0:
+            j = i
+            while j >= 0:
+                M[i, j] -= M[k, i] * M[k, j]
+                j = dof_parent[j]
+            i = dof_parent[i]
     return -1
-
-
-@njit(cache=True, inline="always")
-def subtract_on_path(L, dof_parent, i, x):
-    """x[j] -= L[i, j] x[i] for every j on i's path to the root below i."""
-    value = x[i]
-    top = dof_parent[i]
-    while top >= 0:
-        first = chain_start(dof_parent, top)
-        for j in range(first, top + 1):
-            x[j] -= L[i, j] * value
-        top = dof_parent[first]
 
 
 @njit(cache=True, inline="always")
@@ -308,7 +272,10 @@ def ltl_solve_transposed(L, dof_parent, x):
     """x <- L^-T x (back substitution up the tree, RBDA Table 6.4)."""
     for i in range(x.shape[0] - 1, -1, -1):
         x[i] /= L[i, i]
-        subtract_on_path(L, dof_parent, i, x)
+        j = dof_parent[i]
+        while j >= 0:
+            x[j] -= L[i, j] * x[i]
+            j = dof_parent[j]
 
 
 @njit(cache=True, inline="always")
@@ -322,12 +289,18 @@ def ltl_solve_transposed_paths(L, dof_parent, x, deepest, other):
     if b < 0:  # one path: without the union's branches
         while a >= 0:
             x[a] /= L[a, a]
-            subtract_on_path(L, dof_parent, a, x)
+            j = dof_parent[a]
+            while j >= 0:
+                x[j] -= L[a, j] * x[a]
+                j = dof_parent[j]
             a = dof_parent[a]
     while a >= 0 or b >= 0:
         i = max(a, b)
         x[i] /= L[i, i]
-        subtract_on_path(L, dof_parent, i, x)
+        j = dof_parent[i]
+        while j >= 0:
+            x[j] -= L[i, j] * x[i]
+            j = dof_parent[j]
         if a == i:
             a = dof_parent[a]
         if b == i:
@@ -338,14 +311,11 @@ def ltl_solve_transposed_paths(L, dof_parent, x, deepest, other):
 def ltl_solve_lower(L, dof_parent, x):
     """x <- L^-1 x (forward substitution down the tree)."""
     for i in range(x.shape[0]):
-        total = x[i]
-        top = dof_parent[i]
-        while top >= 0:  # by decreasing coordinate
-            first = chain_start(dof_parent, top)
-            for j in range(top, first - 1, -1):
-                total -= L[i, j] * x[j]
-            top = dof_parent[first]
-        x[i] = total / L[i, i]
+        j = dof_parent[i]
+        while j >= 0:
+            x[i] -= L[i, j] * x[j]
+            j = dof_parent[j]
+        x[i] /= L[i, i]
 
 
 @njit(cache=True)

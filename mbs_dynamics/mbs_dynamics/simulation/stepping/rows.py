@@ -12,7 +12,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from mbs_dynamics.algorithms.crba import chain_start, ltl_solve_lower, ltl_solve_transposed_paths
+from mbs_dynamics.algorithms.crba import ltl_solve_lower, ltl_solve_transposed_paths
 from mbs_dynamics.algorithms.joint_friction import sliding_friction
 from mbs_dynamics.algorithms.kinematics import world_screws
 
@@ -169,12 +169,10 @@ def velocity_change(L, dof_parent, rows, change):
     change[:] = 0.0
     for row in range(Y.shape[0]):
         a, b = deepest[row], other[row]
-        if b < 0:  # one path, chain by chain (crba.ltl_factor)
+        if b < 0:
             while a >= 0:
-                first = chain_start(dof_parent, a)
-                for col in range(first, a + 1):
-                    change[col] += Y[row, col] * impulses[row]
-                a = dof_parent[first]
+                change[a] += Y[row, a] * impulses[row]
+                a = dof_parent[a]
         while a >= 0 or b >= 0:
             col = max(a, b)
             change[col] += Y[row, col] * impulses[row]
@@ -203,11 +201,6 @@ def clear_rows(rows, dof_parent):
     G, deepest, other = rows.G, rows.deepest, rows.other
     for row in range(G.shape[0]):
         a, b = deepest[row], other[row]
-        if b < 0:  # one path, chain by chain
-            while a >= 0:
-                first = chain_start(dof_parent, a)
-                G[row, first:a + 1] = 0.0
-                a = dof_parent[first]
         while a >= 0 or b >= 0:
             col = max(a, b)
             G[row, col] = 0.0

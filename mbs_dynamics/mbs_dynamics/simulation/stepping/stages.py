@@ -9,7 +9,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from mbs_dynamics.algorithms.crba import chain_start, crba_paths_kernel, ltl_factor, ltl_solve
+from mbs_dynamics.algorithms.crba import crba_paths_kernel, ltl_factor, ltl_solve
 from mbs_dynamics.collision.shapes import ShapeSet
 from mbs_dynamics.algorithms.rnea import rnea_kernel
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_MATRIX, all_finite, invalid
@@ -61,12 +61,10 @@ StepOutcome = namedtuple("StepOutcome", "status sweeps residual limits pivot sof
 def copy_paths(M, dof_parent, target):
     """target's lower triangle on the paths to the root = M's: what ltl_factor reads."""
     for k in range(M.shape[0]):
-        top = k
-        while top >= 0:  # chain by chain (crba.ltl_factor)
-            first = chain_start(dof_parent, top)
-            for j in range(first, top + 1):
-                target[k, j] = M[k, j]
-            top = dof_parent[first]
+        j = k
+        while j >= 0:
+            target[k, j] = M[k, j]
+            j = dof_parent[j]
 
 
 @njit(cache=True, inline="always")

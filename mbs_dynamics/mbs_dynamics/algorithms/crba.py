@@ -279,27 +279,35 @@ def ltl_solve_transposed(L, dof_parent, x):
 
 
 @njit(cache=True, inline="always")
-def ltl_solve_transposed_paths(L, dof_parent, x, deepest, other):
-    """x <- L^-T x for x zero outside the paths from coordinates `deepest`
-    and `other` (-1: none) to the root: the result is zero outside them too
-    (a row of the Jacobian of one body, or of the relative velocity of two).
-    The union of the paths is walked by decreasing coordinate, each one's
-    descendants first."""
+def ltl_solve_transposed_paths(L, dof_parent, X, deepest, other):
+    """X <- X L^-1 (each row x <- L^-T x) for rows X (rows, n) zero outside
+    the paths from coordinates `deepest` and `other` (-1: none) to the root:
+    the result is zero outside them too (rows of the Jacobian of one body,
+    or of the relative velocity of two). The union of the paths is walked by
+    decreasing coordinate, each one's descendants first, once for all rows."""
     a, b = deepest, other
     if b < 0:  # one path: without the union's branches
         while a >= 0:
-            x[a] /= L[a, a]
+            pivot = L[a, a]
+            for g in range(X.shape[0]):
+                X[g, a] /= pivot
             j = dof_parent[a]
             while j >= 0:
-                x[j] -= L[a, j] * x[a]
+                factor = L[a, j]
+                for g in range(X.shape[0]):
+                    X[g, j] -= factor * X[g, a]
                 j = dof_parent[j]
             a = dof_parent[a]
     while a >= 0 or b >= 0:
         i = max(a, b)
-        x[i] /= L[i, i]
+        pivot = L[i, i]
+        for g in range(X.shape[0]):
+            X[g, i] /= pivot
         j = dof_parent[i]
         while j >= 0:
-            x[j] -= L[i, j] * x[i]
+            factor = L[i, j]
+            for g in range(X.shape[0]):
+                X[g, j] -= factor * X[g, i]
             j = dof_parent[j]
         if a == i:
             a = dof_parent[a]

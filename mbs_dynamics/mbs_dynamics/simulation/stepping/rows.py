@@ -157,8 +157,14 @@ def transform_rows(L, dof_parent, rows):
     """G's rows overwritten by Y's, Y = L^-T G^T (M = L^T L): each zero off
     the same paths to the root, so that the Delassus operator is
     W = G M⁻¹ G^T = Y Y^T (islands.solve_islands)."""
-    for row in range(rows.G.shape[0]):
-        ltl_solve_transposed_paths(L, dof_parent, rows.G[row], rows.deepest[row], rows.other[row])
+    G, deepest, other = rows.G, rows.deepest, rows.other
+    row = 0
+    while row < G.shape[0]:  # consecutive rows on the same paths (a point's, a sole's corners') at once
+        end = row + 1
+        while end < G.shape[0] and deepest[end] == deepest[row] and other[end] == other[row]:
+            end += 1
+        ltl_solve_transposed_paths(L, dof_parent, G[row:end], deepest[row], other[row])
+        row = end
 
 
 @njit(cache=True, inline="always")
@@ -167,19 +173,26 @@ def velocity_change(L, dof_parent, rows, change):
     transform_rows left."""
     Y, deepest, other, impulses = rows.G, rows.deepest, rows.other, rows.impulses
     change[:] = 0.0
-    for row in range(Y.shape[0]):
+    row = 0
+    while row < Y.shape[0]:  # consecutive rows on the same paths at once, each entry summed by row
+        end = row + 1
+        while end < Y.shape[0] and deepest[end] == deepest[row] and other[end] == other[row]:
+            end += 1
         a, b = deepest[row], other[row]
         if b < 0:
             while a >= 0:
-                change[a] += Y[row, a] * impulses[row]
+                for r in range(row, end):
+                    change[a] += Y[r, a] * impulses[r]
                 a = dof_parent[a]
         while a >= 0 or b >= 0:
             col = max(a, b)
-            change[col] += Y[row, col] * impulses[row]
+            for r in range(row, end):
+                change[col] += Y[r, col] * impulses[r]
             if a == col:
                 a = dof_parent[a]
             if b == col:
                 b = dof_parent[b]
+        row = end
     ltl_solve_lower(L, dof_parent, change)
     return change
 

@@ -297,14 +297,21 @@ def test_sparse_mass_matrix_factorisation(robot):
         full, chain = np.zeros(model.nv), np.zeros(model.nv)
         full[i] = chain[i] = rng.normal()
         ltl_solve_transposed(L, model.dof_parent, full)
-        ltl_solve_transposed_paths(L, model.dof_parent, chain, i, -1)
+        ltl_solve_transposed_paths(L, model.dof_parent, chain[np.newaxis], i, -1)  # a block of one row
         close(chain, full, 0.0)
     for i, j in rng.choice(model.nv, (5, 2)):  # zero off two paths (two bodies' relative motion)
         full, paths = np.zeros(model.nv), np.zeros(model.nv)
         full[[i, j]] = paths[[i, j]] = rng.normal(size=2) if i != j else rng.normal()
         ltl_solve_transposed(L, model.dof_parent, full)
-        ltl_solve_transposed_paths(L, model.dof_parent, paths, i, j)
+        ltl_solve_transposed_paths(L, model.dof_parent, paths[np.newaxis], i, j)
         close(paths, full, 1e-15)
+        block = np.zeros((3, model.nv))  # rows on the same paths at once: each as if alone, bit for bit
+        block[:, [i, j]] = rng.normal(size=(3, 2))
+        alone = block.copy()
+        ltl_solve_transposed_paths(L, model.dof_parent, block, i, j)
+        for row in alone:
+            ltl_solve_transposed_paths(L, model.dof_parent, row[np.newaxis], i, j)
+        assert np.array_equal(block, alone)
     singular = M.copy()
     singular[-1, -1] = 0.0
     assert ltl_factor(singular, model.dof_parent) == model.nv - 1

@@ -123,11 +123,13 @@ def composite_momentum(composite, i, k):
 
 
 @njit(cache=True, inline="always")
-def composite_inertias(packed, model, q, M, buffer):
+def composite_inertias(packed, model, q, M, buffer, full):
     """M += the CRBA's H (F&O eqs. 9-10), from the leaves: f = I^C_i S_i[:, k]
-    (world axes, about the world origin), H_ii = S_i^T f, then H_ji = S_j^T f
-    for each j on the path to the root; and the armature on the diagonal.
-    Touches only the entries of coordinates on one path to the root."""
+    (world axes, about the world origin), H_ji = S_j^T f for i's own
+    coordinates j (H_ii), then for each j on the path to the root; and the
+    armature on the diagonal. Touches only the entries of coordinates on one
+    path to the root: both triangles if `full`, else the lower alone (what
+    the sparse factor reads, without the column stores of the upper)."""
     parent, v_start, nv_joint = model.parent, model.v_start, model.nv_joint
     composite = composite_momenta(packed, q, buffer)
     S = composite.S_world
@@ -139,7 +141,7 @@ def composite_inertias(packed, model, q, M, buffer):
                 value = S[i, m, 0] * f0 + S[i, m, 1] * f1 + S[i, m, 2] * f2 + S[i, m, 3] * f3 + S[i, m, 4] * f4 \
                     + S[i, m, 5] * f5
                 M[vi + m, vi + k] += value
-                if m != k:
+                if m != k and full:
                     M[vi + k, vi + m] += value
             j = parent[i]
             while j >= 0:  # H_ji = S_j^T F, H_ij = H_ji^T
@@ -147,8 +149,9 @@ def composite_inertias(packed, model, q, M, buffer):
                 for m in range(nj):
                     value = S[j, m, 0] * f0 + S[j, m, 1] * f1 + S[j, m, 2] * f2 + S[j, m, 3] * f3 \
                         + S[j, m, 4] * f4 + S[j, m, 5] * f5
-                    M[vj + m, vi + k] += value
                     M[vi + k, vj + m] += value
+                    if full:
+                        M[vj + m, vi + k] += value
                 j = parent[j]
     for k in range(M.shape[0]):
         M[k, k] += model.armature[k]
@@ -165,15 +168,15 @@ def crba_kernel(packed, q, M, buffer):
     for r in range(M.shape[0]):
         for c in range(M.shape[1]):
             M[r, c] = 0.0
-    composite_inertias(packed, model, q, M, buffer)
+    composite_inertias(packed, model, q, M, buffer, True)
     return 0 if all_finite(M) else NONFINITE_RESULT
 
 
 @njit(cache=True)
 def crba_paths_kernel(packed, dof_parent, q, M, buffer):
-    """crba_kernel writing only the entries M[k, j] and M[j, k] of each
-    coordinate k and those on its path to the root (dof_parent), the rest
-    left as they were: what the sparse factor (ltl_factor) reads, at a cost
+    """crba_kernel writing only the entries M[k, j] of each coordinate k
+    and those j on its path to the root (dof_parent), the lower triangle, the
+    rest left as they were: what the sparse factor (ltl_factor) reads, at a cost
     that grows with the coordinates and their depth, not with their square
     (a hundred free objects: nv = 609). Same returns."""
     model = unpack_model(packed)
@@ -182,9 +185,9 @@ def crba_paths_kernel(packed, dof_parent, q, M, buffer):
     for k in range(M.shape[0]):
         j = k
         while j >= 0:
-            M[k, j] = M[j, k] = 0.0
+            M[k, j] = 0.0
             j = dof_parent[j]
-    composite_inertias(packed, model, q, M, buffer)
+    composite_inertias(packed, model, q, M, buffer, False)
     for k in range(M.shape[0]):
         j = k
         while j >= 0:
@@ -276,27 +279,35 @@ def ltl_solve_transposed(L, dof_parent, x):
 
 
 @njit(cache=True, inline="always")
-def ltl_solve_transposed_paths(L, dof_parent, x, deepest, other):
-    """x <- L^-T x for x zero outside the paths from coordinates `deepest`
-    and `other` (-1: none) to the root: the result is zero outside them too
-    (a row of the Jacobian of one body, or of the relative velocity of two).
-    The union of the paths is walked by decreasing coordinate, each one's
-    descendants first."""
+def ltl_solve_transposed_paths(L, dof_parent, X, deepest, other):
+    """X <- X L^-1 (each row x <- L^-T x) for rows X (rows, n) zero outside
+    the paths from coordinates `deepest` and `other` (-1: none) to the root:
+    the result is zero outside them too (rows of the Jacobian of one body,
+    or of the relative velocity of two). The union of the paths is walked by
+    decreasing coordinate, each one's descendants first, once for all rows."""
     a, b = deepest, other
     if b < 0:  # one path: without the union's branches
         while a >= 0:
-            x[a] /= L[a, a]
+            pivot = L[a, a]
+            for g in range(X.shape[0]):
+                X[g, a] /= pivot
             j = dof_parent[a]
             while j >= 0:
-                x[j] -= L[a, j] * x[a]
+                factor = L[a, j]
+                for g in range(X.shape[0]):
+                    X[g, j] -= factor * X[g, a]
                 j = dof_parent[j]
             a = dof_parent[a]
     while a >= 0 or b >= 0:
         i = max(a, b)
-        x[i] /= L[i, i]
+        pivot = L[i, i]
+        for g in range(X.shape[0]):
+            X[g, i] /= pivot
         j = dof_parent[i]
         while j >= 0:
-            x[j] -= L[i, j] * x[i]
+            factor = L[i, j]
+            for g in range(X.shape[0]):
+                X[g, j] -= factor * X[g, i]
             j = dof_parent[j]
         if a == i:
             a = dof_parent[a]

@@ -10,7 +10,7 @@ from numba import njit
 
 from mbs_dynamics.contact.coulomb.law import joint_impulse
 
-# The problem: u = W λ + c with three rows per point (friction: one μ per point),
+# The problem: u = W λ + c (W symmetric) with three rows per point (friction: one μ per point),
 # then one row per joint (joint_bound: its friction impulse bound, lowest and
 # highest: its velocity walls, -inf and inf where it has none).
 CoulombProblem = namedtuple("CoulombProblem", "W c friction joint_bound lowest highest")
@@ -58,20 +58,35 @@ def coulomb_residual(problem, u, impulses):
 
 @njit(cache=True)
 def _add_column(W, u, column, change):
-    """u += W[:, column] change: the velocities after one row's impulse changed."""
+    """u += W[:, column] change: the velocities after one row's impulse
+    changed, read along row `column` (W is symmetric: a contiguous row, not a
+    strided column)."""
     if change != 0.0:
         for r in range(u.shape[0]):
-            u[r] += W[r, column] * change
+            u[r] += W[column, r] * change
 
 
 @njit(cache=True)
 def _row_velocities(W, c, impulses, u):
-    """u = W λ + c."""
-    for r in range(c.shape[0]):
-        total = c[r]
-        for s in range(c.shape[0]):
-            total += W[r, s] * impulses[s]
-        u[r] = total
+    """u = W λ + c, four rows at a time: four sums in flight, each summed in
+    the order of its row (one sum waited on each addition before)."""
+    m = c.shape[0]
+    r = 0
+    while r + 4 <= m:
+        total0, total1, total2, total3 = c[r], c[r + 1], c[r + 2], c[r + 3]
+        for s in range(m):
+            impulse = impulses[s]
+            total0 += W[r, s] * impulse
+            total1 += W[r + 1, s] * impulse
+            total2 += W[r + 2, s] * impulse
+            total3 += W[r + 3, s] * impulse
+        u[r], u[r + 1], u[r + 2], u[r + 3] = total0, total1, total2, total3
+        r += 4
+    for row in range(r, m):
+        total = c[row]
+        for s in range(m):
+            total += W[row, s] * impulses[s]
+        u[row] = total
 
 
 @njit(cache=True, inline="always")

@@ -14,7 +14,6 @@ import numpy as np
 from numba import njit
 
 from mbs_dynamics.contact.coulomb import CoulombProblem, solve_coulomb
-from mbs_dynamics.simulation.stepping.rows import delassus_entry
 
 # Rows the solver cannot satisfy at the step's compliance are solved again at SOFTENING times it (at least
 # SOFTENED_COMPLIANCE), up to SOFTENINGS times (stepping's docstring).
@@ -70,21 +69,35 @@ def island_labels(dof_parent, rows, pairs, labels):
 
 
 @njit(cache=True, inline="always")
-def shared_path(deepest, other, dof_parent, index, path):
-    """When the rows `index` all lie on one and the same path to the root (one
-    deepest coordinate, no other), its coordinates from the deepest down, in
-    path (room for the longest path): the order delassus_entry sums in; else
-    none."""
-    first = deepest[index[0]]
+def island_rows(members, first, size, pairs, index):
+    """The rows of the island whose pairs and joint rows are members[first:first + size] (its pairs
+    first, group_islands), into index (room for 3 rows a pair, 1 a joint): returns (rows, pairs)."""
+    n_pairs = 0
+    for j in range(first, first + size):
+        n_pairs += members[j] < pairs
+    for j in range(n_pairs):
+        for a in range(3):
+            index[3 * j + a] = 3 * members[first + j] + a
+    n_joints = size - n_pairs
+    for j in range(n_joints):
+        index[3 * n_pairs + j] = 3 * pairs + (members[first + n_pairs + j] - pairs)
+    return index[:3 * n_pairs + n_joints], n_pairs
+
+
+@njit(cache=True, inline="always")
+def mark_paths(deepest, other, dof_parent, index, island, mark):
+    """mark[col] = island for each coordinate on the rows' `index` paths to
+    the root not marked so already; returns how many were newly marked (a
+    walk stops at a marked coordinate: the rest of its path is marked)."""
+    count = 0
     for r in range(index.shape[0]):
-        if deepest[index[r]] != first or other[index[r]] >= 0:
-            return path[:0]
-    count, a = 0, first
-    while a >= 0:
-        path[count] = a
-        count += 1
-        a = dof_parent[a]
-    return path[:count]
+        for end in (deepest[index[r]], other[index[r]]):
+            a = end
+            while a >= 0 and mark[a] != island:
+                mark[a] = island
+                count += 1
+                a = dof_parent[a]
+    return count
 
 
 @njit(cache=True, inline="always")
@@ -125,27 +138,35 @@ def solve_islands(rows, dof_parent, friction, bound, lowest, highest, step, u, d
     pairs, joints = friction.shape[0], bound.shape[0]
     count, nv = pairs + joints, dof_parent.shape[0]
     Y, deepest, other = rows.G, rows.deepest, rows.other
-    ints = np.empty(5 * count + 3 * nv + 2 + 2 * pairs, dtype=np.int64)
+    ints = np.empty(5 * count + 2 * pairs + 4 * nv + 4, dtype=np.int64)
     labels, island_of_label, island = ints[:count], ints[count:count + nv + 1], ints[count + nv + 1:2 * count + nv + 1]
     starts, members = ints[2 * count + nv + 1:3 * count + nv + 2], ints[3 * count + nv + 2:4 * count + nv + 2]
-    depth = ints[4 * count + nv + 2:4 * count + 2 * nv + 2]
-    path_buffer = ints[4 * count + 2 * nv + 2:4 * count + 3 * nv + 2]
-    index_buffer = ints[4 * count + 3 * nv + 2:]  # room for 3 rows a pair, 1 a joint
+    end = 5 * count + 2 * pairs + nv + 2
+    index_buffer = ints[4 * count + nv + 2:end]  # room for 3 rows a pair, 1 a joint
+    mark, columns = ints[end:end + nv], ints[end + nv:end + 2 * nv]
+    column_starts = ints[end + 2 * nv:]  # (islands + 1,): islands <= nv + 1 (a root each, and -1)
     island_labels(dof_parent, rows, pairs, labels)
     islands = group_islands(labels, island_of_label, island, starts, members)
-    largest = 0
+    # each island's columns: the union of its rows' paths to the root (islands share no coordinate), by
+    # decreasing coordinate (the order delassus_entry sums in), columns[column_starts[k]:column_starts[k + 1]]
+    mark[:] = -1
+    largest, largest_block = 0, 0
+    column_starts[0] = 0
     for k in range(islands):
-        n_pairs = 0
-        for j in range(starts[k], starts[k + 1]):
-            n_pairs += members[j] < pairs
-        largest = max(largest, 2 * n_pairs + starts[k + 1] - starts[k])  # 3 rows a pair, 1 a joint
-    deepest_path = 0
-    for k in range(nv):  # a coordinate's parent comes before it
-        depth[k] = 1 if dof_parent[k] < 0 else depth[dof_parent[k]] + 1
-        deepest_path = max(deepest_path, depth[k])
-    floats = np.empty(largest * (largest + 7 + deepest_path))
-    W_buffer, block_buffer = floats[:largest * largest], floats[largest * largest:largest * (largest + deepest_path)]
-    vectors = floats[largest * (largest + deepest_path):]
+        index, _ = island_rows(members, starts[k], starts[k + 1] - starts[k], pairs, index_buffer)
+        marked = mark_paths(deepest, other, dof_parent, index, k, mark)
+        column_starts[k + 1] = column_starts[k] + marked
+        largest = max(largest, index.shape[0])
+        largest_block = max(largest_block, index.shape[0] * marked)
+    fill = island_of_label[:islands]  # each island's next column's place
+    fill[:] = column_starts[:islands]
+    for col in range(nv - 1, -1, -1):
+        if mark[col] >= 0:
+            columns[fill[mark[col]]] = col
+            fill[mark[col]] += 1
+    floats = np.empty(largest * (largest + 7) + largest_block)
+    W_buffer, block_buffer = floats[:largest * largest], floats[largest * largest:largest * largest + largest_block]
+    vectors = floats[largest * largest + largest_block:]
     c_buffer, impulse_buffer, velocity_buffer = vectors[:largest], vectors[largest:2 * largest], \
         vectors[2 * largest:3 * largest]
     friction_buffer, bound_buffer = vectors[3 * largest:4 * largest], vectors[4 * largest:5 * largest]
@@ -153,40 +174,28 @@ def solve_islands(rows, dof_parent, friction, bound, lowest, highest, step, u, d
     sweeps, residual, softened = 0, 0.0, False
     for k in range(islands):
         first, size = starts[k], starts[k + 1] - starts[k]
-        n_pairs = 0
-        for j in range(first, first + size):
-            n_pairs += members[j] < pairs
-        n_joints = size - n_pairs
-        m = 3 * n_pairs + n_joints
-        index = index_buffer[:m]
-        for j in range(n_pairs):
-            for a in range(3):
-                index[3 * j + a] = 3 * members[first + j] + a
-        for j in range(n_joints):
-            index[3 * n_pairs + j] = 3 * pairs + (members[first + n_pairs + j] - pairs)
+        index, n_pairs = island_rows(members, first, size, pairs, index_buffer)
+        n_joints, m = size - n_pairs, index.shape[0]
         W = W_buffer[:m * m].reshape((m, m))
-        path = shared_path(deepest, other, dof_parent, index, path_buffer)
-        if path.shape[0]:
-            # the rows of one body (a free object's): Y's entries on the path gathered, column r row index[r]'s,
-            # and a row of W at a time, each entry summed in delassus_entry's order
-            block = block_buffer[:path.shape[0] * m].reshape((path.shape[0], m))
-            for r in range(m):
-                for j in range(path.shape[0]):
-                    block[j, r] = Y[index[r], path[j]]
-            for r in range(m):
-                W[r, :r + 1] = 0.0
-                for j in range(path.shape[0]):
-                    y = block[j, r]
+        # W = Y_S Y_S^T over the island's columns: Y's entries there gathered, column r row index[r]'s, and a
+        # row of W at a time, each entry summed by decreasing coordinate as delassus_entry's (the terms of
+        # coordinates off row r's paths, where its Y is zero, left out: adding a zero changes no sum that
+        # starts at +0)
+        island_columns = columns[column_starts[k]:column_starts[k + 1]]
+        block = block_buffer[:island_columns.shape[0] * m].reshape((island_columns.shape[0], m))
+        for r in range(m):
+            for j in range(island_columns.shape[0]):
+                block[j, r] = Y[index[r], island_columns[j]]
+        for r in range(m):
+            W[r, :r + 1] = 0.0
+            for j in range(island_columns.shape[0]):
+                y = block[j, r]
+                if y != 0.0:
                     for s in range(r + 1):
                         W[r, s] += y * block[j, s]
-                for s in range(r):
-                    W[s, r] = W[r, s]
-                W[r, r] *= 1.0 + step.compliance
-        else:
-            for r in range(m):
-                for s in range(r + 1):
-                    W[r, s] = W[s, r] = delassus_entry(Y, deepest, other, dof_parent, index[r], index[s])
-                W[r, r] *= 1.0 + step.compliance
+            for s in range(r):
+                W[s, r] = W[r, s]
+            W[r, r] *= 1.0 + step.compliance
         c, impulses, velocities = c_buffer[:m], impulse_buffer[:m], velocity_buffer[:m]
         for r in range(m):
             c[r], impulses[r] = rows.c[index[r]], rows.impulses[index[r]]

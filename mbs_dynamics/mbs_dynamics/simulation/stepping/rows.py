@@ -3,7 +3,8 @@ velocity of its contact point (of body b relative to body a) along its axes
 (n, t1, t2), for each coordinate with Coulomb friction or at a position
 limit its velocity; W = G (M + dt D)⁻¹ G^T from the factor L^T L of
 M + dt D, with the tree's sparsity (stepping's docstring), entry by entry
-(islands.py builds it island by island)."""
+(islands.py builds it island by island, entry by entry summed by decreasing
+coordinate)."""
 from __future__ import annotations
 
 from collections import namedtuple
@@ -129,7 +130,7 @@ def pair_rows(model, dof_parent, rows, pairs, kinematics, v_free, screws, column
 
 
 @njit(cache=True, inline="always")
-def joint_rows(rows, first, coordinates, v, v_free, walls, terms, dt, previous):
+def joint_rows(rows, first, coordinates, v, v_free, walls, terms, dt, previous, laws):
     """The joint rows from row `first` on, one per coordinate: G its unit row,
     c its free velocity; and their laws (coulomb.joint_impulse): the friction
     impulse's bound f dt and the walls. f is the friction's level at the
@@ -137,10 +138,10 @@ def joint_rows(rows, first, coordinates, v, v_free, walls, terms, dt, previous):
     of the JOINT_TERMS records): the static friction from rest, the Stribeck
     curve's level while sliding (stepping's docstring). The warm start its
     previous impulse (COORDINATE records), within the friction bound on a
-    side with no wall. Returns (bound, lowest, highest)."""
+    side with no wall. Returns (bound, lowest, highest), views of laws (3, nv)."""
     G, deepest, other, c, impulses = rows
     count = coordinates.shape[0]
-    bound, lowest, highest = np.empty(count), np.empty(count), np.empty(count)
+    bound, lowest, highest = laws[0, :count], laws[1, :count], laws[2, :count]
     for j in range(count):
         row, iv = first + j, coordinates[j]
         G[row, iv], deepest[row], other[row], c[row] = 1.0, iv, -1, v_free[iv]
@@ -155,48 +156,43 @@ def joint_rows(rows, first, coordinates, v, v_free, walls, terms, dt, previous):
 def transform_rows(L, dof_parent, rows):
     """G's rows overwritten by Y's, Y = L^-T G^T (M = L^T L): each zero off
     the same paths to the root, so that the Delassus operator is
-    W = G M⁻¹ G^T = Y Y^T (delassus_entry)."""
-    for row in range(rows.G.shape[0]):
-        ltl_solve_transposed_paths(L, dof_parent, rows.G[row], rows.deepest[row], rows.other[row])
+    W = G M⁻¹ G^T = Y Y^T (islands.solve_islands)."""
+    G, deepest, other = rows.G, rows.deepest, rows.other
+    row = 0
+    while row < G.shape[0]:  # consecutive rows on the same paths (a point's, a sole's corners') at once
+        end = row + 1
+        while end < G.shape[0] and deepest[end] == deepest[row] and other[end] == other[row]:
+            end += 1
+        ltl_solve_transposed_paths(L, dof_parent, G[row:end], deepest[row], other[row])
+        row = end
 
 
 @njit(cache=True, inline="always")
-def delassus_entry(Y, deepest, other, dof_parent, r, s):
-    """W[r, s] = Y_r . Y_s, walked along row r's paths (Y_s is zero off its own)."""
-    total = 0.0
-    a, b = deepest[r], other[r]
-    if b < 0:  # one path: the common case, walked without the union's branches
-        while a >= 0:
-            total += Y[r, a] * Y[s, a]
-            a = dof_parent[a]
-    while a >= 0 or b >= 0:
-        col = max(a, b)
-        total += Y[r, col] * Y[s, col]
-        if a == col:
-            a = dof_parent[a]
-        if b == col:
-            b = dof_parent[b]
-    return total
-
-
-@njit(cache=True, inline="always")
-def velocity_change(L, dof_parent, rows):
-    """M⁻¹ G^T λ = L⁻¹ Y^T λ, from the rows Y that delassus() left."""
+def velocity_change(L, dof_parent, rows, change):
+    """change (nv,) = M⁻¹ G^T λ = L⁻¹ Y^T λ, from the rows Y that
+    transform_rows left."""
     Y, deepest, other, impulses = rows.G, rows.deepest, rows.other, rows.impulses
-    change = np.zeros(Y.shape[1])
-    for row in range(Y.shape[0]):
+    change[:] = 0.0
+    row = 0
+    while row < Y.shape[0]:  # consecutive rows on the same paths at once, each entry summed by row
+        end = row + 1
+        while end < Y.shape[0] and deepest[end] == deepest[row] and other[end] == other[row]:
+            end += 1
         a, b = deepest[row], other[row]
         if b < 0:
             while a >= 0:
-                change[a] += Y[row, a] * impulses[row]
+                for r in range(row, end):
+                    change[a] += Y[r, a] * impulses[r]
                 a = dof_parent[a]
         while a >= 0 or b >= 0:
             col = max(a, b)
-            change[col] += Y[row, col] * impulses[row]
+            for r in range(row, end):
+                change[col] += Y[r, col] * impulses[r]
             if a == col:
                 a = dof_parent[a]
             if b == col:
                 b = dof_parent[b]
+        row = end
     ltl_solve_lower(L, dof_parent, change)
     return change
 

@@ -68,13 +68,13 @@ def copy_paths(M, dof_parent, target):
 
 
 @njit(cache=True, inline="always")
-def free_velocity(M, h, v, tau, damping, dt, dof_parent):
-    """v_free = v + dt (M + dt D)⁻¹ (tau - h - D v) (stepping's docstring), M
-    overwritten by the factor L of M + dt D. Returns (v_free, the coordinate
-    whose pivot vanishes or -1)."""
-    v_free = tau - h
+def free_velocity(M, h, v, tau, damping, dt, dof_parent, v_free):
+    """v_free (nv,) = v + dt (M + dt D)⁻¹ (tau - h - D v) (stepping's
+    docstring), M overwritten by the factor L of M + dt D. Returns (v_free,
+    the coordinate whose pivot vanishes or -1)."""
     for r in range(v.shape[0]):
         M[r, r] += dt * damping[r]
+        v_free[r] = tau[r] - h[r]
         v_free[r] -= damping[r] * v[r]
     pivot = ltl_factor(M, dof_parent)
     if pivot >= 0:
@@ -207,7 +207,7 @@ def implicit_step(packed, dof_parent, world, actuation, step, q, v, results, wor
         actuated_terms(actuation, terms, q, work, step.dt)
         M = work.M
         copy_paths(work.M_nominal, dof_parent, M)
-        v_free, pivot = free_velocity(M, work.h, v, work.effort, work.damping, step.dt, dof_parent)
+        v_free, pivot = free_velocity(M, work.h, v, work.effort, work.damping, step.dt, dof_parent, work.v_free)
         if pivot >= 0:
             return StepOutcome(SINGULAR_MASS_MATRIX, 0, 0.0, 0, pivot, False, 0)
         if touchable:
@@ -239,11 +239,11 @@ def implicit_step(packed, dof_parent, world, actuation, step, q, v, results, wor
                                   rows.impulses)
             pair_rows(model, dof_parent, rows, pairs, kinematics, v_free, work.screws, work.columns)
             bound, lowest, highest = joint_rows(rows, 3 * count, coordinates, v, v_free, walls, terms,
-                                                step.dt, results.coordinates)
+                                                step.dt, results.coordinates, work.laws)
             transform_rows(M, dof_parent, rows)
             solved = solve_islands(rows, dof_parent, pairs.friction, bound, lowest, highest, step, u, diagonal)
             sweeps, residual, softened = solved.sweeps, solved.residual, solved.softened
-            change = velocity_change(M, dof_parent, rows)
+            change = velocity_change(M, dof_parent, rows, work.change)
             for col in range(nv):
                 work.v_next[col] = v_free[col] + change[col]
             clear_rows(rows, dof_parent)

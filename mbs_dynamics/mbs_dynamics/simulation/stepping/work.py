@@ -23,13 +23,14 @@ from mbs_dynamics.simulation.stepping.integrator import RungeKuttaStages
 # obstacle, bodies, shapes, gap, bias, tangential biases (pairs, 2) and friction, the next pair of the same
 # body (pairs,: rigid_corrections' lists), the velocity walls, the coordinates of the joint rows, a row's
 # columns, a count (or first pair) for each body, a rigid correction's normal equations and twist (6, 9), how many rows
-# of G are zero but for their paths (1,), zeros, no external forces, q after the step, and the collision
-# between bodies' (CollisionWork).
+# of G are zero but for their paths (1,), zeros, no external forces, q after the step, v_free, the velocity
+# change of the impulses, the joint rows' laws (3, nv: bound, lowest, highest), and the collision between
+# bodies' (CollisionWork).
 StepWork = namedtuple("StepWork", "M M_nominal h effort damping clamp v_next positions vel free_vel axes location "
                                   "screws stages G deepest other c impulses u diagonal pair_point pair_obstacle "
                                   "pair_body_a pair_body_b pair_shape_a pair_shape_b pair_gap pair_bias pair_tangent_bias "
                                   "pair_friction pair_next lowest highest coordinates columns pairs_of_body correction "
-                                  "zeroed zero no_force q_next "
+                                  "zeroed zero no_force q_next v_free change laws "
                                   "collision")
 # Each shape's world placement (k, 3, 3), (k, 3), bounding box (k, 6: lowest then highest corner) and speed
 # bound (k,), the shapes in the order of their boxes' lowest x (k,), the narrow phase's and the manifold's
@@ -79,6 +80,9 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles, nshapes, ma
     zero, o = take(floats, o, (nv,))
     no_force, o = take(floats, o, (0, 6))
     q_next, o = take(floats, o, (nq,))
+    v_free, o = take(floats, o, (nv,))
+    change, o = take(floats, o, (nv,))
+    laws, o = take(floats, o, (3, nv))
     shape_R, o = take(floats, o, (nshapes, 3, 3))
     shape_p, o = take(floats, o, (nshapes, 3))
     box, o = take(floats, o, (nshapes, 6))
@@ -127,7 +131,7 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles, nshapes, ma
                     stages, G, deepest, other, c, impulses, u, diagonal, pair_point, pair_obstacle,
                     pair_body_a, pair_body_b, pair_shape_a, pair_shape_b, pair_gap, pair_bias, pair_tangent_bias,
                     pair_friction, pair_next, lowest, highest, coordinates, columns, pairs_of_body, correction, zeroed,
-                    zero, no_force, q_next, collision), \
+                    zero, no_force, q_next, v_free, change, laws, collision), \
         float_end, int_end
 
 

@@ -168,6 +168,46 @@ def test_closed_loop_with_the_inverse_dynamics_node_holds_the_panda(start_proces
     assert np.abs(positions(model, state) - q0).max() > 1e-2
 
 
+def test_lockstep_waits_for_a_command_after_each_joint_states(start_process, test_node):
+    """lockstep: after each joint_states the simulator waits for a command.
+    The test answers the first 20 states once it runs: they come one after
+    the other, 10 ms of simulated time apart (publish_rate 100); then it stops
+    answering: the simulator waits LOCKSTEP_WAIT (1 s) at each state, steps
+    on with the last command, counted and said, where at a real-time factor
+    of 10 it would have published 1000 states a second."""
+    import re
+
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    simulator = Simulator(start_process, test_node, "panda", "sim_lockstep", "lockstep:=true", "publish_rate:=100.0",
+                          "real_time_factor:=10.0", "start_paused:=true", watch_states=False)
+    states, answered = [], []
+    zero = Float64MultiArray(data=[0.0] * mbs.Model.from_urdf_file(robot_path("panda")).nv)
+
+    def answer(message):
+        if stamp(message) > 0.0:  # (not those published while paused)
+            states.append(stamp(message))
+            if len(answered) < 20:
+                answered.append(stamp(message))
+                simulator.command.publish(zero)
+
+    test_node.create_subscription(JointState, "/joint_states", answer, 100)
+    spin_until(test_node, lambda: simulator.command.get_subscription_count() > 0, 60, "the command matched")
+    assert simulator.call("pause", data=False).success
+    spin_until(test_node, lambda: len(answered) == 20, 60, "20 states answered")
+    simulator.spin(2.5)
+    said = simulator.process.wait_for(r"lockstep: no command 1\.\d+ s after the joint_states of t = [\d.]+ s: "
+                                      r"stepping on with the last \(1 so far\)")[0]
+    unanswered = [t for t in states if t > answered[-1]]
+    print(f"lockstep: answered {answered[0]:.3f}..{answered[-1]:.3f} s, then {len(unanswered)} states in 2.5 s; "
+          f"{said}")
+    assert np.allclose(np.diff(answered), 0.01, atol=1e-9), answered  # each state in turn, none skipped
+    waited_at = float(re.search(r"joint_states of t = ([\d.]+) s", said).group(1))
+    assert waited_at == pytest.approx(answered[-1] + 0.01, abs=1e-9)  # at the first state left unanswered
+    assert 1 <= len(unanswered) <= 4, unanswered  # a state a second, not 1000
+
+
 # --- hostile input: bounded, refused with a reason, and the node keeps serving ----------------------
 
 

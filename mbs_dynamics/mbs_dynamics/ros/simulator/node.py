@@ -135,7 +135,8 @@ class SimulatorNode(RobotNode):
         self._targets_changed = False
         self._reset_targets()
         self._waiting_for_command = self.parameter("start_on_command")
-        self.stepping = SteppingThread(self, paused=self.parameter("start_paused") or self._waiting_for_command)
+        self.stepping = SteppingThread(self, paused=self.parameter("start_paused") or self._waiting_for_command,
+                                       lockstep=self.parameter("lockstep"))
         self.check_parameters_at_run_time()
         services = ReentrantCallbackGroup()  # ~/pause is answered while a ~/step runs
         for kind, name, callback in ((Trigger, "~/reset", self._reset), (SetState, "~/set_state", self._set_state),
@@ -289,6 +290,7 @@ class SimulatorNode(RobotNode):
             self.drop(error.reason, str(error))
             return
         self.counts["commands"] += 1
+        self.stepping.command_arrived.set()
         if clamped:
             self.counts["clamped_commands"] += 1
             self.get_logger().warning(

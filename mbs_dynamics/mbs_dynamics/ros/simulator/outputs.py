@@ -326,7 +326,7 @@ class ObjectOutputs(Output):
 
 def make_outputs(node) -> list[Output]:
     """The outputs of the node's parameters (ValueError naming an unknown
-    link or joint, or a bad noise): the state first."""
+    link or joint, or a bad noise): the state first (odom, joint_states)."""
     model = node.model
     imu_links, ft_joints = list(node.parameter("imu_links")), list(node.parameter("ft_joints"))
     for parameter, names, known, what in (("imu_links", imu_links, model.frames, "links"),
@@ -336,9 +336,10 @@ def make_outputs(node) -> list[Output]:
             raise ValueError(f"{parameter}: model '{model.name}' has no {what} {unknown[:10]}")
     noise = sensors.ImuNoise(len(imu_links), node.parameter("imu_noise"), node.parameter("imu_bias"),
                              names=("imu_noise", "imu_bias"))
-    outputs = [JointStates(node)]
-    if model.floating_base:
-        outputs.append(BaseOdometry(node, node.parameter("publish_tf")))
+    # a floating base's odom before the joint_states of the same step: a controller that runs on each joint_states
+    # (and takes the newest odom) then has the base of that step, not of the publication before
+    outputs = [BaseOdometry(node, node.parameter("publish_tf"))] if model.floating_base else []
+    outputs.append(JointStates(node))
     outputs.append(ContactWrenchOutput(node))
     outputs += [ImuSensor(node, link, node.parameter("imu_rate"), noise, k) for k, link in enumerate(imu_links)]
     outputs += [ForceTorqueSensor(node, joint, node.parameter("ft_rate")) for joint in ft_joints]

@@ -57,6 +57,11 @@ PARAMETERS = (
     ParameterSpec("start_on_command", False,
                   "Start paused and run from the first effort command on: a closed loop starts from the "
                   "efforts computed for the initial state.", read_only=True),
+    ParameterSpec("lockstep", False,
+                  "Wait after each joint_states for an effort command (the next to arrive) before stepping on, at "
+                  "most LOCKSTEP_WAIT wall-clock s (then step on, counted): a controller short of CPU sees every "
+                  "state and acts on it at once, as in a compiled closed loop; the real-time factor is then a "
+                  "bound. The controller must answer every joint_states.", read_only=True),
     ParameterSpec("command_joints", EMPTY_STRING_ARRAY,
                   "Joint order of ~/effort_command; empty = the model's joint order."),
     ParameterSpec("command_timeout", 0.5,

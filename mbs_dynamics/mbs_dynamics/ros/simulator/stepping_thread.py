@@ -2,7 +2,9 @@
 the real-time factor, in compiled calls of many steps (up to the next output
 due, CALL_SECONDS at most, the lock held), the outputs due published from
 one snapshot; ~/step requests taken while paused; any error counted, said
-(throttled) and the simulation paused, the thread going on."""
+(throttled) and the simulation paused, the thread going on. In lockstep,
+after each joint_states it waits for the next command (LOCKSTEP_WAIT at
+most)."""
 from __future__ import annotations
 
 import threading
@@ -12,7 +14,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, timings
-from mbs_dynamics.ros.simulator.outputs import Snapshot
+from mbs_dynamics.ros.simulator.outputs import JointStates, Snapshot
 from mbs_dynamics.ros.simulator.parameters import MAX_LAG
 
 # Wall-clock seconds a service waits for the simulation (a compiled call of steps) before it answers "busy".
@@ -30,6 +32,8 @@ MAX_STEPS_PER_REQUEST = 1_000_000
 # its steps, of 100 ms nothing. A single step when nothing says how long a step takes (at start-up, after a
 # change of the world or the actuators: 1000 boxes made a step of the Solo-12 70 ms).
 CALL_SECONDS = 0.1
+# Wall-clock seconds a lockstep simulator waits for the command answering a joint_states before stepping on.
+LOCKSTEP_WAIT = 1.0
 # Wall-clock seconds the stepping thread waits between calls, the lock released, while a service waits for it
 # (and between the calls of a ~/step): the lock is not fair, and without it a waiting service would wait for
 # the whole request.
@@ -45,8 +49,11 @@ class SteppingThread:
     `lock` guards the simulation between the threads; `paused` stops the
     pacing (a ~/step still runs)."""
 
-    def __init__(self, node, paused: bool):
+    def __init__(self, node, paused: bool, lockstep: bool = False):
         self.node = node
+        self.lockstep = lockstep
+        self._awaited = None  # lockstep: (commands counted before the last joint_states, its wall time)
+        self.command_arrived = threading.Event()
         self.lock = threading.RLock()
         self.paused = paused
         self.step_times = timings()
@@ -97,10 +104,12 @@ class SteppingThread:
         node = self.node
         simulation, settings = node.simulation, node.settings
         if self.paused and self._steps_requested == 0:
-            self._anchor = None
+            self._anchor = self._awaited = None
             self.publish(while_paused=True)  # the state stays visible while paused
             self._wake.wait(1.0 / settings.publish_rate)
             self._wake.clear()
+            return
+        if self._awaited is not None and self._steps_requested == 0 and self._await_command():
             return
         factor = settings.real_time_factor
         if self._anchor is None or self._anchor[2] != factor:
@@ -135,11 +144,34 @@ class SteppingThread:
             self._count_steps(steps)
         self.step_times.append((time.perf_counter() - start) / steps)
         if not stepping:
-            self.publish()
+            commands = node.counts["commands"]
+            if self.publish() and self.lockstep:
+                self._awaited = (commands, time.monotonic())
         elif self._steps_requested == 0:  # a ~/step publishes once, at its end
             self.publish(everything=True)
         if (stepping and self._steps_requested) or self._services_waiting:
             time.sleep(LOCK_HANDOVER)
+
+    def _await_command(self) -> bool:
+        """Lockstep: whether to wait on for the command answering the last joint_states (a short wait taken);
+        once one came, or after LOCKSTEP_WAIT (counted, said), not."""
+        node = self.node
+        commands, published = self._awaited
+        if node.counts["commands"] > commands:
+            self._awaited = None
+            return False
+        waited = time.monotonic() - published
+        if waited > LOCKSTEP_WAIT:
+            self._awaited = None
+            node.counts["lockstep_expired"] += 1
+            node.get_logger().warning(
+                f"lockstep: no command {waited:.2f} s after the joint_states of t = {node.simulation.time:.3f} s: "
+                f"stepping on with the last ({node.counts['lockstep_expired']} so far)",
+                throttle_duration_sec=WARNING_PERIOD)
+            return False
+        self.command_arrived.wait(0.01)
+        self.command_arrived.clear()
+        return True
 
     def _count_steps(self, steps: int) -> None:
         """steps taken: counted, and off the ~/step in progress (under the lock)."""
@@ -180,8 +212,8 @@ class SteppingThread:
                 body_wrenches=last.body_wrenches.copy() if last is not None else None,
                 objects=tuple((thing, *simulation.object_state(thing.name)) for thing in simulation.world.objects))
 
-    def publish(self, everything: bool = False, while_paused: bool = False) -> None:
-        """The outputs due at this step (all of them; those published while paused)."""
+    def publish(self, everything: bool = False, while_paused: bool = False) -> bool:
+        """The outputs due at this step (all of them; those published while paused); whether joint_states was."""
         node = self.node
         steps, dt = node.simulation.steps, node.simulation.dt
         due = [output for output in node.outputs
@@ -190,6 +222,7 @@ class SteppingThread:
             snapshot = self.snapshot()
             for output in due:
                 output.publish(snapshot)
+        return any(isinstance(output, JointStates) for output in due)
 
     # --- for the services --------------------------------------------------
 

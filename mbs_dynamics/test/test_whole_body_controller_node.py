@@ -281,8 +281,9 @@ def test_the_quadruped_stands_moves_its_com_lifts_a_foot_and_takes_a_push_under_
     # the setpoint carries the move's velocity and acceleration (feed-forward): the CoM follows it closely
     moved, rested = max(com_errors(moving)), max(com_errors(resting))
     print(f"CoM error moving {moved:.2f} mm, resting {rested:.2f} mm")
-    # measured at a real-time factor of 0.25 beside two CPU hogs (load 7-9): 0.93, 0.67 mm; at 0.5: 4.52, 0.26 mm
-    # (quiet at 0.5: 1.4-1.6, 0.4-0.8 mm; 17.5 mm as positions alone)
+    # measured in lockstep beside two CPU hogs (load 2-4): 1.01, 0.66 mm; without lockstep at a real-time factor of
+    # 0.25 (load 7-9) 0.93, 0.67 mm, in the full suite beside two hogs 7.17 mm; quiet at 0.5, sent point by point
+    # 1.4-1.6, 0.4-0.8 mm (17.5 mm as positions alone)
     assert moved < 5.0 and rested < 3.0, (moved, rested)
 
     over_three_feet = c0 + [-0.045, -0.05, 0.0]  # inside the triangle of RF, LH and RH

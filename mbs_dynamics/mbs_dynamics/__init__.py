@@ -32,6 +32,7 @@ from mbs_dynamics.algorithms.kinematics import (
     frame_jacobian,
     frame_jerk,
     frame_pose,
+    frame_poses,
     frame_velocity,
 )
 from mbs_dynamics.algorithms.regressor import inertial_parameters, joint_torque_regressor
@@ -109,6 +110,7 @@ __all__ = [
     "frame_jacobian",
     "frame_jerk",
     "frame_pose",
+    "frame_poses",
     "frame_velocity",
     "get_num_threads",
     "gravity_torques",

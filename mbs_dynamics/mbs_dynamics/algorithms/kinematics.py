@@ -62,13 +62,23 @@ def body_poses(model: Model, q) -> tuple[np.ndarray, np.ndarray]:
 
 def frame_pose(model: Model, q, frame: str) -> np.ndarray:
     """4x4 homogeneous transform world <- frame at q."""
-    placement = model.frame(frame)
+    return frame_poses(model, q, [frame])[0]
+
+
+def frame_poses(model: Model, q, frames) -> list[np.ndarray]:
+    """frame_pose of each of `frames` at q, from one kinematics pass."""
+    placements = [model.frame(frame) for frame in frames]
     q = inputs.configuration(model, q, batch=False)
-    if placement.body < 0:
-        return pose(placement.rotation, placement.translation)
-    world_R, world_p = body_poses(model, q)
-    R, p = world_R[placement.body], world_p[placement.body]
-    return pose(R @ placement.rotation, R @ placement.translation + p)
+    if any(placement.body >= 0 for placement in placements):
+        world_R, world_p = body_poses(model, q)
+    poses = []
+    for placement in placements:
+        if placement.body < 0:
+            poses.append(pose(placement.rotation, placement.translation))
+        else:
+            R, p = world_R[placement.body], world_p[placement.body]
+            poses.append(pose(R @ placement.rotation, R @ placement.translation + p))
+    return poses
 
 
 REPRESENTATIONS = ("body", "spatial", "hybrid", "mixed")

@@ -89,7 +89,7 @@ class WholeBodyReferenceInputs:
     last point; a newer reference of the task replaces it."""
 
     def subscribe_references(self, qos) -> None:
-        self.setpoint_trajectories = {}  # topic -> [Waypoints, start (s, input stamps) or None, apply(t)]
+        self.setpoint_trajectories = {}  # topic -> [Waypoints, start (s, input stamps) or None, apply(t), reason]
         if self.model.floating_base:
             self.create_subscription(PointStamped, "~/com_reference", self._on_com_reference, qos)
             self.create_subscription(MultiDOFJointTrajectory, "~/com_setpoint", self._on_com_setpoint, qos)
@@ -264,12 +264,8 @@ def marker_points(model, q, forces: dict, com=None, com_reference=None) -> list:
     from its frame's origin at q (FORCE_SCALE m per N), then the CoM
     reference and the CoM where given."""
     points = []
-    if forces:
-        world_R, world_p = mbs.body_poses(model, q)  # once for all frames (frame_pose: a kinematics pass each)
-    for frame, force in forces.items():
-        placement = model.frame(frame)
-        origin = (placement.translation if placement.body < 0
-                  else world_R[placement.body] @ placement.translation + world_p[placement.body])
+    for pose, force in zip(mbs.frame_poses(model, q, list(forces)), forces.values(), strict=True):
+        origin = pose[:3, 3]
         points += [origin, origin + FORCE_SCALE * np.asarray(force)[-3:]]
     return points + [np.asarray(position, dtype=float) for position in (com_reference, com) if position is not None]
 

@@ -318,6 +318,49 @@ def test_talos_solves_every_state_of_a_sequence_warm_as_cold(talos):
 
 
 @pytest.mark.parametrize("robot", ["solo", "talos"])
+def test_cycle_state_equals_the_algorithms(robot, solo, talos):
+    """The controller's one compiled call for a cycle's kinematics and
+    dynamics (assembly.cycle_state_kernel) gives what the algorithms give
+    one by one: M and h to the last bit, the frames' Jacobians, motion and
+    poses (frames_motion) to the last bit, the CoM, its velocity and
+    Jacobian from the centroidal functions, its drift c̈ at a = 0 from
+    central differences of ċ along the motion at a = 0; a state() is its
+    own (the next cycle leaves it), and so is a result's CoM."""
+    from mbs_dynamics.algorithms.kinematics import frames_motion
+    model, q0 = solo if robot == "solo" else talos
+    q, v = perturbed(model, q0, np.random.default_rng(11))
+    scenario = (solo_scenario if robot == "solo" else talos_scenario)(q)
+    result = scenario.ours(q, v)
+    controller = scenario.controller
+    state = controller.state(q, v)
+    assert np.array_equal(controller._cycle.cycle.M, mbs.mass_matrix(model, q))
+    assert np.array_equal(controller._cycle.cycle.h, mbs.nonlinear_effects(model, q, v))
+    frames = tuple(state.frame_index)
+    J, motion, R, p = frames_motion(model, q, v, frames)
+    for name, expected in (("frame_jacobian", J), ("frame_motion", motion), ("frame_rotation", R),
+                           ("frame_position", p)):
+        assert np.array_equal(getattr(state, name), expected), name
+    momentum, com = mbs.centroidal_state(model, q, v)
+    mass = model.total_mass
+    np.testing.assert_allclose(state.com, com, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(state.com_velocity, momentum[3:] / mass, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(state.com_jacobian, mbs.centroidal_momentum_matrix(model, q)[3:] / mass, rtol=0,
+                               atol=1e-14)
+    dt = 1e-6
+    rates = [mbs.centroidal_state(model, mbs.integrate(model, q, v, s * dt), v)[0][3:] / mass
+             for s in (-1, 1)]  # v fixed (a = 0): ċ = J_c v changes at J̇_c v
+    np.testing.assert_allclose(state.com_drift, (rates[1] - rates[0]) / (2 * dt), rtol=0, atol=1e-6)
+    kept = {name: getattr(state, name).copy() for name in ("com", "frame_jacobian", "q")}
+    com = result.com.copy()
+    q2, v2 = perturbed(model, q0, np.random.default_rng(12))
+    controller.compute(q2, v2)
+    assert not np.array_equal(controller._cycle.cycle.M, mbs.mass_matrix(model, q))  # it was written again
+    for name, value in kept.items():
+        assert np.array_equal(getattr(state, name), value), name
+    assert np.array_equal(result.com, com)
+
+
+@pytest.mark.parametrize("robot", ["solo", "talos"])
 def test_compiled_assembly_equals_the_tasks_rows(robot, solo, talos):
     """The QP the compiled assembly builds (built-in tasks and contacts) is
     the one the tasks' and contacts' rows() give (the path of any other Task
@@ -331,19 +374,19 @@ def test_compiled_assembly_equals_the_tasks_rows(robot, solo, talos):
     controller = scenario.controller
     q, v = perturbed(model, q0, np.random.default_rng(6), scale=0.01)
     state = controller.state(q, v)
-    M, h = mbs.mass_matrix(model, q), mbs.nonlinear_effects(model, q, v)
-    controller._centroidal(state, h)
+    cycle = controller._cycle.cycle  # what state() computed: M, h, the CoM quantities
+    M, h = cycle.M, cycle.h
     contacts = list(controller.contacts.values())
     work = next(iter(controller._workspaces.values()))
     built = []
-    for assemble in (controller._assemble_compiled, controller._assemble):
-        Jf = assemble(state, contacts, work, M, h, False)
+    for assemble, dynamics in ((controller._assemble_compiled, (cycle,)), (controller._assemble, (M, h))):
+        Jf = assemble(state, contacts, work, *dynamics, False)
         built.append([x.copy() for x in (work.H, work.g, work.A, work.b, work.C, work.lower, work.upper, Jf)])
     if robot == "solo":  # and with the feet as rolling spheres (RigidPointContact's radius)
         for contact in contacts:
             contact.radius = 0.016
-        for assemble in (controller._assemble_compiled, controller._assemble):
-            Jf = assemble(state, contacts, work, M, h, False)
+        for assemble, dynamics in ((controller._assemble_compiled, (cycle,)), (controller._assemble, (M, h))):
+            Jf = assemble(state, contacts, work, *dynamics, False)
             built.append([x.copy() for x in (work.H, work.g, work.A, work.b, work.C, work.lower, work.upper, Jf)])
         assert np.max(np.abs(built[2][3] - built[0][3])) > 1e-6  # the radius changes the contacts' rows
         for contact in contacts:

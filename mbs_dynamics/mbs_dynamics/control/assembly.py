@@ -5,12 +5,23 @@ regularisation, written into the workspace's arrays from the cycle's
 kinematics and dynamics (frames_motion, M, h, the CoM quantities) and flat
 tables of the tasks and contacts (packed by the controller each cycle: the
 task and contact objects stay the place their gains and references live).
-Same arithmetic as the tasks' and contacts' rows() (TSID's definitions)."""
+Same arithmetic as the tasks' and contacts' rows() (TSID's definitions).
+The kinematics and dynamics themselves come from one compiled call too
+(cycle_state_kernel: the algorithms' kernels one after another)."""
 import math
 from collections import namedtuple
 
 import numpy as np
 from numba import njit
+
+from mbs_dynamics.algorithms.centroidal import momentum_matrix_kernel
+from mbs_dynamics.algorithms.crba import crba_kernel
+from mbs_dynamics.algorithms.kinematics import frames_motion_kernel
+from mbs_dynamics.algorithms.rnea import rnea_kernel
+from mbs_dynamics.inputs import INVALID_INPUT, invalid
+from mbs_dynamics.multibody.model import unpack_model
+from mbs_dynamics.multibody.workspace import take
+from mbs_dynamics.spatial.algebra import quaternion_to_rotation
 
 # task table columns (one row of TASK_COLUMNS floats per task)
 TASK_KIND, TASK_FRAME, TASK_WEIGHT, TASK_MASK, TASK_KP, TASK_KD = 0, 1, 2, 3, 9, 15
@@ -43,6 +54,61 @@ Tables = namedtuple("Tables", "tasks postures contacts regularization generators
 # (their dynamic rows: the pyramids' rows are the caller's), Jf (nf, nv: the generalised force is
 # Jfᵀ f); rows (6, nv) and work (33,) scratch
 QPArrays = namedtuple("QPArrays", "H g A b lower upper C Jf rows work")
+# the frames the tasks and contacts read: their bodies (k,) and placements in them, rotations (k, 3, 3)
+# and origins (k, 3) (kinematics.frame_placements)
+FramePlacements = namedtuple("FramePlacements", "bodies rotations translations")
+
+
+@njit(cache=True)
+def cycle_state_kernel(packed, q, v, frames, cycle, momentum_matrix, mass, buffer):
+    """The cycle's CycleState written from (q, v): the frames' hybrid
+    Jacobians, [twist; drift] and poses (frames_motion_kernel), M (CRBA),
+    h = RNEA(q, v, 0) (body form), the actuated joints' q and v; where
+    cycle.com has 3 entries (a CoM task, a floating base of total mass
+    `mass`), A_G into momentum_matrix (6, nv) and c, ċ = A_G[3:] v / m,
+    J_c = A_G[3:] / m and the drift c̈ at a = 0: the base rows of h hold the
+    rate of the total momentum less gravity in base axes, so
+    m c̈₀ = R_base h[3:6] + m g. Returns the first failing kernel's status
+    (inputs.INVALID_INPUT, NONFINITE_RESULT), else 0."""
+    model = unpack_model(packed)
+    if invalid(model, q, v, v[:0]):
+        return INVALID_INPUT
+    M, h, nv = cycle.M, cycle.h, v.shape[0]
+    if frames.bodies.shape[0]:
+        status = frames_motion_kernel(packed, q, v, frames.bodies, frames.rotations, frames.translations, cycle.J,
+                                      cycle.motion, cycle.frame_R, cycle.frame_p, buffer)
+        if status:
+            return status
+    status = crba_kernel(packed, q, M, buffer)
+    if status:
+        return status
+    zero, _ = take(buffer, buffer.shape[0] - nv, (nv,))  # past the RNEA's layout
+    zero[:] = 0.0
+    status = rnea_kernel(packed, q, v, zero, take(buffer, 0, (0, 6))[0], h, buffer)
+    if status:
+        return status
+    q_joints, v_joints = cycle.q_joints, cycle.v_joints
+    nq_base, nu = q.shape[0] - q_joints.shape[0], nv - v_joints.shape[0]
+    q_joints[:] = q[nq_base:]
+    v_joints[:] = v[nu:]
+    if cycle.com.shape[0] == 0:
+        return 0
+    com, com_velocity, com_jacobian, com_drift = cycle.com, cycle.com_velocity, cycle.com_jacobian, cycle.com_drift
+    status = momentum_matrix_kernel(packed, q, momentum_matrix, com, buffer)
+    if status:
+        return status
+    qx, qy, qz, qw = q[3], q[4], q[5], q[6]
+    norm = math.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
+    R = quaternion_to_rotation(qx / norm, qy / norm, qz / norm, qw / norm)
+    gravity = model.gravity
+    for r in range(3):
+        linear = 0.0
+        for j in range(nv):
+            com_jacobian[r, j] = momentum_matrix[3 + r, j] / mass
+            linear += momentum_matrix[3 + r, j] * v[j]
+        com_velocity[r] = linear / mass
+        com_drift[r] = (R[3 * r] * h[3] + R[3 * r + 1] * h[4] + R[3 * r + 2] * h[5]) / mass + gravity[r]
+    return 0
 
 
 @njit(cache=True, inline="always")

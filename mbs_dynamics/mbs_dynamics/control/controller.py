@@ -28,16 +28,13 @@ import daqp
 
 from mbs_dynamics import inputs
 from mbs_dynamics.compiled_calls import compiled_entry
-from mbs_dynamics.algorithms.centroidal import centroidal_momentum_matrix, centroidal_state
-from mbs_dynamics.algorithms.crba import mass_matrix
-from mbs_dynamics.algorithms.kinematics import frames_motion
-from mbs_dynamics.algorithms.rnea import nonlinear_effects
+from mbs_dynamics.algorithms.kinematics import frame_placements
 from mbs_dynamics.control import assembly
 from mbs_dynamics.control.contacts import RigidContact, RigidPointContact, RigidSurfaceContact
 from mbs_dynamics.control.support import SupportPolygon, held_points
 from mbs_dynamics.control.tasks import CenterOfMassTask, FrameTask, PostureTask, Task, finite_vector
 from mbs_dynamics.multibody.model import FLOATING, Model
-from mbs_dynamics.spatial.lie import quaternion_to_matrix
+from mbs_dynamics.multibody.workspace import new_scratch
 
 HESSIAN_REGULARIZATION = 1e-8  # TSID's DEFAULT_HESSIAN_REGULARIZATION on every variable
 INFINITE_BOUND = assembly.INFINITE_BOUND
@@ -51,7 +48,7 @@ _DAQP_EQUALITY = 5  # a constraint's sense: an equality
 _TASK_KINDS = {CenterOfMassTask.rows: assembly.COM_TASK, FrameTask.rows: assembly.FRAME_TASK,
                PostureTask.rows: assembly.POSTURE_TASK}
 _CONTACT_KINDS = {RigidPointContact.rows: assembly.POINT_CONTACT, RigidSurfaceContact.rows: assembly.SURFACE_CONTACT}
-_EMPTY, _EMPTY_ROWS = np.zeros(0), np.zeros((0, 0))
+_ndarray, _float64 = np.ndarray, np.dtype(np.float64)
 
 
 @dataclass
@@ -97,10 +94,59 @@ class ControlResult:
     com: np.ndarray | None = None  # the state's CoM the cycle used (with a CoM task)
 
 
+class _Cycle:
+    """What one set of tasks and contacts needs each cycle, made when the set
+    changes: the frames they read, whether the compiled assembly builds all
+    their rows, the contact set's workspace, and the cycle's kinematics and
+    dynamics (assembly.CycleState), written in place by
+    assembly.cycle_state_kernel, with the State whose arrays are views of it
+    (q and v: the controller's copies of the cycle's)."""
+
+    def __init__(self, controller, tasks: tuple, contacts: tuple):
+        model = controller.model
+        self.tasks, self.contacts = tasks, contacts
+        self.frames = tuple(dict.fromkeys([c.frame for c in contacts]
+                                          + [t.frame for t in tasks if isinstance(t, FrameTask)]))
+        self.compiled = all(_TASK_KINDS.get(type(t).rows) is not None for t in tasks) and all(
+            _CONTACT_KINDS.get(type(c).rows) is not None for c in contacts)
+        com_task = any(isinstance(t, CenterOfMassTask) for t in tasks)
+        self.key = tuple(c.name for c in contacts)
+        self.size = model.nv + sum(c.size for c in contacts)
+        self.work = controller._workspace(self.key, self.size, contacts)
+        k, nv, nc = len(self.frames), model.nv, 3 if com_task else 0
+        self.placements = assembly.FramePlacements(*frame_placements(model, self.frames))
+        self.q, self.v = np.zeros(model.nq), np.zeros(nv)
+        self.cycle = assembly.CycleState(
+            np.zeros((nv, nv)), np.zeros(nv), np.zeros((k, 6, nv)), np.zeros((k, 2, 6)), np.zeros((k, 3, 3)),
+            np.zeros((k, 3)), np.zeros(nc), np.zeros(nc), np.zeros((nc, nv)), np.zeros(nc),
+            np.zeros(controller.na), np.zeros(controller.na))
+        self.momentum_matrix = np.zeros((6 if com_task else 0, nv))
+        self.mass = float(model.total_mass)
+        self.buffer = new_scratch(model.nbodies)
+        c = self.cycle
+        self.state = State(self.q, self.v, {name: i for i, name in enumerate(self.frames)}, c.J, c.motion[:, 0],
+                           c.motion[:, 1], c.frame_R, c.frame_p, c.q_joints, c.v_joints, controller.joint_selection,
+                           frame_motion=c.motion)
+        if com_task:
+            self.state.com, self.state.com_velocity = c.com, c.com_velocity
+            self.state.com_jacobian, self.state.com_drift = c.com_jacobian, c.com_drift
+        self.entry = None  # cycle_state_kernel's compiled version for these arrays' types
+
+    def update(self, packed) -> int:
+        """The cycle's kinematics and dynamics of self.q, self.v; a kernel status."""
+        arguments = (packed, self.q, self.v, self.placements, self.cycle, self.momentum_matrix, self.mass,
+                     self.buffer)
+        if self.entry is None:  # numba's dispatcher types the namedtuples' fields once
+            status = assembly.cycle_state_kernel(*arguments)
+            self.entry = compiled_entry(assembly.cycle_state_kernel, arguments)
+            return status
+        return self.entry(*arguments)
+
+
 class _Workspace:
     """The QP's matrices and its solver for one contact set, allocated once."""
 
-    def __init__(self, nv, n_joints, n, n_eq, n_in, settings):
+    def __init__(self, nv, n, n_eq, n_in, settings):
         self.H, self.g = np.zeros((n, n)), np.zeros(n)
         # DAQP takes one constraint matrix [A; C] with bounds [b; lower] <= . <= [b; upper]: A, C, b,
         # lower, upper are views of them (b is written in the lower bounds, copied to the upper)
@@ -118,7 +164,6 @@ class _Workspace:
         self.Jf, self.rows, self.scratch = np.zeros((n - nv, nv)), np.zeros((6, nv)), np.zeros(33)
         self.contact_table = self.regularization = self.generators = None
         self.contact_versions = []  # each contact's version its row was packed at
-        self.q_joints, self.v_joints = np.zeros(n_joints), np.zeros(n_joints)
         self.qp = assembly.QPArrays(self.H, self.g, self.A, self.b, self.lower, self.upper, self.C, self.Jf, self.rows,
                                     self.scratch)
 
@@ -178,6 +223,7 @@ class WholeBodyController:
         self._task_table = self._posture_table = None
         self._packed_tasks, self._task_versions = (), ()
         self._assemble_entry = None  # assemble_kernel's compiled version for this controller's argument types
+        self._cycle: _Cycle | None = None  # the current tasks' and contacts' (made again when they change)
         self._support = ((), None)  # the contacts (with their versions) and their support polygon
 
     # ---- tasks and contacts -------------------------------------------------
@@ -234,67 +280,48 @@ class WholeBodyController:
 
     # ---- one cycle ------------------------------------------------------------
     def state(self, q, v) -> State:
-        """The kinematics and centroidal quantities of (q, v) the tasks read."""
-        model = self.model
-        q = inputs.configuration(model, q, batch=False)
-        v = inputs.vector(model, v, model.nv, "v", batch=False)
-        return self._state(q, v)
+        """The kinematics and centroidal quantities of (q, v) the tasks read
+        (arrays of its own: the next cycle does not change them)."""
+        cycle = self._cycle_of(q, v)
+        state = cycle.state
+        copies = {name: getattr(state, name) for name in State.__dataclass_fields__}
+        copies.update({name: value.copy() for name, value in copies.items() if isinstance(value, np.ndarray)})
+        copies["frame_index"] = dict(state.frame_index)
+        return State(**copies)
 
-    def _state(self, q, v) -> State:
-        """state() of a checked q and v."""
+    def _cycle_of(self, q, v) -> _Cycle:
+        """The current tasks' and contacts' _Cycle with its state computed
+        for (q, v), checked: a wrong shape, NaN, a bad quaternion raise
+        ValueError with the reason (inputs)."""
         model = self.model
-        frames = tuple(dict.fromkeys([c.frame for c in self.contacts.values()]
-                                     + [t.frame for t in self.tasks if isinstance(t, FrameTask)]))
-        if frames:
-            J, motion, R, p = frames_motion(model, q, v, frames)
+        tasks, contacts = tuple(self.tasks), tuple(self.contacts.values())
+        cycle = self._cycle
+        if cycle is None or tasks != cycle.tasks or contacts != cycle.contacts:
+            cycle = self._cycle = _Cycle(self, tasks, contacts)
+        if type(q) is _ndarray and type(v) is _ndarray and q.shape == cycle.q.shape and v.shape == cycle.v.shape \
+                and q.dtype is _float64 and v.dtype is _float64:  # the kernel checks their values
+            cycle.q[:] = q
+            cycle.v[:] = v
         else:
-            J, motion, R, p = np.zeros((0, 6, model.nv)), np.zeros((0, 2, 6)), np.zeros((0, 3, 3)), np.zeros((0, 3))
-        state = State(q, v, {name: k for k, name in enumerate(frames)}, J, motion[:, 0], motion[:, 1], R, p,
-                      q[self.nq_base:], v[self.nu:], self.joint_selection, frame_motion=motion)
-        return state
-
-    def _centroidal(self, state: State, h: np.ndarray) -> None:
-        """CoM, its velocity, Jacobian (A_G's linear rows / m) and drift c̈ at
-        a = 0: the base rows of h hold the rate of the total momentum less
-        gravity in base axes, so m c̈₀ = R_base h[3:6] + m g."""
-        model = self.model
-        mass = model.total_mass
-        momentum, com = centroidal_state(model, state.q, state.v)
-        A = centroidal_momentum_matrix(model, state.q)
-        quaternion = state.q[3:7] / np.linalg.norm(state.q[3:7])
-        R = quaternion_to_matrix(*quaternion.tolist())  # Python floats: numpy's scalars' arithmetic is slower
-        state.com, state.com_velocity = com, momentum[3:] / mass
-        state.com_jacobian = A[3:] / mass
-        state.com_drift = R @ h[3:6] / mass + model.gravity
+            cycle.q[:] = inputs.configuration(model, q, batch=False)
+            cycle.v[:] = inputs.vector(model, v, model.nv, "v", batch=False)
+        status = cycle.update(model.packed)
+        if status:
+            inputs.refuse(model, status, "the controller's state", inputs.configuration(model, q, batch=False),
+                          (inputs.vector(model, v, model.nv, "v", batch=False), "v"))
+        return cycle
 
     def compute(self, q, v) -> ControlResult:
-        model = self.model
-        q = inputs.configuration(model, q, batch=False)
-        v = inputs.vector(model, v, model.nv, "v", batch=False)
-        state = self._state(q, v)
-        contacts = list(self.contacts.values())
-        M = mass_matrix(model, state.q)
-        h = nonlinear_effects(model, state.q, state.v)
-        com_task = False
-        compiled = True
-        for task in self.tasks:
-            kind = _TASK_KINDS.get(type(task).rows)
-            compiled = compiled and kind is not None
-            com_task = com_task or isinstance(task, CenterOfMassTask)
-        for contact in contacts:
-            compiled = compiled and _CONTACT_KINDS.get(type(contact).rows) is not None
-        if com_task:
-            self._centroidal(state, h)
-        nf = sum(c.size for c in contacts)
-        key = tuple(c.name for c in contacts)
-        work = self._workspace(key, model.nv + nf, contacts)
+        cycle = self._cycle_of(q, v)
+        state, contacts, work = cycle.state, cycle.contacts, cycle.work
+        M, h = cycle.cycle.M, cycle.cycle.h
         constant = len(work.contacts) == len(contacts) and all(
             a is b for a, b in zip(work.contacts, contacts))  # the pyramids' rows are in place
-        if compiled:
-            Jf = self._assemble_compiled(state, contacts, work, M, h, constant)
+        if cycle.compiled:
+            Jf = self._assemble_compiled(state, contacts, work, cycle.cycle, constant)
         else:
             Jf = self._assemble(state, contacts, work, M, h, constant)
-        work.contacts = tuple(contacts)
+        work.contacts = contacts
         return self._solve(work, contacts, state, M, h, Jf)
 
     def _constant_rows(self, contacts, work) -> None:
@@ -313,7 +340,7 @@ class WholeBodyController:
         first = in_row + len(self.limits.torque_rows)
         C[first + np.arange(len(bound_rows)), nu + bound_rows] = 1.0
 
-    def _assemble_compiled(self, state, contacts, work, M, h, constant) -> np.ndarray:
+    def _assemble_compiled(self, state, contacts, work, cycle, constant) -> np.ndarray:
         """The QP of the cycle built by assembly.assemble_kernel from tables
         of the tasks and contacts (the built-in kinds); returns Jf. A row is
         packed again only when its object's version moved (tasks.Versioned)."""
@@ -336,9 +363,6 @@ class WholeBodyController:
             if work.contact_versions[i] != contact.version:
                 self._pack_contact(contact, index[contact.frame], work.contact_table[i])
                 work.contact_versions[i] = contact.version
-        # copies: a read-only q would compile the kernel a second time
-        work.q_joints[:] = state.joint_positions
-        work.v_joints[:] = state.joint_velocities
         tasks = self.tasks
         for task in tasks:
             if task.position is None or getattr(task, "rotation", 0) is None:
@@ -359,12 +383,6 @@ class WholeBodyController:
                 posture += isinstance(task, PostureTask)
             self._task_versions = versions
         task_table, posture_table, table = self._task_table, self._posture_table, work.contact_table
-        com = state.com is not None
-        cycle = assembly.CycleState(
-            M, h, state.frame_jacobian, state.frame_motion, state.frame_rotation, state.frame_position,
-            state.com if com else _EMPTY, state.com_velocity if com else _EMPTY,
-            state.com_jacobian if com else _EMPTY_ROWS, state.com_drift if com else _EMPTY, work.q_joints,
-            work.v_joints)
         arguments = (self.limits, cycle, assembly.Tables(task_table, posture_table, table, work.regularization,
                                                           work.generators), work.qp)
         if self._assemble_entry is None:  # numba's dispatcher types the namedtuples' fields once
@@ -507,7 +525,7 @@ class WholeBodyController:
             n_in = sum(c.B.shape[0] for c in contacts) + len(self.limits.torque_rows) + len(self.limits.bound_rows)
             if len(self._workspaces) >= MAX_WORKSPACES:
                 self._workspaces.pop(next(iter(self._workspaces)))
-            work = self._workspaces[key] = _Workspace(self.model.nv, self.na, n, n_eq, n_in, self.settings)
+            work = self._workspaces[key] = _Workspace(self.model.nv, n, n_eq, n_in, self.settings)
         return work
 
     def _solve(self, work, contacts, state, M, h, Jf) -> ControlResult:
@@ -521,6 +539,7 @@ class WholeBodyController:
                                      work.sense)
             work.initialized = True
         iterations = 0
+        com = None if state.com is None else state.com.copy()  # the cycle's: the next one writes state.com
         if status >= 0:
             x, _, status, info = solver.solve()
             iterations = info["iterations"]
@@ -528,15 +547,15 @@ class WholeBodyController:
             for key, kept in list(self._workspaces.items()):  # no warm start from a failed solve
                 if kept is work:
                     del self._workspaces[key]
+            self._cycle = None  # it holds that workspace
             status = _DAQP_FAILURES.get(status, f"DAQP exit flag {status}")
             last = self._last
             message = (f"the QP has no solution ({status}): contacts {', '.join(self.contacts) or 'none'}; "
                        + ("holding the last solved torques" if last else "no solved cycle yet: zero torques"))
             if last is None:
-                return ControlResult(np.zeros(self.na), np.zeros(nv), {}, {}, status, False, iterations, message,
-                                     state.com)
+                return ControlResult(np.zeros(self.na), np.zeros(nv), {}, {}, status, False, iterations, message, com)
             return ControlResult(last.tau.copy(), last.a.copy(), dict(last.forces), dict(last.corner_forces),
-                                 status, False, iterations, message, state.com)
+                                 status, False, iterations, message, com)
         a, f = x[:nv], x[nv:]
         tau = M[nu:] @ a + h[nu:] - Jf[:, nu:].T @ f
         forces, corners, column = {}, {}, 0
@@ -546,5 +565,5 @@ class WholeBodyController:
             if contact.kind == "surface":
                 corners[contact.name] = fc.reshape(4, 3)
             column += contact.size
-        self._last = ControlResult(tau, a, forces, corners, "solved", True, iterations, com=state.com)
+        self._last = ControlResult(tau, a, forces, corners, "solved", True, iterations, com=com)
         return self._last

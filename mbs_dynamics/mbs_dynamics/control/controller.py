@@ -11,9 +11,10 @@ InverseDynamicsFormulationAccForce (DESIGN.md §9):
          a_lo <= a_j <= a_hi                   URDF position limits (and
                                                acceleration limits) as bounds
 
-solved by DAQP (a dual active-set solver, the method of TSID's eiquadprog),
-one solver and workspace per contact set (allocated when the set is first
-used), warm-started from its last active set.
+solved by DAQP (a dual active-set solver, the method of TSID's eiquadprog;
+the equalities eliminated first, its eq_reduction), one solver and
+workspace per contact set (allocated when the set is first used),
+warm-started from its last active set.
 Bad input: NaN or wrongly shaped q, v and references, unknown frames and
 invalid settings raise ValueError with the reason; a QP without a solution
 (contacts that cannot hold the robot, limits that conflict) returns a result
@@ -216,7 +217,7 @@ class WholeBodyController:
             bound_rows=np.flatnonzero(np.isfinite(lower) | np.isfinite(upper) | np.isfinite(limit)),
             position_lower=lower, position_upper=upper, acceleration_limit=limit, horizon=horizon,
             hessian_regularization=float(hessian_regularization))
-        self.settings = dict(iter_limit=int(max_iterations))
+        self.settings = dict(iter_limit=int(max_iterations), eq_reduction=1)
         self._workspaces: dict[tuple, _Workspace] = {}
         self._last: ControlResult | None = None
         # the compiled assembly's task tables, the tasks they were packed from and their versions then

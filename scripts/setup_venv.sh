@@ -61,8 +61,16 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 # this environment, so nothing is resolved outside it.
 # While the kernels compile (the longest step, on one core), the installs and
 # the interfaces' build run below them ($lower).
+# pip byte-compiles every module it installs (about 15 CPU-s of a fresh set-up,
+# while both cores are busy); Python compiles the few that are imported, when
+# they first are, unless told not to write bytecode (PYTHONDONTWRITEBYTECODE:
+# then pip compiles them all, once).
 lower=""
-pip_install() { $lower "$py" -m pip install --quiet --no-warn-script-location -c "$root/constraints.txt" "$@"; }
+no_compile=--no-compile
+[ -n "${PYTHONDONTWRITEBYTECODE:-}" ] && no_compile=""
+pip_install() {
+  $lower "$py" -m pip install --quiet --no-warn-script-location $no_compile -c "$root/constraints.txt" "$@"
+}
 
 # stale NAME "input files...": true unless the stamp NAME records the same
 # hash of the inputs (left in $hash for `stamp`).

@@ -133,6 +133,29 @@ def collision_queries(model, frame):
     contact_points(box((1.0, 1.0, 1.0)), None, sphere(0.5), pose, margin=0.1)
 
 
+def step_callees(model, frame):
+    """The step's Coulomb solver and smooth integrator (with its ABA): the
+    callees the simulation's step compiles apart, in its signatures (its
+    untracked views are arrays of the same types), called without rows or
+    steps to take: run on the other process while the step's task inlines
+    the step, which then loads them (_serialise_compiles)."""
+    from mbs_dynamics.simulation.stepping.integrator import RungeKuttaStages, smooth_step
+    from mbs_dynamics.simulation.stepping.islands import solve_islands
+    from mbs_dynamics.simulation.stepping.rows import Rows
+
+    simulation = mbs.Simulation(model, mbs.World(mbs.Ground(), (mbs.PointContact(frame),)), 1e-3)
+    system, (nq, nv) = simulation.system, (model.nq, model.nv)
+    dof_parent = system.dof_parent.view()
+    dof_parent.flags.writeable = False  # as the step passes it
+    none = np.zeros(0)
+    solve_islands(Rows(np.zeros((0, nv)), np.zeros(0, np.int64), np.zeros(0, np.int64), none, none), dof_parent,
+                  none, none, none, none, simulation._settings[0], none, none)
+    stages = RungeKuttaStages(np.zeros((4, nv)), np.zeros((4, nv)), np.zeros(nq), np.zeros(nv))
+    terms = simulation._world[2].copy()  # writable, as the step's views are
+    smooth_step(system.packed, model.neutral_configuration(), np.zeros(nv), simulation._actuation, terms, 1e-3,
+                True, stages, np.zeros(nq), np.zeros(nv), simulation._buffer)
+
+
 def rollouts(model, frame):
     """The dynamics server's ~/rollout: rollouts on threads with ground contact and PD actuators."""
     q, v, qs, vs = _state(model)
@@ -242,10 +265,12 @@ def whole_body_control(model, frame):
 # (44 -> 13 CPU-s for its body_pairs; it may wait for them: DESIGN.md). Then the kernels that others call (aba,
 # kinematics, rnea, crba) before those others (contact), which then load them
 # from the cache rather than compile them a second time.
-# (mbs_dynamics_identify is a command a user runs like a node: its regressor is warmed with them)
-NODE_TASKS = (simulation, collision_queries, forward_dynamics, kinematics, inverse_dynamics, mass_matrix, centroidal,
-              contact_forward, contact_inverse, regressor)
-OTHER_TASKS = (derivatives, rnea_forms, id_rate, frame_motion, coriolis, batches, contact_step, coupled_mimic, rollouts,
+# The rollouts last (the dynamics server preloads them: left to it, the first run's server compiled them at its
+# start), once the step is in the cache (AFTER). mbs_dynamics_identify's regressor is left to the rest (`./dev
+# run` does not call it; its first call compiles it, about 4 CPU-s).
+NODE_TASKS = (simulation, collision_queries, step_callees, forward_dynamics, kinematics, inverse_dynamics, mass_matrix, centroidal,
+              contact_forward, contact_inverse, rollouts)
+OTHER_TASKS = (derivatives, rnea_forms, id_rate, frame_motion, coriolis, batches, contact_step, coupled_mimic, regressor,
                whole_body_control)
 TASKS = {task.__name__: task for task in NODE_TASKS + OTHER_TASKS}
 # Tasks that call the simulation's step kernel in its signature (contact_step's set-up is typed as Simulation's; the

@@ -195,5 +195,11 @@ if [ -n "$warmup_pid" ]; then
   [ -n "$kernels_hash" ] && stamp kernels "$kernels_hash"
 fi
 if [ $changed = 1 ]; then
-  say "set up in $(( $(date +%s) - started )) s"
+  # and the CPU it used (its processes', user + system: both cores are busy from the warm-up's start, so on
+  # two idle cores it takes about half that; on a busy machine the wall-clock time is mostly waiting)
+  times > "$stamps/.times"  # (in this shell: a subshell's `times` has no children)
+  cpu=$(awk 'END { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.0f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' \
+        "$stamps/.times")
+  rm -f "$stamps/.times"
+  say "set up in $(( $(date +%s) - started )) s ($cpu CPU-s)"
 fi

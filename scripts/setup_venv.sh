@@ -61,8 +61,16 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 # this environment, so nothing is resolved outside it.
 # While the kernels compile (the longest step, on one core), the installs and
 # the interfaces' build run below them ($lower).
+# pip byte-compiles every module it installs (about 15 CPU-s of a fresh set-up,
+# while both cores are busy); Python compiles the few that are imported, when
+# they first are, unless told not to write bytecode (PYTHONDONTWRITEBYTECODE:
+# then pip compiles them all, once).
 lower=""
-pip_install() { $lower "$py" -m pip install --quiet --no-warn-script-location -c "$root/constraints.txt" "$@"; }
+no_compile=--no-compile
+[ -n "${PYTHONDONTWRITEBYTECODE:-}" ] && no_compile=""
+pip_install() {
+  $lower "$py" -m pip install --quiet --no-warn-script-location $no_compile -c "$root/constraints.txt" "$@"
+}
 
 # stale NAME "input files...": true unless the stamp NAME records the same
 # hash of the inputs (left in $hash for `stamp`).
@@ -187,5 +195,11 @@ if [ -n "$warmup_pid" ]; then
   [ -n "$kernels_hash" ] && stamp kernels "$kernels_hash"
 fi
 if [ $changed = 1 ]; then
-  say "set up in $(( $(date +%s) - started )) s"
+  # and the CPU it used (its processes', user + system: both cores are busy from the warm-up's start, so on
+  # two idle cores it takes about half that; on a busy machine the wall-clock time is mostly waiting)
+  times > "$stamps/.times"  # (in this shell: a subshell's `times` has no children)
+  cpu=$(awk 'END { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.0f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' \
+        "$stamps/.times")
+  rm -f "$stamps/.times"
+  say "set up in $(( $(date +%s) - started )) s ($cpu CPU-s)"
 fi

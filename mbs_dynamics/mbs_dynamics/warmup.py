@@ -133,6 +133,30 @@ def collision_queries(model, frame):
     contact_points(box((1.0, 1.0, 1.0)), None, sphere(0.5), pose, margin=0.1)
 
 
+def step_callees(model, frame):
+    """The step's Coulomb solver and smooth integrator (with its ABA): the
+    callees the simulation's step compiles apart, in its signatures (its
+    untracked views are arrays of the same types), called without rows or
+    steps to take: run on the other process while the step's task inlines
+    the step, which then loads them (_serialise_compiles)."""
+    from mbs_dynamics.simulation.stepping.integrator import RungeKuttaStages, smooth_step
+    from mbs_dynamics.simulation.stepping.islands import solve_islands
+    from mbs_dynamics.simulation.stepping.rows import Rows
+
+    simulation = mbs.Simulation(model, mbs.World(mbs.Ground(), (mbs.PointContact(frame),)), 1e-3)
+    system = simulation.system  # (a model with coupled joints steps as the whole tree)
+    nq, nv = system.nq, system.nv
+    dof_parent = system.dof_parent.view()
+    dof_parent.flags.writeable = False  # as the step passes it
+    none = np.zeros(0)
+    solve_islands(Rows(np.zeros((0, nv)), np.zeros(0, np.int64), np.zeros(0, np.int64), none, none), dof_parent,
+                  none, none, none, none, simulation._settings[0], none, none)
+    stages = RungeKuttaStages(np.zeros((4, nv)), np.zeros((4, nv)), np.zeros(nq), np.zeros(nv))
+    terms = simulation._world[2].copy()  # writable, as the step's views are
+    smooth_step(system.packed, system.neutral_configuration(), np.zeros(nv), simulation._actuation, terms, 1e-3,
+                True, stages, np.zeros(nq), np.zeros(nv), simulation._buffer)
+
+
 def rollouts(model, frame):
     """The dynamics server's ~/rollout: rollouts on threads with ground contact and PD actuators."""
     q, v, qs, vs = _state(model)
@@ -233,20 +257,25 @@ def whole_body_control(model, frame):
 
 # What the nodes call, then the rest, in the order the processes take them up.
 # The simulation first: it is the longest by far (its step kernel inlines the
-# stepping: about two thirds of the nodes' compile time) and calls aba, rnea and
-# crba in signatures of its own, so one process compiles it from the start while
-# the others take the rest in turn. Next the collision queries, whose narrow phase
-# and manifold the step calls in their signatures: another process compiles them
-# while the step's inline pass and its first callees run (about 30 CPU-s), and the
-# step, finding them compiled or compiling (_serialise_compiles), loads them
-# (44 -> 13 CPU-s for its body_pairs; it may wait for them: DESIGN.md). Then the kernels that others call (aba,
-# kinematics, rnea, crba) before those others (contact), which then load them
-# from the cache rather than compile them a second time.
-# (mbs_dynamics_identify is a command a user runs like a node: its regressor is warmed with them)
-NODE_TASKS = (simulation, collision_queries, forward_dynamics, kinematics, inverse_dynamics, mass_matrix, centroidal,
-              contact_forward, contact_inverse, regressor)
-OTHER_TASKS = (derivatives, rnea_forms, id_rate, frame_motion, coriolis, batches, contact_step, coupled_mimic, rollouts,
-               whole_body_control)
+# stepping: about half of the nodes' compile time), so one process compiles it
+# from the start while the others take the rest in turn. Next the step's callees
+# that numba compiles apart, in the step's signatures: the collision queries (the
+# narrow phase and manifold) and step_callees (the Coulomb solver, the smooth
+# integrator and its ABA), which another process compiles while the step's inline
+# pass runs; the step, finding them compiled or compiling (_serialise_compiles),
+# loads them (44 -> 13 CPU-s for its body_pairs; it may wait for them: DESIGN.md).
+# The step's aba, rnea and crba are the nodes' versions (its model typed read-only),
+# compiled once by whichever process needs them first. Then the kernels that others
+# call (aba, kinematics, rnea, crba) before those others (contact), which then load
+# them from the cache rather than compile them a second time. The rollouts last
+# (the dynamics server preloads them: left to it, the first run's server compiled
+# them at its start), once the step is in the cache (AFTER). mbs_dynamics_identify's
+# regressor is left to the rest (`./dev run` does not call it; its first call
+# compiles it, about 4 CPU-s).
+NODE_TASKS = (simulation, collision_queries, step_callees, forward_dynamics, kinematics, inverse_dynamics, mass_matrix,
+              centroidal, contact_forward, contact_inverse, rollouts)
+OTHER_TASKS = (derivatives, rnea_forms, id_rate, frame_motion, coriolis, batches, contact_step, coupled_mimic,
+               regressor, whole_body_control)
 TASKS = {task.__name__: task for task in NODE_TASKS + OTHER_TASKS}
 # Tasks that call the simulation's step kernel in its signature (contact_step's set-up is typed as Simulation's; the
 # rollouts call it from their kernel), started only once the simulation's task has put it in the cache, which they

@@ -15,7 +15,7 @@ from mbs_dynamics.algorithms.rnea import rnea_kernel
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_MATRIX, all_finite, invalid
 from mbs_dynamics.multibody.configuration import integrate_kernel
 from mbs_dynamics.multibody.model import unpack_model
-from mbs_dynamics.multibody.workspace import untracked
+from mbs_dynamics.multibody.workspace import readonly, untracked
 from mbs_dynamics.simulation.stepping.actuation import actuated_terms, has_gains, newly_clamped
 from mbs_dynamics.simulation.stepping.integrator import EULER, RKMK4, smooth_step
 from mbs_dynamics.simulation.stepping.islands import solve_islands
@@ -288,8 +288,11 @@ def simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, result
     the call 1 us more), those of the last step, with the previous step's
     impulses as the warm starts. Stops at a step it cannot
     take (the state is the one before it); the REPORT says why."""
-    # every array as an untracked view (workspace.untracked): the arguments live until the kernel returns
-    packed, buffer, dof_parent = (untracked(packed[0]), untracked(packed[1])), untracked(buffer), untracked(dof_parent)
+    # every array as an untracked view (workspace.untracked): the arguments live until the kernel returns; the
+    # model's typed read-only, as the nodes' calls pass it, so that the step's aba_kernel, rnea_kernel and
+    # crba_paths_kernel are the versions the nodes use (one compile each in the warm-up, not two)
+    packed = (readonly(untracked(packed[0])), readonly(untracked(packed[1])))
+    buffer, dof_parent = untracked(buffer), readonly(untracked(dof_parent))
     model = unpack_model(packed)
     step = settings[0]
     q, v, actuation = untracked(q), untracked(v), untracked(actuation)

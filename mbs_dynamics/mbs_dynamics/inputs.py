@@ -46,11 +46,12 @@ def invalid(model, q, v, a):
 
 @njit(cache=True, inline="always")
 def finite_vector(x):
-    """True when every element of the vector x is finite."""
+    """True when every element of the vector x is finite: counted without a
+    branch as all_finite does (which LLVM vectorises: TALOS's q in a few ns)."""
+    infinite = 0
     for k in range(x.shape[0]):
-        if not math.isfinite(x[k]):
-            return False
-    return True
+        infinite += (x[k] - x[k]) != 0.0
+    return infinite == 0
 
 
 @njit(cache=True)

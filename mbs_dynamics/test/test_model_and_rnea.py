@@ -6,7 +6,9 @@ from __future__ import annotations
 import mbs_dynamics as mbs
 import numpy as np
 import pytest
+from mbs_dynamics.multibody.model import unpack_model
 from mbs_dynamics.spatial import algebra as spatial
+from numba import njit
 
 from helpers import FLOATING, chain, close, mass_matrix_by_rnea
 from oracles import REAL_ROBOTS, Pair, robot_path
@@ -86,6 +88,22 @@ def test_bundled_arm_model():
         model.q_index("joint8")
     with pytest.raises(ValueError, match="has no frame 'gripper'"):
         model.frame("gripper")
+
+
+@njit
+def _body_count_of(packed):
+    return unpack_model(packed).parent.shape[0]
+
+
+def test_a_packed_model_shorter_than_its_layout_raises():
+    """lay_out_model views the model's fields unchecked and checks the
+    layout's ends once: a float or an int array one short raises."""
+    model = mbs.Model.from_urdf_file(mbs.bundled_robot("arm7"))
+    floats, ints = model.packed
+    assert _body_count_of((floats, ints)) == model.nbodies
+    for short in ((floats[:-1], ints), (floats, ints[:-1])):
+        with pytest.raises(ValueError, match="model layout larger than its buffers"):
+            _body_count_of(short)
 
 
 def test_floating_base_and_mimic_options():

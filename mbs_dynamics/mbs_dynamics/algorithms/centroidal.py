@@ -13,12 +13,12 @@ import numpy as np
 from numba import njit, types
 
 from mbs_dynamics import inputs
-from mbs_dynamics.algorithms.crba import composite_momenta, composite_momentum
+from mbs_dynamics.algorithms.crba import COMPOSITE_FLOATS_PER_BODY, composite_momenta, composite_momentum
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RESULT, RESULT_MATRIX, VECTOR, \
     ExactKernel, all_finite, invalid, vectors_fit
 from mbs_dynamics.multibody.joints import axis_forward_pass, body_velocity
 from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
-from mbs_dynamics.multibody.workspace import call_scratch, kinematic_views, new_scratch, scratch, take
+from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, small_call_scratch, take
 from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import force_to_parent, inertia_times, rotate, row, store
 
@@ -37,12 +37,18 @@ def moment_about(c0, c1, c2, k0, k1, k2, l0, l1, l2):
     return k0 - (c1 * l2 - c2 * l1), k1 - (c2 * l0 - c0 * l2), k2 - (c0 * l1 - c1 * l0)
 
 
-@njit(cache=True)
-def momentum_kernel(packed, q, v, out, buffer):
-    """out[0:6] = h_G = [k_G; l] (world axes, about the CoM); out[6:9] = c;
-    out[9] = the kinetic energy 1/2 sum_i v_i^T I_i v_i (body frames) + 1/2 armature v^2.
-    Returns INVALID_INPUT without computing when q or v is invalid
-    (inputs.invalid), NONFINITE_RESULT when out overflows, else 0."""
+# Floats a body of momentum_kernel's layout: its KinematicViews (60), velocity,
+# momentum (6 each) and mass and first moment (4): small_call_scratch's.
+MOMENTUM_FLOATS_PER_BODY = 76
+
+
+@njit(cache=True, inline="always")  # into centroidal_momentum's call: q, v and out counted in and out no more
+def momentum_kernel(packed, q, v, out, buffer, energy):
+    """out[0:6] = h_G = [k_G; l] (world axes, about the CoM); when `energy`,
+    also out[6:9] = c and out[9] = the kinetic energy 1/2 sum_i v_i^T I_i v_i
+    (body frames) + 1/2 armature v^2 (out of 10; else of 6, for h_G alone:
+    centroidal_momentum). Returns INVALID_INPUT without computing when q or v
+    is invalid (inputs.invalid), NONFINITE_RESULT when out overflows, else 0."""
     model = unpack_model(packed)
     if invalid(model, q, v, v[:0]):
         return INVALID_INPUT
@@ -63,8 +69,9 @@ def momentum_kernel(packed, q, v, out, buffer):
         moment[i, 0] = model.mass[i]
         moment[i, 1], moment[i, 2], moment[i, 3] = model.first_moment[i, 0], model.first_moment[i, 1], \
             model.first_moment[i, 2]
-        for k in range(6):
-            kinetic += 0.5 * v_i[k] * h_i[k]
+        if energy:
+            for k in range(6):
+                kinetic += 0.5 * v_i[k] * h_i[k]
     h_O[:] = 0.0
     mc_O[:] = 0.0
     m_O = 0.0
@@ -87,22 +94,24 @@ def momentum_kernel(packed, q, v, out, buffer):
     c0, c1, c2 = center_of_mass_from(m_O, mc_O)
     out[0], out[1], out[2] = moment_about(c0, c1, c2, h_O[0], h_O[1], h_O[2], h_O[3], h_O[4], h_O[5])
     out[3], out[4], out[5] = h_O[3], h_O[4], h_O[5]
-    out[6], out[7], out[8] = c0, c1, c2
-    for k in range(v.shape[0]):  # and the rotors' (model.armature)
-        kinetic += 0.5 * model.armature[k] * v[k] * v[k]
-    out[9] = kinetic
+    if energy:
+        out[6], out[7], out[8] = c0, c1, c2
+        for k in range(v.shape[0]):  # and the rotors' (model.armature)
+            kinetic += 0.5 * model.armature[k] * v[k] * v[k]
+        out[9] = kinetic
     return 0 if all_finite(out) else NONFINITE_RESULT
 
 
 @njit(cache=True, nogil=True)
 def momentum_batch_kernel(packed, q, v, out, status):
-    """momentum_kernel for each state of a batch (parallel.run_batch)."""
+    """momentum_kernel for each state of a batch (parallel.run_batch), with the
+    energy when out has 10 columns."""
     buffer = new_scratch(body_count(packed))
     for b in range(q.shape[0]):
-        status[b] = momentum_kernel(packed, q[b], v[b], out[b], buffer)
+        status[b] = momentum_kernel(packed, q[b], v[b], out[b], buffer, out.shape[1] > 6)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # into its matrix's call: q, A and com counted in and out no more
 def momentum_matrix_kernel(packed, q, A, com, buffer):
     """A = A_G (6, nv) and com = c. Column j of A_O is the momentum, about the
     world origin, of the bodies moved by coordinate j at unit speed: I^C_i S_i
@@ -134,17 +143,13 @@ def momentum_matrix_kernel(packed, q, A, com, buffer):
 
 
 def _centroidal_momentum_call(flat, q, v, h):
-    """h = h_G (6,) by momentum_kernel on model.packed_flat and a scratch buffer
-    of its own: centroidal_momentum's fast path (inputs.ExactKernel). Wrong
-    lengths: INVALID_INPUT."""
+    """h = h_G (6,) by momentum_kernel (without the energy) on
+    model.packed_flat and a scratch buffer of its own: centroidal_momentum's
+    fast path (inputs.ExactKernel). Wrong lengths: INVALID_INPUT."""
     packed = unflatten(flat)
     if not vectors_fit(packed[1], q, v, v):
         return INVALID_INPUT
-    buffer = call_scratch(body_count(packed))
-    out, _ = take(buffer, buffer.shape[0] - 10, (10,))  # past the kernel's layout
-    status = momentum_kernel(packed, q, v, out, buffer)
-    h[:] = out[:6]
-    return status
+    return momentum_kernel(packed, q, v, h, small_call_scratch(body_count(packed), MOMENTUM_FLOATS_PER_BODY), False)
 
 
 def _centroidal_momentum_matrix_call(flat, q, A):
@@ -154,7 +159,7 @@ def _centroidal_momentum_matrix_call(flat, q, A):
     packed = unflatten(flat)
     if not vectors_fit(packed[1], q, A[0], A[0]):
         return INVALID_INPUT
-    buffer = call_scratch(body_count(packed))
+    buffer = small_call_scratch(body_count(packed), COMPOSITE_FLOATS_PER_BODY)
     com, _ = take(buffer, buffer.shape[0] - 3, (3,))  # past the kernel's layout
     return momentum_matrix_kernel(packed, q, A, com, buffer)
 
@@ -165,16 +170,18 @@ _CENTROIDAL_MOMENTUM_MATRIX = ExactKernel(_centroidal_momentum_matrix_call, type
 _empty, _ndarray, _float64 = np.empty, inputs.NDARRAY, inputs.FLOAT64  # globals, not attributes: 20 ns a call
 
 
-def _momentum(model: Model, q, v) -> np.ndarray:
-    """[h_G (6); c (3); kinetic energy] of shaped q and v, one state or a batch."""
+def _momentum(model: Model, q, v, energy: bool = True) -> np.ndarray:
+    """[h_G (6); c (3); kinetic energy] of shaped q and v, one state or a batch;
+    h_G alone (6) without `energy` (an overflow of the energy is no error then)."""
+    width = 10 if energy else 6
     if q.ndim == 2:
-        out = np.empty((q.shape[0], 10))
+        out = np.empty((q.shape[0], width))
         status = np.empty(q.shape[0], dtype=np.int64)
         run_batch(momentum_batch_kernel, (model.packed,), (q, v, out, status), model.nbodies)
         failed = status.any()
     else:
-        out = np.empty(10)
-        status = momentum_kernel(model.packed, q, v, out, scratch(model))
+        out = np.empty(width)
+        status = momentum_kernel(model.packed, q, v, out, scratch(model), energy)
         failed = status != 0
     if failed:
         inputs.refuse(model, status, "the centroidal momentum", q, (v, "v"))
@@ -206,7 +213,7 @@ def centroidal_momentum(model: Model, q, v) -> np.ndarray:
     q = inputs.shaped(model, q, model.nq, "q")
     v = inputs.shaped(model, v, model.nv, "v")
     inputs.same_batch(q, v)
-    return _momentum(model, q, v)[..., :6]
+    return _momentum(model, q, v, energy=False)
 
 
 def centroidal_state(model: Model, q, v) -> tuple[np.ndarray, np.ndarray]:

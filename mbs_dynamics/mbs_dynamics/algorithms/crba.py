@@ -19,7 +19,7 @@ from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RE
     all_finite, invalid, vectors_fit
 from mbs_dynamics.multibody.joints import joint_placement, motion_subspace, world_subspace
 from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
-from mbs_dynamics.multibody.workspace import call_scratch, kinematic_views, new_scratch, scratch, take
+from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, small_call_scratch, take
 from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import inertia_times, row
 
@@ -89,6 +89,10 @@ def world_motion_subspaces(packed, S, world_R, world_p, out):
 # (mass_c, first_moment_c, inertia_c) and motion subspace S_world about the world
 # origin in world axes.
 CompositeViews = namedtuple("CompositeViews", ("mass_c", "first_moment_c", "inertia_c", "S_world"))
+# Floats a body of composite_momenta's layout: its KinematicViews (60) and
+# CompositeViews (49): a call's scratch (small_call_scratch) on the stack up
+# to 35 bodies (TALOS's 33 too, where call_scratch's was on the heap).
+COMPOSITE_FLOATS_PER_BODY = 109
 
 
 @njit(cache=True, inline="always")
@@ -157,8 +161,8 @@ def composite_inertias(packed, model, q, M, buffer, full):
         M[k, k] += model.armature[k]
 
 
-@njit(cache=True)
-def crba_kernel(packed, q, M, buffer):
+@njit(cache=True, inline="always")  # into mass_matrix's call: q and M counted in and out no more (crba_kernel's)
+def crba(packed, q, M, buffer):
     """M(q) by the CRBA (composite_inertias), every entry written. Returns
     INVALID_INPUT without computing when q is invalid (inputs.invalid),
     NONFINITE_RESULT when M overflows, else 0."""
@@ -170,6 +174,13 @@ def crba_kernel(packed, q, M, buffer):
             M[r, c] = 0.0
     composite_inertias(packed, model, q, M, buffer, True)
     return 0 if all_finite(M) else NONFINITE_RESULT
+
+
+@njit(cache=True)
+def crba_kernel(packed, q, M, buffer):
+    """crba, compiled once for the callers that need not inline it (batches,
+    the coupled forward dynamics, mass_matrix's checked path)."""
+    return crba(packed, q, M, buffer)
 
 
 @njit(cache=True)
@@ -206,12 +217,12 @@ def crba_batch_kernel(packed, q, M, status):
 
 
 def _mass_matrix_call(flat, q, M):
-    """crba_kernel on model.packed_flat and a scratch buffer of its own:
+    """crba on model.packed_flat and a scratch buffer of its own:
     mass_matrix's fast path (inputs.ExactKernel). A wrong length: INVALID_INPUT."""
     packed = unflatten(flat)
     if not (vectors_fit(packed[1], q, M[0], M[0]) and M.shape[0] == M.shape[1]):
         return INVALID_INPUT
-    return crba_kernel(packed, q, M, call_scratch(body_count(packed)))
+    return crba(packed, q, M, small_call_scratch(body_count(packed), COMPOSITE_FLOATS_PER_BODY))
 
 
 _MASS_MATRIX = ExactKernel(_mass_matrix_call, types.int64, PACKED_FLAT, VECTOR, RESULT_MATRIX)

@@ -109,11 +109,20 @@ def float_view(ints, offset, size):
 def take(buffer, offset, shape):
     """The next block of the 1-D `buffer` as an untracked array of `shape`, and
     the offset after it. A layout that outgrows the buffer raises."""
+    view, end = take_unchecked(buffer, offset, shape)
+    if end > buffer.shape[0]:
+        raise ValueError("scratch layout larger than its buffer")
+    return view, end
+
+
+@njit(cache=True)
+def take_unchecked(buffer, offset, shape):
+    """take without its bound check, for a layout that its caller checks as a
+    whole (its end against the buffer's): a view no kernel reads then costs
+    nothing (LLVM drops it), where each check stays (a branch to a raise)."""
     size = 1
     for extent in shape:
         size *= extent
-    if offset + size > buffer.shape[0]:
-        raise ValueError("scratch layout larger than its buffer")
     return carray(_element_pointer(buffer, offset), shape), offset + size
 
 

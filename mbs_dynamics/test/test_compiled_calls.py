@@ -123,7 +123,7 @@ def test_a_signature_entry_is_compiled_for_the_types_given_and_reads_any_layout(
 @njit
 def _fill_scratch(nbodies, value):
     """A call_scratch buffer filled with value, read back: its size * 1000 + the mean."""
-    buffer = call_scratch(nbodies)
+    buffer = call_scratch(nbodies, FLOATS_PER_BODY)
     buffer[:] = value
     return buffer.shape[0] * 1000.0 + buffer.sum() / buffer.shape[0]
 

@@ -18,7 +18,7 @@ from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RE
     ExactKernel, all_finite, invalid, vectors_fit
 from mbs_dynamics.multibody.joints import axis_forward_pass, body_velocity
 from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
-from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, small_call_scratch, take
+from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, call_scratch, take
 from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import force_to_parent, inertia_times, rotate, row, store
 
@@ -38,7 +38,7 @@ def moment_about(c0, c1, c2, k0, k1, k2, l0, l1, l2):
 
 
 # Floats a body of momentum_kernel's layout: its KinematicViews (60), velocity,
-# momentum (6 each) and mass and first moment (4): small_call_scratch's.
+# momentum (6 each) and mass and first moment (4): call_scratch's.
 MOMENTUM_FLOATS_PER_BODY = 76
 
 
@@ -149,7 +149,7 @@ def _centroidal_momentum_call(flat, q, v, h):
     packed = unflatten(flat)
     if not vectors_fit(packed[1], q, v, v):
         return INVALID_INPUT
-    return momentum_kernel(packed, q, v, h, small_call_scratch(body_count(packed), MOMENTUM_FLOATS_PER_BODY), False)
+    return momentum_kernel(packed, q, v, h, call_scratch(body_count(packed), MOMENTUM_FLOATS_PER_BODY), False)
 
 
 def _centroidal_momentum_matrix_call(flat, q, A):
@@ -159,7 +159,7 @@ def _centroidal_momentum_matrix_call(flat, q, A):
     packed = unflatten(flat)
     if not vectors_fit(packed[1], q, A[0], A[0]):
         return INVALID_INPUT
-    buffer = small_call_scratch(body_count(packed), COMPOSITE_FLOATS_PER_BODY)
+    buffer = call_scratch(body_count(packed), COMPOSITE_FLOATS_PER_BODY)
     com, _ = take(buffer, buffer.shape[0] - 3, (3,))  # past the kernel's layout
     return momentum_matrix_kernel(packed, q, A, com, buffer)
 

@@ -19,7 +19,7 @@ from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RE
     all_finite, invalid, vectors_fit
 from mbs_dynamics.multibody.joints import joint_placement, motion_subspace, world_subspace
 from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
-from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, small_call_scratch, take
+from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, call_scratch, take
 from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import inertia_times, row
 
@@ -90,7 +90,7 @@ def world_motion_subspaces(packed, S, world_R, world_p, out):
 # origin in world axes.
 CompositeViews = namedtuple("CompositeViews", ("mass_c", "first_moment_c", "inertia_c", "S_world"))
 # Floats a body of composite_momenta's layout: its KinematicViews (60) and
-# CompositeViews (49): a call's scratch (small_call_scratch) on the stack up
+# CompositeViews (49): a call's scratch (call_scratch) on the stack up
 # to 35 bodies (TALOS's 33 too, where call_scratch's was on the heap).
 COMPOSITE_FLOATS_PER_BODY = 109
 
@@ -222,7 +222,7 @@ def _mass_matrix_call(flat, q, M):
     packed = unflatten(flat)
     if not (vectors_fit(packed[1], q, M[0], M[0]) and M.shape[0] == M.shape[1]):
         return INVALID_INPUT
-    return crba(packed, q, M, small_call_scratch(body_count(packed), COMPOSITE_FLOATS_PER_BODY))
+    return crba(packed, q, M, call_scratch(body_count(packed), COMPOSITE_FLOATS_PER_BODY))
 
 
 _MASS_MATRIX = ExactKernel(_mass_matrix_call, types.int64, PACKED_FLAT, VECTOR, RESULT_MATRIX)

@@ -13,7 +13,7 @@ from mbs_dynamics.multibody.joints import body_acceleration, body_jerk, body_vel
     motion_subspace, parent_placement, world_column, world_subspace
 from mbs_dynamics.multibody.model import FLOATING, PRISMATIC, REVOLUTE, Model, body_count, frame_count, \
     frame_placement, unflatten, unpack_model
-from mbs_dynamics.multibody.workspace import kinematic_views, scratch, small_call_scratch, take
+from mbs_dynamics.multibody.workspace import kinematic_views, scratch, call_scratch, take
 from mbs_dynamics.spatial.algebra import cross, motion_cross, rotate, rotate_back
 from mbs_dynamics.spatial.lie import pose
 
@@ -386,7 +386,7 @@ def _frame_jacobian_call(flat, q, frame, representation, J):
             and 0 <= representation < len(REPRESENTATIONS)):
         return INVALID_INPUT
     return frame_jacobian_kernel(packed, q, frame_placement(flat, frame), representation, J,
-                                 small_call_scratch(body_count(packed), FRAME_JACOBIAN_FLOATS_PER_BODY))
+                                 call_scratch(body_count(packed), FRAME_JACOBIAN_FLOATS_PER_BODY))
 
 
 _FRAME_JACOBIAN = ExactKernel(_frame_jacobian_call, types.int64, PACKED_FLAT, VECTOR, types.int64, types.int64,

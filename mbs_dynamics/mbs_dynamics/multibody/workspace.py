@@ -39,26 +39,16 @@ def _stack_floats(typingctx, size):
 
 
 @njit(cache=True, inline="always")
-def call_scratch(nbodies):
-    """new_scratch's buffer for one call from Python (an ExactKernel's
-    function), on that function's stack when it has at most
-    STACK_SCRATCH_FLOATS: a malloc and free less, 35-40 ns of a UR5's mass
-    matrix. Inlined (numba's inlining: the stack is the caller's), it is
-    valid until the caller returns, so only a function that runs once a
-    call may take it (in a loop, every pass would take more stack)."""
-    size = nbodies * FLOATS_PER_BODY + FLOATS_FIXED
-    if size <= STACK_SCRATCH_FLOATS:
-        return carray(_stack_floats(size), (size,))
-    return new_scratch(nbodies)
-
-
-@njit(cache=True, inline="always")
-def small_call_scratch(nbodies, floats_per_body):
-    """call_scratch's buffer of floats_per_body per body (and FLOATS_FIXED),
-    for a kernel that lays out fewer than FLOATS_PER_BODY: on the stack up
-    to STACK_SCRATCH_FLOATS (the frame Jacobian's 91 a body: TALOS's too,
-    where call_scratch's 80 KB on the heap cost some 0.2 µs a call). The
-    same limits as call_scratch (inlined; once a call)."""
+def call_scratch(nbodies, floats_per_body):
+    """new_scratch's buffer of floats_per_body per body (and FLOATS_FIXED)
+    for one call from Python (an ExactKernel's function), sized by what its
+    kernel lays out (the frame Jacobian's 91 a body, not 256), on that
+    function's stack when it has at most STACK_SCRATCH_FLOATS: a malloc and
+    free less (35-40 ns of a UR5's mass matrix; TALOS's 80 KB on the heap
+    cost some 0.2 µs a call). Inlined (numba's inlining: the stack is the
+    caller's), it is valid until the caller returns, so only a function that
+    runs once a call may take it (in a loop, every pass would take more
+    stack)."""
     size = nbodies * floats_per_body + FLOATS_FIXED
     if size <= STACK_SCRATCH_FLOATS:
         return carray(_stack_floats(size), (size,))

@@ -544,3 +544,50 @@ def test_contact_step_repeated_set_up_gives_the_first_calls_results():
         mbs.contact_step(model, q, v, tau, DT, points, ground, warm_start=np.zeros((3, 3)))
     same(mbs.contact_step(model, q, v, tau, DT, points, ground), expected)
     assert api._last_step.kept.entry is not api.kept_step_kernel  # the kept set-up calls the compiled entry
+
+
+def test_contact_step_takes_its_pools_again_only_once_nothing_holds_their_results():
+    """A loop that keeps its last results alone steps in turns in two pools of
+    records (api._Pools); a result still held, or any view of its records or
+    states, keeps its pool from being taken again: what it holds stays as it
+    was, and the steps after are those of new pools."""
+    from mbs_dynamics.simulation.stepping import api
+
+    model, q0 = solo12_standing()
+    points = [mbs.PointContact(f) for f in FEET]
+    tau = np.zeros(model.nv)
+    ground = mbs.Ground(friction=0.8)
+
+    def steps(q, v, warm, count):
+        """count calls from (q, v, warm): the last result and the pools the calls took."""
+        pools = []
+        for _ in range(count):
+            result = mbs.contact_step(model, q, v, tau, DT, points, ground, warm_start=warm)
+            q, v, warm = result.q, result.v, result.impulses
+            if not any(taken is api._last_step.kept.current for taken in pools):
+                pools.append(api._last_step.kept.current)
+        return result, pools
+
+    api._last_step.forget()
+    result, pools = steps(q0, np.zeros(model.nv), None, 6 * api.RESULTS_POOL)
+    assert len(pools) == 2
+    def values(held):
+        """What a held result or view reads, as bytes."""
+        if isinstance(held, mbs.ContactStep):
+            return [np.array(value).tobytes() for value in (held.q, held.v, held.impulses, held.points, held.contacts,
+                                                            held.coordinates, held.bodies, held.report)]
+        return np.array(held).tobytes()
+
+    for hold in (lambda r: r, lambda r: r.q, lambda r: r.v[3:], lambda r: r.impulses, lambda r: r.points,
+                 lambda r: r.contacts["impulse"], lambda r: r.coordinates, lambda r: r.bodies, lambda r: r.report):
+        start, held_pools = (result.q.copy(), result.v.copy(), result.impulses.copy()), api._last_step.kept.current
+        held = hold(result)
+        seen = values(held)
+        result = None  # only `held` holds its pool now
+        result, pools = steps(*start, 3 * api.RESULTS_POOL)
+        assert len(pools) == 2 and not any(taken is held_pools for taken in pools)  # a new pool instead
+        assert values(held) == seen
+    start, last_pools = (result.q.copy(), result.v.copy(), result.impulses.copy()), api._last_step.kept.current
+    del held, result
+    result, pools = steps(*start, 3 * api.RESULTS_POOL)
+    assert len(pools) == 2 and any(taken is last_pools for taken in pools)  # nothing held: taken again

@@ -65,17 +65,19 @@ def test_contact_step_and_the_simulation_call_the_step_in_one_signature(points):
     system = simulation.system
     simulation_types = _step_types(system.packed, system.dof_parent, simulation._world, simulation._actuation,
                                    simulation._settings, simulation._q, simulation._v, tuple(simulation._results),
-                                   simulation._buffer)
+                                   simulation._buffer, *simulation._work)
     for terms in (False, True):
         mbs.contact_step(model, q, v, v, 1e-3, contacts, mbs.Ground(height=1.0), joint_limits=terms,
                          joint_damping=terms, joint_friction=terms)
         kept = stepping_api._last_step.kept
         results = (*(pool[0] for pool in kept.pools[:4]), stepping_api.NO_COLLISIONS, kept.pools[4][0])
-        assert _step_types(*kept.fixed, kept.q_rows[0], kept.v_rows[0], results, kept.buffer) == simulation_types
+        assert _step_types(*kept.fixed, kept.q_rows[0], kept.v_rows[0], results, kept.buffer, *kept.work) == \
+            simulation_types
         # what the set-up's compiled step passes on: the same arrays
         fields = kept.setup._numba_type_.field_dict
-        assert [fields[name] for name in ("packed", "dof_parent", "world", "actuation", "settings", "buffer")] == \
-            _step_types(*kept.fixed, kept.buffer)
+        assert [fields[name] for name in ("packed", "dof_parent", "world", "actuation", "settings", "buffer",
+                                          "work_floats", "work_ints")] == _step_types(*kept.fixed, kept.buffer,
+                                                                                      *kept.work)
 
 
 def test_the_tasks_that_load_the_step_start_once_the_simulation_has_compiled_it(monkeypatch):

@@ -33,7 +33,7 @@ from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_M
 from mbs_dynamics.multibody.model import Model
 from mbs_dynamics.parallel import get_num_threads, run_together
 from mbs_dynamics.simulation.simulation import DEFAULT_INTEGRATOR, MARGIN, Actuators, Simulation, World
-from mbs_dynamics.simulation.stepping import copy_records, new_results
+from mbs_dynamics.simulation.stepping import copy_records, new_results, work_buffers
 from mbs_dynamics.simulation.stepping.stages import simulate_kernel
 
 STATUS_NAMES = {0: "done", INVALID_INPUT: "invalid input", NONFINITE_RESULT: "non-finite result",
@@ -77,13 +77,14 @@ class Rollouts:
 
 
 @njit(cache=True, nogil=True)
-def rollout_kernel(packed, dof_parent, world, settings, actuation, results, buffer, q, v, q_start, v_start, q0, v0,
-                   efforts, position_targets, velocity_targets, contact_count, stride, first, every, q_out, v_out,
-                   forces_out, status, steps_taken, unconverged):
+def rollout_kernel(packed, dof_parent, world, settings, actuation, results, buffer, work_floats, work_ints, q, v,
+                   q_start, v_start, q0, v0, efforts, position_targets, velocity_targets, contact_count, stride, first,
+                   every, q_out, v_out, forces_out, status, steps_taken, unconverged):
     """Rollouts first, first + every, ... < N (module docstring), one at a time
     in this workspace, the GIL released (one thread's share): the system's q,
     v (from q_start, v_start: the objects' poses, the robot's from q0, v0),
-    the actuation and results records (a plain tuple) and the scratch buffer;
+    the actuation and results records (a plain tuple), the scratch buffer
+    and the work buffers (work.work_buffers);
     settings: SETTINGS (1,) of one step a call. Efforts and targets of shape
     (N, T, nv), or (0, 0, 0): none (zero efforts; the targets the actuation
     holds). Each step is a call of simulate_kernel, Simulation.step's own
@@ -119,7 +120,8 @@ def rollout_kernel(packed, dof_parent, world, settings, actuation, results, buff
             if not (finite_vector(actuation["position_target"]) and finite_vector(actuation["velocity_target"])):
                 status[i] = INVALID_INPUT
             else:
-                simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, results, buffer)
+                simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, results, buffer, work_floats,
+                                work_ints)
                 status[i] = report[0].status
                 unconverged[i] += report[0].unconverged
             if status[i] != 0:
@@ -180,12 +182,14 @@ class RolloutPlan:
         self.settings["steps"] = 1
 
     def workspace(self):
-        """(actuation, results, buffer, q, v) of one thread: the template's copies."""
+        """(actuation, results, buffer, work floats, work ints, q, v) of one
+        thread: the template's copies."""
         sim = self.template
         system = sim._system.model
         results = new_results(*sim._results.contacts.shape, system.nv, system.nbodies, sim._results.collisions.shape[0])
         buffer = np.zeros_like(sim._buffer)
-        return copy_records(sim._actuation), tuple(results), buffer, sim._q.copy(), sim._v.copy()
+        work = work_buffers(system, sim._world, results.collisions)
+        return copy_records(sim._actuation), tuple(results), buffer, *work, sim._q.copy(), sim._v.copy()
 
     def arguments(self):
         sim = self.template

@@ -58,6 +58,7 @@ from mbs_dynamics.simulation.stepping import (
     resolve_points,
     simulate_kernel,
     step_settings,
+    work_buffers,
 )
 
 DEFAULT_INTEGRATOR = "rk4"
@@ -276,6 +277,7 @@ class Simulation:
         self._q, self._v = q, v
         self.q, self.v = q[:model.nq], v[:model.nv]  # the robot's: views of the system's state
         self._buffer = scratch(whole)
+        self._work = work_buffers(whole, self._world, results.collisions)
         self._robot_points = len(robot_points)
         self.world = world
         self.last = None  # its forces are of the old contact points
@@ -408,7 +410,7 @@ class Simulation:
         q_before, v_before = self._q.copy(), self._v.copy()
         results = self._results
         simulate_kernel(system.packed, system.dof_parent, self._world, actuation, self._settings, self._q, self._v,
-                        tuple(results), self._buffer)
+                        tuple(results), self._buffer, *self._work)
         report = results.report.copy()
         self.steps += int(report["steps"][0])
         check_report(system, report, "the simulation step", q_before, (v_before, "v"), (actuation["effort"], "tau"),

@@ -129,8 +129,9 @@ from mbs_dynamics.simulation.stepping.obstacles import (
 )
 from mbs_dynamics.simulation.stepping.records import ACTUATOR, OBSTACLE, SETTINGS, SPHERE, copy_records, new_record
 from mbs_dynamics.simulation.stepping.stages import StepResults, simulate_kernel
+from mbs_dynamics.simulation.stepping.work import work_buffers
 
 __all__ = ["ACTUATOR", "BOX", "DEFAULT_GROUND", "INTEGRATOR_CODES", "NO_COLLIDE", "OBSTACLE", "PLANE", "SETTINGS",
            "SPHERE", "Box", "ContactStep", "Ground", "StepResults", "check_report", "contact_step", "copy_records",
            "effort_actuation", "joint_terms", "new_record", "new_results", "obstacle_records", "position_limits",
-           "resolve_points", "runge_kutta_step", "simulate_kernel", "sphere_gaps", "step_settings"]
+           "resolve_points", "runge_kutta_step", "simulate_kernel", "sphere_gaps", "step_settings", "work_buffers"]

@@ -4,6 +4,7 @@ contact_step, one step against the ground."""
 from __future__ import annotations
 
 import threading
+from sys import getrefcount
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -36,6 +37,7 @@ from mbs_dynamics.simulation.stepping.records import (
     new_record,
 )
 from mbs_dynamics.simulation.stepping.stages import StepResults, simulate_kernel
+from mbs_dynamics.simulation.stepping.work import work_buffers
 
 NO_COLLIDE = np.zeros((1, 1), dtype=np.bool_)  # a world without shapes of bodies: no pair to look up
 NO_COLLIDE.setflags(write=False)
@@ -200,7 +202,7 @@ class ContactStep:
 
 class PooledContactStep(ContactStep):
     """contact_step's ContactStep: row `row` of the pools of a kept set-up
-    (_KeptStep.new_pools: points, contacts, coordinates, bodies, reports,
+    (_Pools.records: points, contacts, coordinates, bodies, reports,
     ...), its records viewed when read (a view made from Python costs 0.1 us,
     and a loop reads q, v and the impulses alone). Pickles as a ContactStep."""
 
@@ -269,8 +271,8 @@ def _world(model: Model, points: tuple, ground, options: tuple) -> tuple:
         return _step_world.__wrapped__(model, points, ground, *options)
 
 
-# contact_step's result records (and the states it returns) are made this many calls' at once: a structured
-# array costs 0.3-0.6 us to make, a row of one 0.1
+# contact_step's result records (and the states it returns) are made this many calls' at once (_Pools): a
+# structured array costs 0.3-0.6 us to make, a row of one 0.1
 RESULTS_POOL = 32
 
 _ndarray, _float64 = np.ndarray, np.dtype(np.float64)
@@ -287,20 +289,21 @@ class StepSetupType(types.StructRef):
 class StepSetup(structref.StructRefProxy):
     """What a contact_step call passes to simulate_kernel but its state, in one
     object (one argument to unbox, where passing them cost 23 arrays' unboxing,
-    0.8 us a call): simulate_kernel's first five arguments and its scratch
-    buffer, the pools of result records and of the states a call returns
-    (RESULTS_POOL rows each, zero: _KeptStep.new_pool) and the empty
-    COLLISION records."""
+    0.8 us a call): simulate_kernel's first five arguments, its scratch
+    buffer and its work buffers (work.work_buffers), the pools of result
+    records and of the states a call returns (RESULTS_POOL rows each, zero:
+    _KeptStep.new_pool) and the empty COLLISION records."""
 
-    def __new__(cls, packed, dof_parent, world, actuation, settings, buffer, points, contacts, coordinates, bodies,
-                collisions, reports, q_rows, v_rows):
-        return structref.StructRefProxy.__new__(cls, packed, dof_parent, world, actuation, settings, buffer, points,
-                                                contacts, coordinates, bodies, collisions, reports, q_rows, v_rows)
+    def __new__(cls, packed, dof_parent, world, actuation, settings, buffer, work_floats, work_ints, points, contacts,
+                coordinates, bodies, collisions, reports, q_rows, v_rows):
+        return structref.StructRefProxy.__new__(cls, packed, dof_parent, world, actuation, settings, buffer,
+                                                work_floats, work_ints, points, contacts, coordinates, bodies,
+                                                collisions, reports, q_rows, v_rows)
 
 
 structref.define_proxy(StepSetup, StepSetupType, ["packed", "dof_parent", "world", "actuation", "settings", "buffer",
-                                                  "points", "contacts", "coordinates", "bodies", "collisions",
-                                                  "reports", "q_rows", "v_rows"])
+                                                  "work_floats", "work_ints", "points", "contacts", "coordinates",
+                                                  "bodies", "collisions", "reports", "q_rows", "v_rows"])
 
 
 @njit(cache=True)
@@ -327,7 +330,7 @@ def kept_step_kernel(setup, row, q, v, tau, warm_start):
     report = setup.reports[row]
     simulate_kernel(setup.packed, setup.dof_parent, setup.world, actuation, setup.settings, q_next, v_next,
                     (setup.points[row], contacts, setup.coordinates[row], setup.bodies[row], setup.collisions, report),
-                    setup.buffer)
+                    setup.buffer, setup.work_floats, setup.work_ints)
     return report[0].status
 
 
@@ -336,22 +339,66 @@ _ANY_VECTOR, _ANY_MATRIX = types.Array(types.float64, 1, "A"), types.Array(types
 NO_WARM_START = np.zeros((0, 3))
 
 
+class _Pools:
+    """RESULTS_POOL rows of contact_step's result records, zero
+    (`records`: new_results' without collisions, for npoints points, nv
+    coordinates and nbodies bodies: points, contacts, coordinates, bodies,
+    reports; then rows of q (nq,) and v (nv,)), the views of each row's
+    ground impulses, q and v (what a loop reads) and its ContactStep
+    (`results`, its tolerance set by the call that returns it), made at once,
+    and the views of each array's bytes (clear); `unused`: their reference
+    counts (references) while nothing but this object holds them (counted
+    here: no other name holds the records yet)."""
+
+    __slots__ = ("records", "impulses", "q_rows", "v_rows", "results", "bytes", "unused")
+
+    def __init__(self, npoints: int, nq: int, nv: int, nbodies: int):
+        self.records = (np.zeros((RESULTS_POOL, npoints), POINT), np.zeros((RESULTS_POOL, npoints, 1), CONTACT),
+                        np.zeros((RESULTS_POOL, nv), COORDINATE), np.zeros((RESULTS_POOL, nbodies), BODY),
+                        np.zeros((RESULTS_POOL, 1), REPORT), np.zeros((RESULTS_POOL, nq)), np.zeros((RESULTS_POOL, nv)))
+        # list() of an array: its rows' views at C speed (an index from Python costs 0.1 us each)
+        self.impulses = list(self.records[1]["impulse"][:, :, 0])
+        self.q_rows, self.v_rows = list(self.records[5]), list(self.records[6])
+        self.results = [PooledContactStep(self.q_rows[row], self.v_rows[row], self.records, row, 0.0,
+                                          self.impulses[row]) for row in range(RESULTS_POOL)]
+        self.bytes = [records.reshape(-1).view(np.uint8) for records in self.records]
+        self.unused = self.references()
+
+    def references(self) -> list:
+        """The reference counts of the records (their tuple and each array,
+        which every other view of them holds) and of each row's views and
+        ContactStep."""
+        return [getrefcount(self.records), *map(getrefcount, self.records), *map(getrefcount, self.impulses),
+                *map(getrefcount, self.q_rows), *map(getrefcount, self.v_rows), *map(getrefcount, self.results)]
+
+    def clear(self):
+        """Every record and state zero again, as new (their bytes: 0.2 us an
+        array, where a structured array's own zeroing costs 1 us)."""
+        for array_bytes in self.bytes:
+            array_bytes.fill(0)
+
+
 class _KeptStep:
     """A set-up of contact_step kept for a loop that passes the same model,
     points, ground and options every call: what it is for (model, points,
     ground, `options`: the call's keyword values, `terms`: its joint terms as
     booleans; other solver settings alone change only the SETTINGS record,
     `settings`, the set-up's own), simulate_kernel's first five arguments
-    (`fixed`) and scratch `buffer`, the StepSetup holding them (`setup`) and the compiled entries of kept_step_kernel
-    (`entry`) and replace_pools; the shapes of q, v and the warm start; and
-    the pools for the next calls (each call takes the next row, none is taken
-    twice; new pools where used up), each row's ground impulses (the warm
-    start), q and v, and the rows taken.
+    (`fixed`), scratch `buffer` and work buffers (`work`: work.work_buffers),
+    the StepSetup holding them (`setup`) and the compiled entries of
+    kept_step_kernel (`entry`) and replace_pools; the shapes of q, v and the
+    warm start; and
+    the pools for the next calls (_Pools: each call takes the next row, none
+    is taken twice while a result of it is held; `current`, and `spare`, the
+    pools before them, taken again once nothing holds them, else new ones),
+    their records (`pools`), each row's q, v and ContactStep, and the rows
+    taken.
     Slots: an attribute of a threading.local costs 40 ns, and a call reads
     some twenty."""
 
-    __slots__ = ("model", "points", "ground", "options", "terms", "fixed", "buffer", "settings", "setup", "entry",
-                 "replace", "q_shape", "v_shape", "warm_shape", "pools", "impulses", "q_rows", "v_rows", "taken")
+    __slots__ = ("model", "points", "ground", "options", "terms", "fixed", "buffer", "work", "settings", "setup",
+                 "entry", "replace", "q_shape", "v_shape", "warm_shape", "current", "spare", "pools", "q_rows",
+                 "v_rows", "results", "taken")
 
     def __init__(self, model=None, points=(), ground=None, options=(), terms=(), fixed=None, buffer=None):
         """fixed: simulate_kernel's first five arguments (packed, dof_parent,
@@ -366,25 +413,27 @@ class _KeptStep:
             return
         self.settings = fixed[4]
         pools = self.new_pools()
-        self.setup = StepSetup(*fixed, buffer, *pools[:4], NO_COLLISIONS, *pools[4:])
+        self.work = work_buffers(model, fixed[2], NO_COLLISIONS)
+        self.setup = StepSetup(*fixed, buffer, *self.work, *pools.records[:4], NO_COLLISIONS, *pools.records[4:])
         setup_type = self.setup._numba_type_
         self.entry = signature_entry(kept_step_kernel, (setup_type, types.int64, _ANY_VECTOR, _ANY_VECTOR,
                                                         _ANY_VECTOR, _ANY_MATRIX))
         pool_types = [setup_type.field_dict[name] for name in ("points", "contacts", "coordinates", "bodies",
                                                                "reports", "q_rows", "v_rows")]
         self.replace = signature_entry(replace_pools, (setup_type, *pool_types))
+        self.spare = None
         self.use_pools(pools)
 
     def step(self, model: Model, q: np.ndarray, v: np.ndarray, tau: np.ndarray, warm_start, joint_warm_start,
              tolerance: float) -> ContactStep:
         """One step from (q, v), float64 of the model's shapes (not written),
-        under efforts tau (float64, (nv,)), in the next row of the pools (new
-        pools where used up), warm started by warm_start ((npoints, 3)
+        under efforts tau (float64, (nv,)), in the next row of the pools
+        (next_pools where used up), warm started by warm_start ((npoints, 3)
         float64, or None) and joint_warm_start ((nv,) float64, or None);
         values checked by the kernel (check_report)."""
         row = self.taken
         if row == RESULTS_POOL:
-            self.replace(self.setup, *self.use_pools(self.new_pools()))
+            self.next_pools()
             row = 0
         self.taken = row + 1
         if joint_warm_start is not None:
@@ -393,26 +442,33 @@ class _KeptStep:
             # one step: a step it cannot take leaves q and v as they were
             check_report(model, self.pools[4][row], "the contact step", self.q_rows[row], (self.v_rows[row], "v"),
                          (tau, "tau"))
-        return PooledContactStep(self.q_rows[row], self.v_rows[row], self.pools, row, tolerance, self.impulses[row])
+        result = self.results[row]
+        result.tolerance = tolerance
+        return result
 
-    def new_pools(self) -> tuple:
-        """RESULTS_POOL rows of result records, zero (new_results' without
-        collisions), and of q and v: (points, contacts, coordinates, bodies,
-        reports, q_rows, v_rows)."""
-        npoints, nv, nbodies = self.warm_shape[0], self.v_shape[0], self.model.nbodies
-        return (np.zeros((RESULTS_POOL, npoints), POINT), np.zeros((RESULTS_POOL, npoints, 1), CONTACT),
-                np.zeros((RESULTS_POOL, nv), COORDINATE), np.zeros((RESULTS_POOL, nbodies), BODY),
-                np.zeros((RESULTS_POOL, 1), REPORT), np.zeros((RESULTS_POOL, self.q_shape[0])),
-                np.zeros((RESULTS_POOL, nv)))
+    def new_pools(self) -> _Pools:
+        return _Pools(self.warm_shape[0], self.q_shape[0], self.v_shape[0], self.model.nbodies)
 
-    def use_pools(self, pools: tuple) -> tuple:
-        """`pools` (new_pools) the next calls' rows, the rows of q, v and the
-        ground's impulses (what a loop reads) as views made at once; returns
-        pools."""
-        # list() of an array: its rows' views at C speed (an index from Python costs 0.1 us each)
-        self.pools, self.impulses = pools, list(pools[1]["impulse"][:, :, 0])
-        self.q_rows, self.v_rows, self.taken = list(pools[5]), list(pools[6]), 0
-        return pools
+    def next_pools(self):
+        """The current pools used up: the spare ones the next calls' where
+        nothing holds a result of theirs any more (their references as when
+        made), cleared, else new ones; the current ones the spare. A loop that
+        keeps its last results alone takes turns with two (new ones cost a
+        call 0.9 us more: made, viewed, and their memory new to the cache)."""
+        pools = self.spare
+        if pools is not None and pools.references() == pools.unused:
+            pools.clear()
+        else:
+            pools = self.new_pools()
+        self.spare = self.current
+        self.replace(self.setup, *pools.records)
+        self.use_pools(pools)
+
+    def use_pools(self, pools: _Pools):
+        """`pools` (in the set-up) the next calls' rows."""
+        self.current, self.pools, self.q_rows, self.v_rows, self.results = pools, pools.records, pools.q_rows, \
+            pools.v_rows, pools.results
+        self.taken = 0
 
 
 NOTHING_KEPT = _KeptStep()

@@ -280,14 +280,16 @@ def untracked_results(results):
 
 
 @njit(cache=True, nogil=True)  # the simulator node's other threads run meanwhile
-def simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, results, buffer):
+def simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, results, buffer, work_floats, work_ints):
     """settings.steps steps (stepping's docstring) from (q, v), written in
     place, under the actuation (ACTUATOR records, constant over the call), in
     the world (World); settings: a SETTINGS record (1,);
     results: the StepResults records as a plain tuple (a named tuple costs
     the call 1 us more), those of the last step, with the previous step's
-    impulses as the warm starts. Stops at a step it cannot
-    take (the state is the one before it); the REPORT says why."""
+    impulses as the warm starts; work_floats, work_ints: the caller's work
+    buffers for this model, world and results (work.work_buffers). Stops at
+    a step it cannot take (the state is the one before it); the REPORT says
+    why."""
     # every array as an untracked view (workspace.untracked): the arguments live until the kernel returns; the
     # model's typed read-only, as the nodes' calls pass it, so that the step's aba_kernel, rnea_kernel and
     # crba_paths_kernel are the versions the nodes use (one compile each in the warm-up, not two)
@@ -297,12 +299,10 @@ def simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, result
     step = settings[0]
     q, v, actuation = untracked(q), untracked(v), untracked(actuation)
     world, results = untracked_world(world), untracked_results(results)
-    work, work_floats, work_ints = step_work(q.shape[0], v.shape[0], model.parent.shape[0], world.spheres.shape[0],
-                                             world.obstacles.shape[0], world.shapes.shapes.shape[0],
-                                             results.collisions.shape[0], buffer)
+    work = step_work(q.shape[0], v.shape[0], model.parent.shape[0], world.spheres.shape[0], world.obstacles.shape[0],
+                     world.shapes.shapes.shape[0], results.collisions.shape[0], untracked(work_floats),
+                     untracked(work_ints))
     simulate_steps(packed, dof_parent, world, actuation, step, q, v, results, work, buffer)
-    # the work buffers used last here: numba frees an array after its last use, and `work` views them
-    results.report[0].steps += 0 * (work_floats.shape[0] + work_ints.shape[0])
 
 
 # Inlined: called as a compiled function, the same steps took 1.8-2 us longer each (Panda 3.8 -> 5.6 us,

@@ -1,6 +1,7 @@
 """Node executables in their own processes, and what the tests ask of them."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import signal
@@ -285,3 +286,16 @@ def spin_until(test_node, condition, timeout: float, what: str) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
         rclpy.spin_once(test_node, timeout_sec=0.05)
+
+
+def fifo_threads(pid: int) -> list[tuple[str, int]]:
+    """(name, priority) of the threads of process `pid` that run SCHED_FIFO."""
+    threads = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            if os.sched_getscheduler(int(task.name)) == os.SCHED_FIFO:
+                threads.append((task.joinpath("comm").read_text().strip(),
+                                os.sched_getparam(int(task.name)).sched_priority))
+        except (ProcessLookupError, FileNotFoundError):  # a thread that ended meanwhile
+            pass
+    return threads

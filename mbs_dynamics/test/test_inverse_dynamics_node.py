@@ -16,6 +16,7 @@ from ros_processes import (
     Exchange,
     efforts_by_name,
     executable,
+    fifo_threads,
     joint_values,
     publish_robot_description,
     set_parameters,
@@ -535,22 +536,6 @@ def test_the_controller_outputs_bytes_are_its_messages():
             assert deserialize_message(markers, MarkerArray) == deserialize_message(serialize_message(built),
                                                                                     MarkerArray)
             assert deserialize_message(markers, MarkerArray).markers[-1].header.stamp == stamp
-
-def fifo_threads(pid: int) -> list[tuple[str, int]]:
-    """(name, priority) of the threads of process `pid` that run SCHED_FIFO."""
-    import os
-    from pathlib import Path
-
-    threads = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            if os.sched_getscheduler(int(task.name)) == os.SCHED_FIFO:
-                threads.append((task.joinpath("comm").read_text().strip(),
-                                os.sched_getparam(int(task.name)).sched_priority))
-        except (ProcessLookupError, FileNotFoundError):  # a thread that ended meanwhile
-            pass
-    return threads
-
 
 def test_realtime_priority_schedules_the_serving_thread_or_says_why_not(start_process, test_node):
     """realtime_priority: the one thread that serves joint_states and Fast

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ros_processes import executable, node_status, spin_until, wait_for_node
+from ros_processes import executable, fifo_threads, node_status, spin_until, wait_for_node
 from simulators import QUADRUPED_JOINTS
 
 import mbs_dynamics as mbs
@@ -35,13 +35,14 @@ def quadruped():
     return mbs.Model.from_urdf_file(mbs.bundled_robot("quadruped"), floating_base=True)
 
 
-def start_controller(start_process, namespace, *parameters):
+def start_controller(start_process, namespace, *parameters, extra=()):
     """The controller in `namespace` with the demo's parameters, or with `parameters` (name:=value) instead (the
-    config file's, naming the node, would win over them)."""
+    config file's, naming the node, would win over them); `extra` (name:=value) beside either, of parameters the
+    config file does not set."""
     return start_process([
         executable("whole_body_controller_node"), "--ros-args", "-r", f"__ns:={namespace}",
         *(("-p", "floating_base:=true", *[a for p in parameters for a in ("-p", p)]) if parameters
-          else ("--params-file", str(CONFIG))),
+          else ("--params-file", str(CONFIG))), *[a for p in extra for a in ("-p", p)],
         "-p", f"robot_description_file:={mbs.bundled_robot('quadruped')}", "-p", "diagnostics_period:=0.2"])
 
 
@@ -347,9 +348,12 @@ def test_hostile_input_is_refused_with_its_message_and_the_controller_serves_on(
     """The controller alone in /robot2, fed by the test: each bad input gives
     its one-line warning (counted), nothing crashes, and a good state
     afterwards is answered. A stale state and an infeasible QP republish the
-    last solved torques with the new stamp."""
+    last solved torques with the new stamp. With realtime_priority, the
+    thread that serves joint_states and Fast DDS's run SCHED_FIFO at it from
+    the first message on (or, without the permission, the node says why
+    not)."""
     namespace = "/robot2"
-    controller = start_controller(start_process, namespace)
+    controller = start_controller(start_process, namespace, extra=("realtime_priority:=7",))
     robot = Robot(test_node, namespace, f"{namespace}/simulator/joint_efforts")
     controller.wait_for(r"whole-body control of 12 joints")
     wait_for_node(test_node, "whole_body_controller")
@@ -402,6 +406,14 @@ def test_hostile_input_is_refused_with_its_message_and_the_controller_serves_on(
     robot.joint_states.publish(state(1.0))
     tau = efforts(1.0)
     assert tau.shape == (12,) and np.all(np.isfinite(tau))
+    said = controller.wait_for("serving joint_states at real-time priority 7 \\(SCHED_FIFO\\)|realtime_priority 7: "
+                               "not permitted \\(.+\\): needs root, CAP_SYS_NICE or an rtprio limit")
+    threads = fifo_threads(controller.process.pid)
+    if "serving joint_states" in said[0]:
+        assert {priority for _, priority in threads} == {7}, threads
+        assert len([name for name, _ in threads if not name.startswith("dds.")]) == 1, threads
+    else:
+        assert threads == []
     names = dict(zip(robot.efforts[(1, 0)].name, tau, strict=True))
     assert set(names) == set(QUADRUPED_JOINTS)
     assert abs(names["LF_KFE"]) > 1.0  # the knees hold the body up

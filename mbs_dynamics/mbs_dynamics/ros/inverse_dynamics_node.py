@@ -77,10 +77,11 @@ from mbs_dynamics.algorithms.joint_friction import SMOOTHING_VELOCITY
 from mbs_dynamics.ros.conversions import InvalidInput, base_state, stamp_seconds
 from mbs_dynamics.algorithms.tracking import computed_torque_acceleration
 from mbs_dynamics.ros.input_loss import StampGaps
-from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
+from mbs_dynamics.ros.parameters import (EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period,
+                                         realtime_priority)
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values, timings
 from mbs_dynamics.ros.serialized import SerializedMessage
-from mbs_dynamics.ros.spinning import node_main, schedule_realtime
+from mbs_dynamics.ros.spinning import node_main
 from mbs_dynamics.warmup import preload
 from mbs_dynamics_interfaces.msg import CentroidalMomentum
 
@@ -166,11 +167,7 @@ class InverseDynamicsNode(RobotNode):
         ParameterSpec("expected_rate", 0.0,
                       "Rate (Hz) of joint_states, by which the messages missing from the stream are counted "
                       "(missed_estimate in the diagnostics); 0 = learned from the stamps.", bounds=(0.0, 1e6)),
-        ParameterSpec("realtime_priority", 0,
-                      "Real-time priority (SCHED_FIFO, 1-99) of the thread that serves joint_states and of the "
-                      "middleware's (Fast DDS) threads: ahead of every normally scheduled process (a build, CPU "
-                      "hogs); 0 = the normal scheduler. Needs the permission (root, CAP_SYS_NICE or an rtprio "
-                      "limit); without it the node says so and runs normally.", read_only=True, bounds=(0, 99)),
+        realtime_priority(),
         diagnostics_period(),
     )
 
@@ -184,7 +181,7 @@ class InverseDynamicsNode(RobotNode):
         self._reference = None
         self._reference_stale = False
         self._velocity_derivative = FilteredDerivative(self.settings.differentiation_cutoff)
-        self._priority_pending = self.parameter("realtime_priority")  # set by the first joint_states callback
+        self._priority_pending = self.parameter("realtime_priority") > 0  # set by the first joint_states callback
         self._messages()
         self.check_parameters_at_run_time()
         self.efforts_publisher = self.create_publisher(JointState, "~/joint_efforts", COMMAND_QOS)
@@ -287,7 +284,8 @@ class InverseDynamicsNode(RobotNode):
     def _process(self, message: JointState) -> None:
         start = time.perf_counter()
         if self._priority_pending:
-            self._raise_priority()
+            self._priority_pending = False
+            self.raise_priority()
         self.counts["received"] += 1
         try:
             self._compute_and_publish(message, self._stamp(message))
@@ -299,20 +297,6 @@ class InverseDynamicsNode(RobotNode):
         except Exception as error:  # noqa: BLE001  a message never takes the node down
             self.drop("error", f"joint_states: {type(error).__name__}: {error}")
         self.compute_times.append(time.perf_counter() - start)
-
-    def _raise_priority(self) -> None:
-        """The calling thread (the one that serves joint_states) scheduled
-        SCHED_FIFO at realtime_priority, or said why not."""
-        priority, self._priority_pending = self._priority_pending, 0
-        try:
-            middleware = schedule_realtime(priority)
-        except OSError as error:
-            self.get_logger().warning(
-                f"realtime_priority {priority}: not permitted ({error.strerror}): needs root, CAP_SYS_NICE or an "
-                "rtprio limit (ulimit -r); serving at normal priority")
-            return
-        self.get_logger().info(f"serving joint_states at real-time priority {priority} (SCHED_FIFO), with "
-                               f"{middleware} threads of the middleware")
 
     def apply_settings(self, settings: InverseDynamicsSettings, changed: set) -> None:
         super().apply_settings(settings, changed)

@@ -89,6 +89,15 @@ def diagnostics_period(clock: str = "") -> ParameterSpec:
                          bounds=(0.01, 3600.0))
 
 
+def realtime_priority() -> ParameterSpec:
+    """The SCHED_FIFO priority of the thread that serves a node's input stream (RobotNode.raise_priority)."""
+    return ParameterSpec("realtime_priority", 0,
+                         "Real-time priority (SCHED_FIFO, 1-99) of the thread that serves joint_states and of the "
+                         "middleware's (Fast DDS) threads: ahead of every normally scheduled process (a build, CPU "
+                         "hogs); 0 = the normal scheduler. Needs the permission (root, CAP_SYS_NICE or an rtprio "
+                         "limit); without it the node says so and runs normally.", read_only=True, bounds=(0, 99))
+
+
 class ParameterError(ValueError):
     """A parameter given at start-up that the node cannot take (e.g. of the wrong type)."""
 

@@ -307,6 +307,23 @@ class RobotNode(ProcessNode):
         self._warned_at[key] = now
         return True
 
+    def raise_priority(self) -> None:
+        """The calling thread (the one that serves the input stream) and the
+        middleware's threads scheduled SCHED_FIFO at the node's
+        realtime_priority parameter (parameters.realtime_priority), or said
+        why not. Called from that thread, at its first message."""
+        from mbs_dynamics.ros.spinning import schedule_realtime  # spinning runs this module's nodes
+        priority = self.parameter("realtime_priority")
+        try:
+            middleware = schedule_realtime(priority)
+        except OSError as error:
+            self.get_logger().warning(
+                f"realtime_priority {priority}: not permitted ({error.strerror}): needs root, CAP_SYS_NICE or an "
+                "rtprio limit (ulimit -r); serving at normal priority")
+            return
+        self.get_logger().info(f"serving joint_states at real-time priority {priority} (SCHED_FIFO), with "
+                               f"{middleware} threads of the middleware")
+
     def warn_unknown_joints(self, names) -> None:
         """Say once per name (at most MAX_WARNED_NAMES) that a message named
         joints the model does not have, which are ignored."""

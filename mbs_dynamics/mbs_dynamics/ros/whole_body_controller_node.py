@@ -49,7 +49,9 @@ robot) publishes the last solved torques (the controller's), counted and
 warned. ~/set_contacts refuses unknown or repeated names with the reason.
 
 Inputs taken and outputs published as bytes (ros.serialized): rclpy's
-message conversions cost more than the controller.
+message conversions cost more than the controller. With realtime_priority
+the thread that serves joint_states and the middleware's run SCHED_FIFO
+(RobotNode.raise_priority), as the inverse dynamics node's.
 """
 from __future__ import annotations
 
@@ -65,7 +67,8 @@ from sensor_msgs.msg import JointState
 from mbs_dynamics.control import (CenterOfMassTask, FrameTask, OrientationTask, PostureTask, RigidPointContact,
                                   RigidSurfaceContact, WholeBodyController)
 from mbs_dynamics.ros.conversions import InvalidInput, base_state, listed, stamp_seconds
-from mbs_dynamics.ros.parameters import EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period
+from mbs_dynamics.ros.parameters import (EMPTY_DOUBLE_ARRAY, EMPTY_STRING_ARRAY, ParameterSpec, diagnostics_period,
+                                         realtime_priority)
 from mbs_dynamics.ros.robot_node import WARNING_PERIOD, RobotNode, timing_values, timings
 from mbs_dynamics.ros.spinning import node_main
 from mbs_dynamics.ros.serialized import SerializedStream
@@ -180,6 +183,7 @@ class WholeBodyControllerNode(WholeBodyReferenceInputs, RobotNode):
                       "0 = one per cycle.", bounds=(0.0, 1e5)),
         ParameterSpec("markers_rate", 30.0, "Most ~/markers messages a second (by the joint_states stamps).",
                       bounds=(0.0, 1e4)),
+        realtime_priority(),
         diagnostics_period(),
     )
 
@@ -196,6 +200,7 @@ class WholeBodyControllerNode(WholeBodyReferenceInputs, RobotNode):
         if names["contact_frames"] and not model.floating_base:
             raise ValueError("contact_frames need a floating base (floating_base: true)")
         self.controller = WholeBodyController(model, torque_limits=self.parameter("torque_limits"))
+        self._priority_pending = self.parameter("realtime_priority") > 0  # set by the first joint_states callback
         self._contact_kind = self._contact_maker()
         self.com_task = self.orientation_task = None
         if model.floating_base:
@@ -341,6 +346,9 @@ class WholeBodyControllerNode(WholeBodyReferenceInputs, RobotNode):
             return None
 
     def _on_joint_states(self, data: bytes) -> None:
+        if self._priority_pending:
+            self._priority_pending = False
+            self.raise_priority()
         message = self._read("joint_states", data)
         if message is not None:
             self._cycle(message)

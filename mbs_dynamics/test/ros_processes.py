@@ -299,3 +299,19 @@ def fifo_threads(pid: int) -> list[tuple[str, int]]:
         except (ProcessLookupError, FileNotFoundError):  # a thread that ended meanwhile
             pass
     return threads
+
+
+def check_realtime_threads(node, priority: int) -> None:
+    """After a node with realtime_priority `priority` served its first
+    joint_states: it said it serves them SCHED_FIFO at that priority, and
+    then exactly one thread of its own and Fast DDS's (dds.*) run so, no
+    other (numba's workers never); or it said why it may not, and none do."""
+    said = node.wait_for(f"serving joint_states at real-time priority {priority} \\(SCHED_FIFO\\)|realtime_priority "
+                         f"{priority}: not permitted \\(.+\\): needs root, CAP_SYS_NICE or an rtprio limit")
+    threads = fifo_threads(node.process.pid)
+    if "serving joint_states" in said[0]:
+        assert {p for _, p in threads} == {priority}, threads
+        assert len([name for name, _ in threads if not name.startswith("dds.")]) == 1, threads
+        assert any(name.startswith("dds.") for name, _ in threads), threads
+    else:
+        assert threads == []

@@ -14,6 +14,7 @@ from oracles import random_state, robot_path
 from ros_processes import (
     SOLES,
     Exchange,
+    check_realtime_threads,
     efforts_by_name,
     executable,
     fifo_threads,
@@ -551,13 +552,5 @@ def test_realtime_priority_schedules_the_serving_thread_or_says_why_not(start_pr
         assert reply is not None, node.output
         close([efforts_by_name(reply)[n] for n in model.joint_names],
               mbs.inverse_dynamics(model, q, v, np.zeros(model.nv)), 1e-9)
-    said = node.wait_for("serving joint_states at real-time priority 7 \\(SCHED_FIFO\\)|realtime_priority 7: not "
-                         "permitted \\(.+\\): needs root, CAP_SYS_NICE or an rtprio limit")
-    threads = fifo_threads(node.process.pid)
-    if "serving joint_states" in said[0]:
-        assert {priority for _, priority in threads} == {7}, threads
-        assert len([name for name, _ in threads if not name.startswith("dds.")]) == 1, threads
-        assert any(name.startswith("dds.") for name, _ in threads), threads
-    else:
-        assert threads == []
+    check_realtime_threads(node, 7)
     assert node.interrupt() == 0

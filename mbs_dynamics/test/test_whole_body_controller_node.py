@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ros_processes import executable, fifo_threads, node_status, spin_until, wait_for_node
+from ros_processes import check_realtime_threads, executable, node_status, spin_until, wait_for_node
 from simulators import QUADRUPED_JOINTS
 
 import mbs_dynamics as mbs
@@ -406,14 +406,7 @@ def test_hostile_input_is_refused_with_its_message_and_the_controller_serves_on(
     robot.joint_states.publish(state(1.0))
     tau = efforts(1.0)
     assert tau.shape == (12,) and np.all(np.isfinite(tau))
-    said = controller.wait_for("serving joint_states at real-time priority 7 \\(SCHED_FIFO\\)|realtime_priority 7: "
-                               "not permitted \\(.+\\): needs root, CAP_SYS_NICE or an rtprio limit")
-    threads = fifo_threads(controller.process.pid)
-    if "serving joint_states" in said[0]:
-        assert {priority for _, priority in threads} == {7}, threads
-        assert len([name for name, _ in threads if not name.startswith("dds.")]) == 1, threads
-    else:
-        assert threads == []
+    check_realtime_threads(controller, 7)
     names = dict(zip(robot.efforts[(1, 0)].name, tau, strict=True))
     assert set(names) == set(QUADRUPED_JOINTS)
     assert abs(names["LF_KFE"]) > 1.0  # the knees hold the body up

@@ -49,7 +49,7 @@ _DAQP_EQUALITY = 5  # a constraint's sense: an equality
 _TASK_KINDS = {CenterOfMassTask.rows: assembly.COM_TASK, FrameTask.rows: assembly.FRAME_TASK,
                PostureTask.rows: assembly.POSTURE_TASK}
 _CONTACT_KINDS = {RigidPointContact.rows: assembly.POINT_CONTACT, RigidSurfaceContact.rows: assembly.SURFACE_CONTACT}
-_ndarray, _float64 = np.ndarray, np.dtype(np.float64)
+_ndarray, _float64 = inputs.NDARRAY, inputs.FLOAT64  # globals, not attributes: 20 ns a call
 
 
 @dataclass

@@ -214,12 +214,20 @@ class Exchange:
         return self.received[channel][key]
 
     def counts(self, timeout: float = 30.0) -> dict:
-        """The node's latest diagnostics values."""
+        """The node's diagnostics values, from a status it published after
+        this call: one published before may still wait in the subscription's
+        queue (`ask` returns on the efforts, leaving the rest untaken) and
+        would say what was counted before. A node on sim time stamps far from
+        the wall clock: its statuses are taken as they come."""
+        since = time.time()
         self.received["diagnostics"].clear()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self.spin(0.05)
             for array in self.received["diagnostics"]:
+                stamp = array.header.stamp.sec + 1e-9 * array.header.stamp.nanosec
+                if since - 86400.0 < stamp < since:
+                    continue
                 for status in array.status:
                     if status.name.startswith(f"/{self.name}:"):  # the fully qualified node name
                         return {kv.key: kv.value for kv in status.values}

@@ -301,6 +301,7 @@ class StepSetup(structref.StructRefProxy):
                                                 collisions, reports, q_rows, v_rows)
 
 
+# kept_step_kernel unpacks the fields in this order (workspace.untracked_fields: a tuple of them)
 structref.define_proxy(StepSetup, StepSetupType, ["packed", "dof_parent", "world", "actuation", "settings", "buffer",
                                                   "work_floats", "work_ints", "points", "contacts", "coordinates",
                                                   "bodies", "collisions", "reports", "q_rows", "v_rows"])
@@ -320,7 +321,8 @@ def kept_step_kernel(setup, row, q, v, tau, warm_start):
     (q and v of any layout, not written), warm started by warm_start ((k, 3),
     the ground's impulses; (0, 3): the row's, zero). Returns the REPORT's
     status."""
-    # the fields untracked (workspace.untracked_fields): no reference counted, here or in simulate_kernel
+    # the fields untracked (workspace.untracked_fields), in define_proxy's order: no reference counted, here or
+    # in simulate_kernel
     packed, dof_parent, world, actuation, settings, buffer, work_floats, work_ints, points, contacts, coordinates, \
         bodies, collisions, reports, q_rows, v_rows = untracked_fields(setup)
     q_next, v_next, contacts, report = q_rows[row], v_rows[row], contacts[row], reports[row]

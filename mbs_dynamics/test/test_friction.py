@@ -273,7 +273,9 @@ def test_sparse_mass_matrix_factorisation(robot):
     also with mimic couplings (where it falls back to a dense chain)."""
     from mbs_dynamics.algorithms.crba import (
         ltl_factor,
+        ltl_factor_dense,
         ltl_solve,
+        ltl_solve_dense,
         ltl_solve_transposed,
         ltl_solve_transposed_paths,
     )
@@ -315,6 +317,18 @@ def test_sparse_mass_matrix_factorisation(robot):
     singular = M.copy()
     singular[-1, -1] = 0.0
     assert ltl_factor(singular, model.dof_parent) == model.nv - 1
+    # M as a dense matrix (each coordinate's parent the one before): the dense factor and solve are the tree's,
+    # bit for bit
+    dense_parents = np.arange(model.nv) - 1
+    tree, dense = M.copy(), M.copy()
+    assert ltl_factor(tree, dense_parents) == ltl_factor_dense(dense) == -1
+    assert np.array_equal(tree, dense)
+    x_tree, x_dense = b.copy(), b.copy()
+    ltl_solve(tree, dense_parents, x_tree)
+    ltl_solve_dense(dense, x_dense)
+    assert np.array_equal(x_tree, x_dense)
+    close(M @ x_dense, b, 1e-9)
+    assert ltl_factor_dense(singular.copy()) == model.nv - 1
 
 
 def test_frames_motion_against_frame_kinematics():

@@ -263,16 +263,17 @@ def ltl_factor(M, dof_parent):
     for k in range(M.shape[0] - 1, -1, -1):
         if not M[k, k] > 0.0:
             return k
-        M[k, k] = np.sqrt(M[k, k])
+        pivot = np.sqrt(M[k, k])
+        M[k, k] = pivot
         i = dof_parent[k]
         while i >= 0:
-            M[k, i] /= M[k, k]
+            M[k, i] /= pivot
             i = dof_parent[i]
         i = dof_parent[k]
         while i >= 0:
-            j = i
+            j, factor = i, M[k, i]  # in a register (a store into M could otherwise change it: reloaded each time)
             while j >= 0:
-                M[i, j] -= M[k, i] * M[k, j]
+                M[i, j] -= factor * M[k, j]
                 j = dof_parent[j]
             i = dof_parent[i]
     return -1
@@ -282,10 +283,11 @@ def ltl_factor(M, dof_parent):
 def ltl_solve_transposed(L, dof_parent, x):
     """x <- L^-T x (back substitution up the tree, RBDA Table 6.4)."""
     for i in range(x.shape[0] - 1, -1, -1):
-        x[i] /= L[i, i]
+        value = x[i] / L[i, i]
+        x[i] = value
         j = dof_parent[i]
         while j >= 0:
-            x[j] -= L[i, j] * x[i]
+            x[j] -= L[i, j] * value
             j = dof_parent[j]
 
 
@@ -330,11 +332,12 @@ def ltl_solve_transposed_paths(L, dof_parent, X, deepest, other):
 def ltl_solve_lower(L, dof_parent, x):
     """x <- L^-1 x (forward substitution down the tree)."""
     for i in range(x.shape[0]):
+        total = x[i]  # summed in a register: stored at each term, each waited on the store before
         j = dof_parent[i]
         while j >= 0:
-            x[i] -= L[i, j] * x[j]
+            total -= L[i, j] * x[j]
             j = dof_parent[j]
-        x[i] /= L[i, i]
+        x[i] = total / L[i, i]
 
 
 @njit(cache=True)
@@ -342,6 +345,43 @@ def ltl_solve(L, dof_parent, x):
     """x <- M^-1 x = L^-1 L^-T x."""
     ltl_solve_transposed(L, dof_parent, x)
     ltl_solve_lower(L, dof_parent, x)
+
+
+# The same on a dense matrix (dof_parent[i] = i - 1, each coordinate's parent the one before): each entry
+# gets the same operations in the same order (the same bits), along rows instead of a walk of the parents
+# (whose loop waited on each parent's load: in the Coulomb solver's polish, TALOS's 24 rows, most of its time).
+
+
+@njit(cache=True)
+def ltl_factor_dense(A):
+    """ltl_factor of a dense A (dof_parent[i] = i - 1)."""
+    for k in range(A.shape[0] - 1, -1, -1):
+        if not A[k, k] > 0.0:
+            return k
+        pivot = np.sqrt(A[k, k])
+        A[k, k] = pivot
+        for i in range(k):
+            A[k, i] /= pivot
+        for i in range(k):  # each entry once a k: any order of the rows
+            factor = A[k, i]
+            for j in range(i + 1):
+                A[i, j] -= factor * A[k, j]
+    return -1
+
+
+@njit(cache=True)
+def ltl_solve_dense(L, x):
+    """ltl_solve with ltl_factor_dense's L: x <- L^-1 L^-T x."""
+    for i in range(x.shape[0] - 1, -1, -1):  # L^-T: each x[j] once an i
+        x[i] /= L[i, i]
+        value = x[i]
+        for j in range(i):
+            x[j] -= L[i, j] * value
+    for i in range(x.shape[0]):  # L^-1: each sum in the parents' order, i - 1 down to 0
+        total = x[i]
+        for j in range(i - 1, -1, -1):
+            total -= L[i, j] * x[j]
+        x[i] = total / L[i, i]
 
 
 @njit(cache=True)

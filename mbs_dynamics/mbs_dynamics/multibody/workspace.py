@@ -149,6 +149,49 @@ def untracked(array):
     return carray(_element_pointer(array, 0), array.shape)
 
 
+def _untracked_value(context, builder, value_type, value):
+    """`value` (an array, or a tuple of them and of other values) with each
+    array's meminfo and parent null: an untracked view, no reference taken."""
+    if isinstance(value_type, types.Array):
+        array = context.make_array(value_type)(context, builder, value=value)
+        array.meminfo = context.get_constant_null(types.MemInfoPointer(types.voidptr))
+        array.parent = context.get_constant_null(types.pyobject)
+        return array._getvalue()
+    if isinstance(value_type, types.BaseTuple):
+        for index, element_type in enumerate(value_type):
+            element = _untracked_value(context, builder, element_type, builder.extract_value(value, index))
+            value = builder.insert_value(value, element, index)
+    return value
+
+
+@intrinsic
+def untracked_views(typingctx, value):
+    """`value`, an array or a tuple of them (and of other values), of the same
+    type, each array an untracked view: for a kernel that passes its
+    arguments on at every step (a compiled function takes a reference to
+    each array it is passed: an atomic increment, and a decrement as it
+    returns)."""
+    def codegen(context, builder, signature, args):
+        return _untracked_value(context, builder, signature.args[0], args[0])
+    return value(value), codegen
+
+
+@intrinsic
+def untracked_fields(typingctx, struct):
+    """A numba StructRef's fields, a tuple in their order, each array (and
+    each in a tuple field) an untracked view: valid while the struct holds
+    them (a kernel's argument: until it returns). Reading a field otherwise
+    takes a reference to each of its arrays (untracked_views)."""
+    from numba.experimental.structref import _Utils
+    fields = tuple(struct.field_dict.items())
+
+    def codegen(context, builder, signature, args):
+        data = _Utils(context, builder, struct).get_data_struct(args[0])
+        return context.make_tuple(builder, signature.return_type, [
+            _untracked_value(context, builder, field_type, getattr(data, name)) for name, field_type in fields])
+    return types.Tuple([field_type for _, field_type in fields])(struct), codegen
+
+
 # The arrays every recursion starts from (kinematic_views): parent placements
 # (R, p), motion subspaces S, world placements (world_R, world_p).
 KinematicViews = namedtuple("KinematicViews", ("R", "p", "S", "world_R", "world_p"))

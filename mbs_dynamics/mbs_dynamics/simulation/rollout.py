@@ -31,6 +31,7 @@ from numba import njit
 
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_MATRIX, finite_vector
 from mbs_dynamics.multibody.model import Model
+from mbs_dynamics.multibody.workspace import untracked_views
 from mbs_dynamics.parallel import get_num_threads, run_together
 from mbs_dynamics.simulation.simulation import DEFAULT_INTEGRATOR, MARGIN, Actuators, Simulation, World
 from mbs_dynamics.simulation.stepping import copy_records, new_results, work_buffers
@@ -89,6 +90,9 @@ def rollout_kernel(packed, dof_parent, world, settings, actuation, results, buff
     (N, T, nv), or (0, 0, 0): none (zero efforts; the targets the actuation
     holds). Each step is a call of simulate_kernel, Simulation.step's own
     compiled kernel (compiled once for both, not a second copy of the step)."""
+    # untracked (workspace.untracked_views): simulate_kernel counts no reference to them at each step
+    packed, dof_parent, world, settings, actuation, results, buffer, work_floats, work_ints, q, v = untracked_views(
+        (packed, dof_parent, world, settings, actuation, results, buffer, work_floats, work_ints, q, v))
     points, contacts, coordinates, collisions, report = results[0], results[1], results[2], results[4], results[5]
     nq, nv = q0.shape[1], v0.shape[1]
     total = q_out.shape[1] * stride

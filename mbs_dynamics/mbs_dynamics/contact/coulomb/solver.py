@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from mbs_dynamics.algorithms.crba import ltl_factor, ltl_solve
+from mbs_dynamics.algorithms.crba import ltl_factor_dense, ltl_solve_dense
 from mbs_dynamics.contact.coulomb.law import point_impulse
 from mbs_dynamics.contact.coulomb.newton import newton_polish
 from mbs_dynamics.contact.coulomb.problem import (
@@ -46,9 +46,15 @@ def _sweep(problem, impulses, u):
             free_2 -= W[t2, n + a] * impulses[n + a]
         normal, x1, x2 = point_impulse(W[n, n], W[n, t1], W[n, t2], W[t1, t1], W[t1, t2], W[t2, t2],
                                        free_n, free_1, free_2, friction[k], impulses[t1], impulses[t2])
-        _add_column(W, u, n, normal - impulses[n])
-        _add_column(W, u, t1, x1 - impulses[t1])
-        _add_column(W, u, t2, x2 - impulses[t2])
+        change_n, change_1, change_2 = normal - impulses[n], x1 - impulses[t1], x2 - impulses[t2]
+        if change_n != 0.0 and change_1 != 0.0 and change_2 != 0.0:
+            # the three columns in one pass (_add_column's, each u[r]'s terms added in the same order)
+            for r in range(u.shape[0]):
+                u[r] = u[r] + W[n, r] * change_n + W[t1, r] * change_1 + W[t2, r] * change_2
+        else:
+            _add_column(W, u, n, change_n)
+            _add_column(W, u, t1, change_1)
+            _add_column(W, u, t2, change_2)
         impulses[n], impulses[t1], impulses[t2] = normal, x1, x2
     for j in range(problem.joint_bound.shape[0]):
         r = 3 * points + j
@@ -111,10 +117,7 @@ def _polish(problem, impulses, u, residual):
         for j in range(m):
             A[i, j] = W[rows[i], rows[j]]
         A[i, i] += epsilon
-    chain = np.empty(m, dtype=np.int64)  # a dense factor A = L^T L: each coordinate's parent the one before
-    for i in range(m):
-        chain[i] = i - 1
-    if ltl_factor(A, chain) >= 0:
+    if ltl_factor_dense(A) >= 0:  # A = L^T L
         return residual
     candidate = impulses.copy()
     velocity = np.empty_like(u)
@@ -123,7 +126,7 @@ def _polish(problem, impulses, u, residual):
         _row_velocities(W, c, candidate, velocity)
         for i in range(m):
             step[i] = velocity[rows[i]] - target[i]
-        ltl_solve(A, chain, step)
+        ltl_solve_dense(A, step)
         for i in range(m):
             candidate[rows[i]] -= step[i]
     return _keep_better(problem, candidate, velocity, impulses, u, residual)

@@ -140,7 +140,7 @@ def step_callees(model, frame):
     steps to take: run on the other process while the step's task inlines
     the step, which then loads them (_serialise_compiles)."""
     from mbs_dynamics.simulation.stepping.integrator import RungeKuttaStages, smooth_step
-    from mbs_dynamics.simulation.stepping.islands import solve_islands
+    from mbs_dynamics.simulation.stepping.islands import IslandScratch, solve_islands
     from mbs_dynamics.simulation.stepping.rows import Rows
 
     simulation = mbs.Simulation(model, mbs.World(mbs.Ground(), (mbs.PointContact(frame),)), 1e-3)
@@ -150,7 +150,8 @@ def step_callees(model, frame):
     dof_parent.flags.writeable = False  # as the step passes it
     none = np.zeros(0)
     solve_islands(Rows(np.zeros((0, nv)), np.zeros(0, np.int64), np.zeros(0, np.int64), none, none), dof_parent,
-                  none, none, none, none, simulation._settings[0], none, none)
+                  none, none, none, none, simulation._settings[0], none, none,
+                  IslandScratch(np.zeros(0, np.int64), none))
     stages = RungeKuttaStages(np.zeros((4, nv)), np.zeros((4, nv)), np.zeros(nq), np.zeros(nv))
     terms = simulation._world[2].copy()  # writable, as the step's views are
     smooth_step(system.packed, system.neutral_configuration(), np.zeros(nv), simulation._actuation, terms, 1e-3,

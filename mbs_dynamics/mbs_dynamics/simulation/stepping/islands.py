@@ -21,6 +21,8 @@ SOFTENINGS, SOFTENING, SOFTENED_COMPLIANCE = 2, 10.0, 0.01
 
 # What the islands' solves did: the most sweeps and the largest residual of any, whether any was softened
 IslandsReport = namedtuple("IslandsReport", "sweeps residual softened")
+# solve_islands' scratch, of the step's work (work.lay_out_work: room for the robot's own rows, ints for any)
+IslandScratch = namedtuple("IslandScratch", "ints floats")
 
 
 @njit(cache=True, inline="always")
@@ -42,12 +44,11 @@ def _tree(root, deepest, other):
 
 
 @njit(cache=True)
-def island_labels(dof_parent, rows, pairs, labels):
+def island_labels(dof_parent, rows, pairs, labels, root, link):
     """labels (pairs + joint rows,): each pair's and joint row's island, the
-    root coordinate of one of its trees' (-1: a row no coordinate moves)."""
+    root coordinate of one of its trees' (-1: a row no coordinate moves).
+    Scratch: root, link (nv,)."""
     nv = dof_parent.shape[0]
-    root = np.empty(nv, dtype=np.int64)
-    link = np.empty(nv, dtype=np.int64)
     for k in range(nv):  # a coordinate's parent comes before it
         root[k] = k if dof_parent[k] < 0 else root[dof_parent[k]]
         link[k] = k
@@ -128,24 +129,25 @@ def group_islands(labels, island_of_label, island, starts, members):
 
 
 @njit(cache=True)
-def solve_islands(rows, dof_parent, friction, bound, lowest, highest, step, u, diagonal):
+def solve_islands(rows, dof_parent, friction, bound, lowest, highest, step, u, diagonal, scratch):
     """The impulses of all rows (rows.impulses, in: the warm starts), island
     by island, and u = W λ + c; diagonal (m,): each row's W_rr times the
     share of its impulse the compliance it was solved at turns into velocity
     (c / (1 + c): the contact velocity record_contacts reports). Returns an
     IslandsReport. The islands' problems share two buffers sized for the
-    largest, allocated once a step."""
+    largest: `scratch`'s (IslandScratch) where they fit, else allocated."""
     pairs, joints = friction.shape[0], bound.shape[0]
     count, nv = pairs + joints, dof_parent.shape[0]
     Y, deepest, other = rows.G, rows.deepest, rows.other
-    ints = np.empty(5 * count + 2 * pairs + 4 * nv + 4, dtype=np.int64)
+    int_size = 5 * count + 2 * pairs + 6 * nv + 4
+    ints = scratch.ints[:int_size] if int_size <= scratch.ints.shape[0] else np.empty(int_size, dtype=np.int64)
     labels, island_of_label, island = ints[:count], ints[count:count + nv + 1], ints[count + nv + 1:2 * count + nv + 1]
     starts, members = ints[2 * count + nv + 1:3 * count + nv + 2], ints[3 * count + nv + 2:4 * count + nv + 2]
     end = 5 * count + 2 * pairs + nv + 2
     index_buffer = ints[4 * count + nv + 2:end]  # room for 3 rows a pair, 1 a joint
     mark, columns = ints[end:end + nv], ints[end + nv:end + 2 * nv]
-    column_starts = ints[end + 2 * nv:]  # (islands + 1,): islands <= nv + 1 (a root each, and -1)
-    island_labels(dof_parent, rows, pairs, labels)
+    column_starts = ints[end + 2 * nv:end + 3 * nv + 2]  # (islands + 1,): islands <= nv + 1 (a root each, and -1)
+    island_labels(dof_parent, rows, pairs, labels, ints[end + 3 * nv + 2:end + 4 * nv + 2], ints[end + 4 * nv + 2:])
     islands = group_islands(labels, island_of_label, island, starts, members)
     # each island's columns: the union of its rows' paths to the root (islands share no coordinate), by
     # decreasing coordinate (the order delassus_entry sums in), columns[column_starts[k]:column_starts[k + 1]]
@@ -164,7 +166,8 @@ def solve_islands(rows, dof_parent, friction, bound, lowest, highest, step, u, d
         if mark[col] >= 0:
             columns[fill[mark[col]]] = col
             fill[mark[col]] += 1
-    floats = np.empty(largest * (largest + 7) + largest_block)
+    float_size = largest * (largest + 7) + largest_block
+    floats = scratch.floats[:float_size] if float_size <= scratch.floats.shape[0] else np.empty(float_size)
     W_buffer, block_buffer = floats[:largest * largest], floats[largest * largest:largest * largest + largest_block]
     vectors = floats[largest * largest + largest_block:]
     c_buffer, impulse_buffer, velocity_buffer = vectors[:largest], vectors[largest:2 * largest], \

@@ -241,7 +241,8 @@ def implicit_step(packed, dof_parent, world, actuation, step, q, v, results, wor
             bound, lowest, highest = joint_rows(rows, 3 * count, coordinates, v, v_free, walls, terms,
                                                 step.dt, results.coordinates, work.laws)
             transform_rows(M, dof_parent, rows)
-            solved = solve_islands(rows, dof_parent, pairs.friction, bound, lowest, highest, step, u, diagonal)
+            solved = solve_islands(rows, dof_parent, pairs.friction, bound, lowest, highest, step, u, diagonal,
+                                   work.islands)
             sweeps, residual, softened = solved.sweeps, solved.residual, solved.softened
             change = velocity_change(M, dof_parent, rows, work.change)
             for col in range(nv):

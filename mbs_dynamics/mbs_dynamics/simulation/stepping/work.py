@@ -15,6 +15,7 @@ from mbs_dynamics.collision.manifold import MANIFOLD_CANDIDATES, MAX_FEATURE_POI
 from mbs_dynamics.collision.narrowphase import QueryWork
 from mbs_dynamics.multibody.workspace import take, unbounded
 from mbs_dynamics.simulation.stepping.integrator import RungeKuttaStages
+from mbs_dynamics.simulation.stepping.islands import IslandScratch
 
 # M and its copy, h, the actuators' effective effort and damping and their clamps, v after a pass, the
 # points' positions, the body twists at v and at v_free, the pairs' contact axes and contact points, the
@@ -24,14 +25,14 @@ from mbs_dynamics.simulation.stepping.integrator import RungeKuttaStages
 # body (pairs,: rigid_corrections' lists), the velocity walls, the coordinates of the joint rows, a row's
 # columns, a count (or first pair) for each body, a rigid correction's normal equations and twist (6, 9), how many rows
 # of G are zero but for their paths (1,), zeros, no external forces, q after the step, v_free, the velocity
-# change of the impulses, the joint rows' laws (3, nv: bound, lowest, highest), and the collision between
-# bodies' (CollisionWork).
+# change of the impulses, the joint rows' laws (3, nv: bound, lowest, highest), the collision between
+# bodies' (CollisionWork) and the islands' solve's (IslandScratch).
 StepWork = namedtuple("StepWork", "M M_nominal h effort damping clamp v_next positions vel free_vel axes location "
                                   "screws stages G deepest other c impulses u diagonal pair_point pair_obstacle "
                                   "pair_body_a pair_body_b pair_shape_a pair_shape_b pair_gap pair_bias pair_tangent_bias "
                                   "pair_friction pair_next lowest highest coordinates columns pairs_of_body correction "
                                   "zeroed zero no_force q_next v_free change laws "
-                                  "collision")
+                                  "collision islands")
 # Each shape's world placement (k, 3, 3), (k, 3), bounding box (k, 6: lowest then highest corner) and speed
 # bound (k,), the shapes in the order of their boxes' lowest x (k,), the narrow phase's and the manifold's
 # scratch, and a manifold's points and gaps before they are reduced.
@@ -46,6 +47,9 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles, nshapes, ma
     floats and ints."""
     pairs = npoints * nobstacles + max_collisions
     rows = 3 * pairs + nv
+    # solve_islands' scratch: its ints for any rows, its floats (an island's W, its block of Y and vectors) for
+    # an island of the points' and joints' rows (islands of the contacts between bodies beyond allocate theirs)
+    island_rows = min(rows, 3 * npoints * nobstacles + nv)
     # the narrow phase's scratch only where bodies have shapes to collide
     n_vertices, n_faces, n_features, n_candidates = (EPA_MAX_VERTICES, EPA_MAX_FACES, MAX_FEATURE_POINTS,
                                                      MANIFOLD_CANDIDATES) if nshapes > 1 else (0, 0, 0, 0)
@@ -103,7 +107,8 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles, nshapes, ma
     clip_out, o = take(floats, o, (4 * n_features, 3))
     candidates, o = take(floats, o, (n_candidates, 3))
     candidate_gaps, o = take(floats, o, (n_candidates,))
-    diagonal, float_end = take(floats, o, (rows,))
+    diagonal, o = take(floats, o, (rows,))
+    island_floats, float_end = take(floats, o, (island_rows * (island_rows + 7 + nv),))
     deepest, o = take(ints, 0, (rows,))
     other, o = take(ints, o, (rows,))
     pair_point, o = take(ints, o, (pairs,))
@@ -120,7 +125,8 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles, nshapes, ma
     edges, o = take(ints, o, (3 * n_faces, 2))
     columns, o = take(ints, o, (nv,))
     pairs_of_body, o = take(ints, o, (nbodies,))
-    zeroed, int_end = take(ints, o, (1,))
+    zeroed, o = take(ints, o, (1,))
+    island_ints, int_end = take(ints, o, (7 * pairs + 11 * nv + 4,))
     stages = RungeKuttaStages(rate_x, rate_v, q_stage, v_stage)
     query = QueryWork(Simplex(simplex_W, simplex_A, simplex_B, simplex_weights),
                       Polytope(Simplex(polytope_W, polytope_A, polytope_B, polytope_weights), faces, face_normal,
@@ -131,7 +137,8 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles, nshapes, ma
                     stages, G, deepest, other, c, impulses, u, diagonal, pair_point, pair_obstacle,
                     pair_body_a, pair_body_b, pair_shape_a, pair_shape_b, pair_gap, pair_bias, pair_tangent_bias,
                     pair_friction, pair_next, lowest, highest, coordinates, columns, pairs_of_body, correction, zeroed,
-                    zero, no_force, q_next, v_free, change, laws, collision), \
+                    zero, no_force, q_next, v_free, change, laws, collision,
+                    IslandScratch(island_ints, island_floats)), \
         float_end, int_end
 
 

@@ -10,7 +10,7 @@ import mbs_dynamics as mbs
 import numpy as np
 import pytest
 from numba import njit, typeof
-from numba.core import compiler, dispatcher, typed_passes, types
+from numba.core import compiler, dispatcher, ir, typed_passes, types
 from numba.core.compiler_machinery import FunctionPass, register_pass
 from oracles import robot_path
 from mbs_dynamics import warmup
@@ -162,9 +162,10 @@ def _callee_types(kernel, arguments, callees):
         tuple(typeof(argument) for argument in arguments), None, flags, {}, pipeline_class=_TypingOnly)
     found = {callee: set() for callee in callees}
     for expression, signature in calltypes.items():
-        function = typemap.get(getattr(getattr(expression, "func", None), "name", None))
-        if isinstance(function, types.Dispatcher) and function.dispatcher in found:
-            found[function.dispatcher].add(tuple(signature.args))
+        if isinstance(expression, ir.Expr) and expression.op == "call":
+            function = typemap[expression.func.name]
+            if isinstance(function, types.Dispatcher) and function.dispatcher in found:
+                found[function.dispatcher].add(tuple(signature.args))
     return found
 
 

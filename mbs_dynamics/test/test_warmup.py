@@ -10,10 +10,12 @@ import mbs_dynamics as mbs
 import numpy as np
 import pytest
 from numba import njit, typeof
-from numba.core import dispatcher
+from numba.core import compiler, dispatcher, ir, typed_passes, types
+from numba.core.compiler_machinery import FunctionPass, register_pass
 from oracles import robot_path
 from mbs_dynamics import warmup
 from mbs_dynamics.simulation.stepping import api as stepping_api
+from mbs_dynamics.simulation.stepping import integrator, islands, stages
 
 
 def test_every_task_runs():
@@ -126,3 +128,61 @@ def test_a_compile_in_the_warm_up_holds_the_lock_of_its_function_and_signature(t
     held.close()
     assert results == [3.0]
     assert twice(2.5) == 5.0 and len(list(tmp_path.iterdir())) == 1
+
+
+@register_pass(mutates_CFG=False, analysis_only=True)
+class _StopAfterTyping(FunctionPass):
+    _name = "mbs_stop_after_typing"
+
+    def __init__(self):
+        FunctionPass.__init__(self)
+
+    def run_pass(self, state):
+        raise compiler._EarlyPipelineCompletion((state.typemap, state.calltypes))
+
+
+class _TypingOnly(compiler.CompilerBase):
+    """numba's front end and type inference (its inlining included), no lowering."""
+
+    def define_pipelines(self):
+        passes = compiler.DefaultPassBuilder.define_untyped_pipeline(self.state)
+        passes.add_pass(typed_passes.NopythonTypeInference, "type inference")
+        passes.add_pass(_StopAfterTyping, "stop after typing")
+        passes.finalize()
+        return [passes]
+
+
+def _callee_types(kernel, arguments, callees):
+    """{callee: the set of argument types `kernel` calls it with}, where `kernel` is called with `arguments`: its
+    type inference alone (its callees compiled or loaded from the cache on the way), not its lowering."""
+    flags = compiler.Flags()
+    kernel.targetdescr.options.parse_as_flags(flags, kernel.targetoptions)
+    typemap, calltypes = compiler.compile_extra(
+        kernel.targetdescr.typing_context, kernel.targetdescr.target_context, kernel.py_func,
+        tuple(typeof(argument) for argument in arguments), None, flags, {}, pipeline_class=_TypingOnly)
+    found = {callee: set() for callee in callees}
+    for expression, signature in calltypes.items():
+        if isinstance(expression, ir.Expr) and expression.op == "call":
+            function = typemap[expression.func.name]
+            if isinstance(function, types.Dispatcher) and function.dispatcher in found:
+                found[function.dispatcher].add(tuple(signature.args))
+    return found
+
+
+def test_step_callees_compiles_the_callees_in_the_signatures_the_step_calls_them_in(monkeypatch):
+    """The warm-up's step_callees compiles the step's Coulomb solver and smooth integrator on the other process,
+    for the step to load: in other types than the step's (a change of the step's views, records or model),
+    it compiles a version nothing uses (about 20 CPU-s of the first set-up) and the step compiles its own."""
+    model = mbs.Model.from_urdf_file(mbs.bundled_robot("quadruped"), floating_base=True)
+    called = {callee: set() for callee in (islands.solve_islands, integrator.smooth_step)}
+    for module, callee in ((islands, islands.solve_islands), (integrator, integrator.smooth_step)):
+        monkeypatch.setattr(module, callee.__name__, lambda *arguments, callee=callee: called[callee].add(
+            tuple(typeof(argument) for argument in arguments)) or callee(*arguments))
+    warmup.step_callees(model, "LF_FOOT")
+    simulation = mbs.Simulation(model, mbs.World(mbs.Ground(), (mbs.PointContact("LF_FOOT"),)), 1e-3)
+    system = simulation.system
+    in_the_step = _callee_types(stages.simulate_kernel, (
+        system.packed, system.dof_parent, simulation._world, simulation._actuation, simulation._settings,
+        simulation._q, simulation._v, tuple(simulation._results), simulation._buffer, *simulation._work), called)
+    for callee, signatures in called.items():
+        assert len(signatures) == 1 and signatures == in_the_step[callee], callee.__name__

@@ -162,6 +162,21 @@ def inertia_times(mass, first_moment, inertia, i, x):
 
 
 @njit(cache=True, inline="always")
+def symmetric_inertia_times(mass, first_moment, inertia, i, x):
+    """inertia_times reading the upper triangle of I_O alone (I_O[r, c], r <= c):
+    the same numbers for a symmetric I_O, whose lower triangle need not be kept."""
+    m, I = mass[i], inertia[i]  # noqa: E741
+    h0, h1, h2 = first_moment[i, 0], first_moment[i, 1], first_moment[i, 2]
+    w0, w1, w2, l0, l1, l2 = x[0], x[1], x[2], x[3], x[4], x[5]
+    return (I[0, 0] * w0 + I[0, 1] * w1 + I[0, 2] * w2 + h1 * l2 - h2 * l1,
+            I[0, 1] * w0 + I[1, 1] * w1 + I[1, 2] * w2 + h2 * l0 - h0 * l2,
+            I[0, 2] * w0 + I[1, 2] * w1 + I[2, 2] * w2 + h0 * l1 - h1 * l0,
+            m * l0 - (h1 * w2 - h2 * w1),
+            m * l1 - (h2 * w0 - h0 * w2),
+            m * l2 - (h0 * w1 - h1 * w0))
+
+
+@njit(cache=True, inline="always")
 def newton_euler(mass, first_moment, inertia, i, a, v):
     """I a + v x* I v (F&O eq. 3; M dV - ad^T_V M V of Müller dynamics eqs. 67a,
     71b): the wrench that gives body i, of inertia (inertia_times) in the frame

@@ -21,7 +21,7 @@ from mbs_dynamics.multibody.joints import joint_placement, joint_world_subspace,
 from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
 from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, call_scratch, take
 from mbs_dynamics.parallel import run_batch
-from mbs_dynamics.spatial.algebra import row, symmetric_inertia_times
+from mbs_dynamics.spatial.algebra import inertia_times, row
 
 
 @njit(cache=True, inline="always")
@@ -151,8 +151,8 @@ def composite_momentum(composite, i, k):
     speed, world axes, about the world origin (a
     tuple, kept in registers: stored to scratch and read back, the UR5's M
     took 10 % longer, TALOS's 13 %)."""
-    return symmetric_inertia_times(composite.mass_c, composite.first_moment_c, composite.inertia_c, i,
-                                  row(composite.S_world[i], k))
+    return inertia_times(composite.mass_c, composite.first_moment_c, composite.inertia_c, i,
+                         row(composite.S_world[i], k), True)
 
 
 @njit(cache=True, inline="always")

@@ -100,6 +100,8 @@ def test_invariants_on_a_chain_with_prismatic_planar_and_mimic_joints(mimic):
     a = mbs.forward_dynamics(model, q, v, tau)
     close(mbs.inverse_dynamics(model, q, v, a), tau, 1e-12)  # ID(FD) = tau
     close(a, np.linalg.solve(M, tau - mbs.nonlinear_effects(model, q, v)), 1e-10)
+    # h_G = A_G v: a coordinate that moves two bodies (a mimic's and its master's) has their momenta summed
+    close(mbs.centroidal_momentum_matrix(model, q) @ v, mbs.centroidal_momentum(model, q, v), 1e-12)
 
 
 def kinetic_energy_of_bodies(model, q, v):

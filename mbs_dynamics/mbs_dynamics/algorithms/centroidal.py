@@ -13,7 +13,8 @@ import numpy as np
 from numba import njit, types
 
 from mbs_dynamics import inputs
-from mbs_dynamics.algorithms.crba import COMPOSITE_FLOATS_PER_BODY, composite_momenta, composite_momentum
+from mbs_dynamics.algorithms.crba import COMPOSITE_FLOATS_PER_BODY, add_moments_to_parent, \
+    add_rotational_to_parent, composite_momenta, composite_momentum
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RESULT, RESULT_MATRIX, VECTOR, \
     ExactKernel, all_finite, invalid, vectors_fit
 from mbs_dynamics.multibody.joints import axis_forward_pass, body_velocity
@@ -115,8 +116,11 @@ def momentum_batch_kernel(packed, q, v, out, status):
 def momentum_matrix_kernel(packed, q, A, com, buffer):
     """A = A_G (6, nv) and com = c. Column j of A_O is the momentum, about the
     world origin, of the bodies moved by coordinate j at unit speed: I^C_i S_i
-    in world axes; then k_G = k_O - c x l column by column. Returns the status
-    of momentum_kernel."""
+    in world axes (summed over the bodies whose joints coordinate j moves: a
+    mimic joint's and its master's), k_G = k_O - c x l: the composites'
+    masses and first moments first (c), then the columns from the leaves as
+    the rotational inertias are completed. Returns the status of
+    momentum_kernel."""
     model = unpack_model(packed)
     if invalid(model, q, q[:0], q[:0]):
         return INVALID_INPUT
@@ -124,6 +128,8 @@ def momentum_matrix_kernel(packed, q, A, com, buffer):
     n = parent.shape[0]
     composite = composite_momenta(packed, q, buffer)
     mass_c, first_moment_c = composite.mass_c, composite.first_moment_c
+    for i in range(n - 1, -1, -1):  # the composites' masses and first moments, for c
+        add_moments_to_parent(parent, i, mass_c, first_moment_c)
     total_mass = 0.0
     com[0] = com[1] = com[2] = 0.0
     for i in range(n):
@@ -133,12 +139,27 @@ def momentum_matrix_kernel(packed, q, A, com, buffer):
                 com[r] += first_moment_c[i, r]
     c0, c1, c2 = center_of_mass_from(total_mass, com)
     com[0], com[1], com[2] = c0, c1, c2
-    for i in range(n):
+    distinct = True  # each body's coordinates after its predecessor's: no column that two bodies move (a mimic's)
+    for i in range(1, n):
+        if v_start[i] < v_start[i - 1] + nv_joint[i - 1]:
+            distinct = False
+    if not distinct:
+        A[:] = 0.0
+    for i in range(n - 1, -1, -1):  # the rotational inertias completed on the way
         for k in range(nv_joint[i]):
-            f0, f1, f2, f3, f4, f5 = composite_momentum(composite, i, k)
             j = v_start[i] + k
-            A[0, j], A[1, j], A[2, j] = moment_about(c0, c1, c2, f0, f1, f2, f3, f4, f5)
-            A[3, j], A[4, j], A[5, j] = f3, f4, f5
+            f0, f1, f2, f3, f4, f5 = composite_momentum(composite, i, k)
+            k0, k1, k2 = moment_about(c0, c1, c2, f0, f1, f2, f3, f4, f5)
+            if distinct:
+                A[0, j], A[1, j], A[2, j], A[3, j], A[4, j], A[5, j] = k0, k1, k2, f3, f4, f5
+            else:  # summed over the bodies that coordinate j moves
+                A[0, j] += k0
+                A[1, j] += k1
+                A[2, j] += k2
+                A[3, j] += f3
+                A[4, j] += f4
+                A[5, j] += f5
+        add_rotational_to_parent(parent, i, composite.inertia_c, False)
     return 0 if all_finite(A) and all_finite(com) else NONFINITE_RESULT
 
 

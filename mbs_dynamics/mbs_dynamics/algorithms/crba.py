@@ -17,7 +17,7 @@ from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.kinematics import place_in_world
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RESULT_MATRIX, VECTOR, ExactKernel, \
     all_finite, invalid, vectors_fit
-from mbs_dynamics.multibody.joints import joint_placement, motion_subspace, world_subspace
+from mbs_dynamics.multibody.joints import joint_placement, joint_world_subspace, world_subspace
 from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
 from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, call_scratch, take
 from mbs_dynamics.parallel import run_batch
@@ -25,12 +25,13 @@ from mbs_dynamics.spatial.algebra import inertia_times, row
 
 
 @njit(cache=True, inline="always")
-def world_body_inertia(model, i, world_R, world_p, mass_w, first_moment_w, inertia_w):
+def world_body_inertia(model, i, world_R, world_p, mass_w, first_moment_w, inertia_w, full):
     """(mass_w[i], first_moment_w[i], inertia_w[i]): body i's spatial inertia about
     the world origin in world axes. A body's inertia about its origin o, moved to
     the world origin (rotated, then shifted by p = o):
     h_W = h' + m p,  I_W = I' + m(|p|^2 1 - p p^T) - (h' p^T + p h'^T) + 2 (h'.p) 1,
-    with h' = R h and I' = R I_O R^T (the parallel-axis theorem about o, not the CoM)."""
+    with h' = R h and I' = R I_O R^T (the parallel-axis theorem about o, not the CoM).
+    I_W's upper triangle alone unless `full` (composite_momenta's)."""
     R, p, m, first_moment = world_R[i], world_p[i], model.mass[i], model.first_moment
     h0 = R[0, 0] * first_moment[i, 0] + R[0, 1] * first_moment[i, 1] + R[0, 2] * first_moment[i, 2]
     h1 = R[1, 0] * first_moment[i, 0] + R[1, 1] * first_moment[i, 1] + R[1, 2] * first_moment[i, 2]
@@ -48,7 +49,8 @@ def world_body_inertia(model, i, world_R, world_p, mass_w, first_moment_w, inert
             if r == c:
                 value += diagonal
             inertia_w[i, r, c] = value
-            inertia_w[i, c, r] = value
+            if full:
+                inertia_w[i, c, r] = value
     mass_w[i] = m
     first_moment_w[i, 0], first_moment_w[i, 1], first_moment_w[i, 2] = h0 + m * p0, h1 + m * p1, h2 + m * p2
 
@@ -58,23 +60,47 @@ def world_body_inertias(packed, world_R, world_p, mass_w, first_moment_w, inerti
     """world_body_inertia of every body."""
     model = unpack_model(packed)
     for i in range(model.parent.shape[0]):
-        world_body_inertia(model, i, world_R, world_p, mass_w, first_moment_w, inertia_w)
+        world_body_inertia(model, i, world_R, world_p, mass_w, first_moment_w, inertia_w, True)
+
+
+@njit(cache=True, inline="always")
+def add_to_parent(parent, i, mass_c, first_moment_c, inertia_c, full):
+    """Body i's composite inertia added to its parent's (none for a root):
+    once i's is complete, after all of its children's were added to it (about
+    one point, additive). The rotational inertia's upper triangle alone
+    unless `full` (world_body_inertia's)."""
+    add_moments_to_parent(parent, i, mass_c, first_moment_c)
+    add_rotational_to_parent(parent, i, inertia_c, full)
+
+
+@njit(cache=True, inline="always")
+def add_moments_to_parent(parent, i, mass_c, first_moment_c):
+    """add_to_parent's mass and first moment (the CMM sums them in a pass of
+    their own, for the centre of mass before the columns)."""
+    lam = parent[i]
+    if lam >= 0:
+        mass_c[lam] += mass_c[i]
+        for r in range(3):
+            first_moment_c[lam, r] += first_moment_c[i, r]
+
+
+@njit(cache=True, inline="always")
+def add_rotational_to_parent(parent, i, inertia_c, full):
+    """add_to_parent's rotational inertia (the upper triangle unless `full`)."""
+    lam = parent[i]
+    if lam >= 0:
+        for r in range(3):
+            for c in range(0 if full else r, 3):
+                inertia_c[lam, r, c] += inertia_c[i, r, c]
 
 
 @njit(cache=True, inline="always")
 def composite_sums(packed, mass_c, first_moment_c, inertia_c):
     """World inertias of bodies (world_body_inertias) -> composites: each body's plus
-    those of every body it carries, summed leaves to root (about one point, additive)."""
+    those of every body it carries, summed leaves to root (add_to_parent)."""
     model = unpack_model(packed)
-    parent = model.parent
-    for i in range(parent.shape[0] - 1, -1, -1):
-        lam = parent[i]
-        if lam >= 0:
-            mass_c[lam] += mass_c[i]
-            for r in range(3):
-                first_moment_c[lam, r] += first_moment_c[i, r]
-                for c in range(3):
-                    inertia_c[lam, r, c] += inertia_c[i, r, c]
+    for i in range(model.parent.shape[0] - 1, -1, -1):
+        add_to_parent(model.parent, i, mass_c, first_moment_c, inertia_c, True)
 
 
 @njit(cache=True)
@@ -86,8 +112,8 @@ def world_motion_subspaces(packed, S, world_R, world_p, out):
 
 
 # What the CRBA needs from q (composite_momenta): each body's composite inertia
-# (mass_c, first_moment_c, inertia_c) and motion subspace S_world about the world
-# origin in world axes.
+# (mass_c, first_moment_c, inertia_c: the upper triangle of its rotational part)
+# and motion subspace S_world about the world origin in world axes.
 CompositeViews = namedtuple("CompositeViews", ("mass_c", "first_moment_c", "inertia_c", "S_world"))
 # Floats a body of composite_momenta's layout: its KinematicViews (60) and
 # CompositeViews (49): a call's scratch (call_scratch) on the stack up
@@ -97,7 +123,11 @@ COMPOSITE_FLOATS_PER_BODY = 109
 
 @njit(cache=True, inline="always")
 def composite_momenta(packed, q, buffer):
-    """The CompositeViews of `buffer` at q, after its KinematicViews (world placements)."""
+    """The CompositeViews of `buffer` at q, after its KinematicViews (world
+    placements), each body's own inertia in place of its composite: the
+    caller completes them from the leaves (add_to_parent after a body's
+    columns, in the loop that reads them: one pass where composite_sums
+    took one of its own)."""
     model = unpack_model(packed)
     n = model.parent.shape[0]
     kinematics, o = kinematic_views(buffer, n)
@@ -108,22 +138,21 @@ def composite_momenta(packed, q, buffer):
     R, p, S, world_R, world_p = kinematics.R, kinematics.p, kinematics.S, kinematics.world_R, kinematics.world_p
     for i in range(n):  # body_poses_kernel, world_motion_subspaces and world_body_inertias in one pass
         joint_placement(model, i, q, R, p)
-        motion_subspace(model, i, q, S)
         place_in_world(i, model.parent[i], R, p, world_R, world_p)
-        world_subspace(model, i, S, world_R, world_p, S_world)
-        world_body_inertia(model, i, world_R, world_p, mass_c, first_moment_c, inertia_c)
-    composite_sums(packed, mass_c, first_moment_c, inertia_c)
+        joint_world_subspace(model, i, q, S, world_R, world_p, S_world)
+        world_body_inertia(model, i, world_R, world_p, mass_c, first_moment_c, inertia_c, False)
     return CompositeViews(mass_c, first_moment_c, inertia_c, S_world)
 
 
 @njit(cache=True, inline="always")
 def composite_momentum(composite, i, k):
     """I^C_i (^0X_i S_i)[:, k], a 6-tuple: the momentum of body i's subtree
-    moved by column k at unit speed, world axes, about the world origin (a
+    (its composite complete: composite_momenta) moved by column k at unit
+    speed, world axes, about the world origin (a
     tuple, kept in registers: stored to scratch and read back, the UR5's M
     took 10 % longer, TALOS's 13 %)."""
     return inertia_times(composite.mass_c, composite.first_moment_c, composite.inertia_c, i,
-                        row(composite.S_world[i], k))
+                         row(composite.S_world[i], k), True)
 
 
 @njit(cache=True, inline="always")
@@ -157,6 +186,7 @@ def composite_inertias(packed, model, q, M, buffer, full):
                     if full:
                         M[vj + m, vi + k] += value
                 j = parent[j]
+        add_to_parent(parent, i, composite.mass_c, composite.first_moment_c, composite.inertia_c, False)
     for k in range(M.shape[0]):
         M[k, k] += model.armature[k]
 

@@ -114,6 +114,27 @@ def world_subspace(model, i, S, world_R, world_p, out):
 
 
 @njit(cache=True, inline="always")
+def joint_world_subspace(model, i, q, S, world_R, world_p, out):
+    """world_subspace of body i at q from its joint: a revolute or prismatic
+    joint's column straight from its axis (motion_subspace's and
+    world_column's numbers, without storing S[i] and reading it back), the
+    other joints' by motion_subspace into S."""
+    kind = model.joint_type[i]
+    if kind == REVOLUTE or kind == PRISMATIC:
+        scale = model.coupling[i, 0]
+        u = rotate(world_R, i, (scale * model.axis[i, 0], scale * model.axis[i, 1], scale * model.axis[i, 2]))
+        if kind == REVOLUTE:  # [u; p x u]
+            out[i, 0, 0], out[i, 0, 1], out[i, 0, 2] = u
+            out[i, 0, 3], out[i, 0, 4], out[i, 0, 5] = cross((world_p[i, 0], world_p[i, 1], world_p[i, 2]), u)
+        else:  # [0; u]
+            out[i, 0, 0] = out[i, 0, 1] = out[i, 0, 2] = 0.0
+            out[i, 0, 3], out[i, 0, 4], out[i, 0, 5] = u
+        return
+    motion_subspace(model, i, q, S)
+    world_subspace(model, i, S, world_R, world_p, out)
+
+
+@njit(cache=True, inline="always")
 def joint_bias(model, i, S, v):
     """c_J = (dS/dt) qd of body i's joint, a 6-tuple: zero but for the planar
     joint, whose linear columns turn with theta: c_J = [0; -theta_dot axis x l],

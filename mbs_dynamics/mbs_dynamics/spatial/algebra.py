@@ -147,15 +147,18 @@ def force_cross(a, f):
 
 
 @njit(cache=True, inline="always")
-def inertia_times(mass, first_moment, inertia, i, x):
+def inertia_times(mass, first_moment, inertia, i, x, upper=False):
     """I_i x = [I_O w + h x l; m l - h x w] for x = [w; l] and the spatial inertia
-    (m, h, I_O) = (mass[i], first_moment[i], inertia[i]) (RBDL §7.3)."""
+    (m, h, I_O) = (mass[i], first_moment[i], inertia[i]) (RBDL §7.3). `upper`:
+    I_O's upper triangle read alone (the same numbers for a symmetric I_O,
+    whose lower triangle need not be kept: crba.composite_momenta's)."""
     m, I = mass[i], inertia[i]  # noqa: E741
     h0, h1, h2 = first_moment[i, 0], first_moment[i, 1], first_moment[i, 2]
     w0, w1, w2, l0, l1, l2 = x[0], x[1], x[2], x[3], x[4], x[5]
+    I10, I20, I21 = (I[0, 1], I[0, 2], I[1, 2]) if upper else (I[1, 0], I[2, 0], I[2, 1])
     return (I[0, 0] * w0 + I[0, 1] * w1 + I[0, 2] * w2 + h1 * l2 - h2 * l1,
-            I[1, 0] * w0 + I[1, 1] * w1 + I[1, 2] * w2 + h2 * l0 - h0 * l2,
-            I[2, 0] * w0 + I[2, 1] * w1 + I[2, 2] * w2 + h0 * l1 - h1 * l0,
+            I10 * w0 + I[1, 1] * w1 + I[1, 2] * w2 + h2 * l0 - h0 * l2,
+            I20 * w0 + I21 * w1 + I[2, 2] * w2 + h0 * l1 - h1 * l0,
             m * l0 - (h1 * w2 - h2 * w1),
             m * l1 - (h2 * w0 - h0 * w2),
             m * l2 - (h0 * w1 - h1 * w0))

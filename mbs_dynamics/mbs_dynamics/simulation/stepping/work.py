@@ -29,8 +29,9 @@ from mbs_dynamics.simulation.stepping.islands import IslandScratch
 # bodies' (CollisionWork) and the islands' solve's (IslandScratch).
 StepWork = namedtuple("StepWork", "M M_nominal h effort damping clamp v_next positions vel free_vel axes location "
                                   "screws stages G deepest other c impulses u diagonal pair_point pair_obstacle "
-                                  "pair_body_a pair_body_b pair_shape_a pair_shape_b pair_gap pair_bias pair_tangent_bias "
-                                  "pair_friction pair_next lowest highest coordinates columns pairs_of_body correction "
+                                  "pair_body_a pair_body_b pair_shape_a pair_shape_b pair_gap pair_bias "
+                                  "pair_tangent_bias pair_friction pair_next lowest highest coordinates columns "
+                                  "pairs_of_body correction "
                                   "zeroed zero no_force q_next v_free change laws "
                                   "collision islands")
 # Each shape's world placement (k, 3, 3), (k, 3), bounding box (k, 6: lowest then highest corner) and speed

@@ -49,8 +49,9 @@ def lay_out_work(floats, ints, nq, nv, nbodies, npoints, nobstacles, nshapes, ma
     pairs = npoints * nobstacles + max_collisions
     rows = 3 * pairs + nv
     # solve_islands' scratch: its ints for any rows, its floats (an island's W, its block of Y and vectors) for
-    # an island of the points' and joints' rows (islands of the contacts between bodies beyond allocate theirs)
-    island_rows = min(rows, 3 * npoints * nobstacles + nv)
+    # an island of the joints' rows and each point's with one obstacle (a larger island, of points on several
+    # obstacles at once or of contacts between bodies, allocates its floats)
+    island_rows = min(rows, 3 * npoints + nv)
     # the narrow phase's scratch only where bodies have shapes to collide
     n_vertices, n_faces, n_features, n_candidates = (EPA_MAX_VERTICES, EPA_MAX_FACES, MAX_FEATURE_POINTS,
                                                      MANIFOLD_CANDIDATES) if nshapes > 1 else (0, 0, 0, 0)

@@ -489,6 +489,15 @@ def test_contact_step_repeated_set_up_gives_the_first_calls_results():
         result = mbs.contact_step(model, q, v, tau, DT, points, ground, warm_start=warm)
         same(result, fresh(model, q, v, tau, DT, points, ground, warm_start=warm))
         q, v, warm = result.q, result.v, result.impulses
+    # a loop on the kept set-up, past a pool's end: the last call's own q, v and impulses (recognised by identity,
+    # not checked again) step as copies of them do
+    inputs, results = [], []
+    for _ in range(api.RESULTS_POOL + 3):
+        inputs.append((q.copy(), v.copy(), None if warm is None else warm.copy()))
+        results.append(mbs.contact_step(model, q, v, tau, DT, points, ground, warm_start=warm))
+        q, v, warm = results[-1].q, results[-1].v, results[-1].impulses
+    for (q_copy, v_copy, warm_copy), result in zip(inputs, results, strict=True):
+        same(result, fresh(model, q_copy, v_copy, tau, DT, points, ground, warm_start=warm_copy))
     # each call's records are its own, past the pool's rows (api.RESULTS_POOL made at once)
     kept = [mbs.contact_step(model, q, v, tau, DT, points, ground, warm_start=warm)]
     saved = [records.tobytes() for records in (kept[0].points, kept[0].contacts, kept[0].coordinates, kept[0].bodies)]

@@ -515,12 +515,16 @@ def contact_step(model: Model, q, v, tau, dt: float, points=(), ground: Ground =
     # the common case, the kept set-up and float64 arrays of the right shapes: nothing converted or made (the kernel
     # steps copies of q and v in the set-up's pools; any layout); their values are checked by the kernel
     if model is kept.model and ground is kept.ground and points == kept.points and options == kept.options \
-            and type(q) is _ndarray and type(v) is _ndarray and type(tau) is _ndarray and q.dtype is _float64 \
-            and v.dtype is _float64 and tau.dtype is _float64 and q.shape == kept.q_shape \
-            and v.shape == kept.v_shape and tau.shape == kept.v_shape and joint_warm_start is None \
-            and (warm_start is None or (type(warm_start) is _ndarray and warm_start.dtype is _float64
-                                        and warm_start.shape == kept.warm_shape)):
-        return kept.step(model, q, v, tau, warm_start, None, tolerance)
+            and type(tau) is _ndarray and tau.dtype is _float64 and tau.shape == kept.v_shape \
+            and joint_warm_start is None:
+        # a loop's: the state and warm start of the last call's result, the pools' own arrays (types not checked)
+        last = kept.results[kept.taken - 1]
+        if q is last.q and v is last.v and (warm_start is None or warm_start is last.ground_impulses) \
+                or type(q) is _ndarray and type(v) is _ndarray and q.dtype is _float64 and v.dtype is _float64 \
+                and q.shape == kept.q_shape and v.shape == kept.v_shape \
+                and (warm_start is None or (type(warm_start) is _ndarray and warm_start.dtype is _float64
+                                            and warm_start.shape == kept.warm_shape)):
+            return kept.step(model, q, v, tau, warm_start, None, tolerance)
     return _set_up_step(model, q, v, tau, points, ground, warm_start, joint_warm_start, options)
 
 

@@ -176,22 +176,6 @@ def untracked_views(typingctx, value):
     return value(value), codegen
 
 
-@intrinsic
-def untracked_fields(typingctx, struct):
-    """A numba StructRef's fields, a tuple in their order, each array (and
-    each in a tuple field) an untracked view: valid while the struct holds
-    them (a kernel's argument: until it returns). Reading a field otherwise
-    takes a reference to each of its arrays (untracked_views)."""
-    from numba.experimental.structref import _Utils
-    fields = tuple(struct.field_dict.items())
-
-    def codegen(context, builder, signature, args):
-        data = _Utils(context, builder, struct).get_data_struct(args[0])
-        return context.make_tuple(builder, signature.return_type, [
-            _untracked_value(context, builder, field_type, getattr(data, name)) for name, field_type in fields])
-    return types.Tuple([field_type for _, field_type in fields])(struct), codegen
-
-
 # The arrays every recursion starts from (kinematic_views): parent placements
 # (R, p), motion subspaces S, world placements (world_R, world_p).
 KinematicViews = namedtuple("KinematicViews", ("R", "p", "S", "world_R", "world_p"))

@@ -20,7 +20,7 @@ from mbs_dynamics.compiled_calls import signature_entry
 from mbs_dynamics.contact.constraints import PointContact
 from mbs_dynamics.inputs import SINGULAR_MASS_MATRIX
 from mbs_dynamics.multibody.model import Model
-from mbs_dynamics.multibody.workspace import scratch, untracked_fields
+from mbs_dynamics.multibody.workspace import scratch
 from mbs_dynamics.simulation.stepping.actuation import effort_actuation, joint_terms
 from mbs_dynamics.simulation.stepping.integrator import EULER
 from mbs_dynamics.simulation.stepping.obstacles import DEFAULT_GROUND, Ground, obstacle_records
@@ -301,7 +301,6 @@ class StepSetup(structref.StructRefProxy):
                                                 collisions, reports, q_rows, v_rows)
 
 
-# kept_step_kernel unpacks the fields in this order (workspace.untracked_fields: a tuple of them)
 structref.define_proxy(StepSetup, StepSetupType, ["packed", "dof_parent", "world", "actuation", "settings", "buffer",
                                                   "work_floats", "work_ints", "points", "contacts", "coordinates",
                                                   "bodies", "collisions", "reports", "q_rows", "v_rows"])
@@ -321,20 +320,17 @@ def kept_step_kernel(setup, row, q, v, tau, warm_start):
     (q and v of any layout, not written), warm started by warm_start ((k, 3),
     the ground's impulses; (0, 3): the row's, zero). Returns the REPORT's
     status."""
-    # the fields untracked (workspace.untracked_fields), in define_proxy's order: no reference counted, here or
-    # in simulate_kernel
-    packed, dof_parent, world, actuation, settings, buffer, work_floats, work_ints, points, contacts, coordinates, \
-        bodies, collisions, reports, q_rows, v_rows = untracked_fields(setup)
-    q_next, v_next, contacts, report = q_rows[row], v_rows[row], contacts[row], reports[row]
+    q_next, v_next, contacts, report = setup.q_rows[row], setup.v_rows[row], setup.contacts[row], setup.reports[row]
     q_next[:] = q
     v_next[:] = v
+    actuation = setup.actuation
     for r in range(tau.shape[0]):
         actuation[r].effort = tau[r]
     for k in range(warm_start.shape[0]):
         contacts[k, 0].impulse[:] = warm_start[k]
-    simulate_kernel(packed, dof_parent, world, actuation, settings, q_next, v_next,
-                    (points[row], contacts, coordinates[row], bodies[row], collisions, report), buffer, work_floats,
-                    work_ints)
+    simulate_kernel(setup.packed, setup.dof_parent, setup.world, actuation, setup.settings, q_next, v_next,
+                    (setup.points[row], contacts, setup.coordinates[row], setup.bodies[row], setup.collisions, report),
+                    setup.buffer, setup.work_floats, setup.work_ints)
     return report[0].status
 
 

@@ -128,6 +128,14 @@ def composite_momenta(packed, q, buffer):
     caller completes them from the leaves (add_to_parent after a body's
     columns, in the loop that reads them: one pass where composite_sums
     took one of its own)."""
+    return placed_composite_momenta(packed, q, buffer, False)
+
+
+@njit(cache=True, inline="always")
+def placed_composite_momenta(packed, q, buffer, placed):
+    """composite_momenta; where `placed`, the joint placements R, p of the
+    buffer's KinematicViews are those at q already (a pass at q on the same
+    buffer left them: rnea_kernel's), not computed again."""
     model = unpack_model(packed)
     n = model.parent.shape[0]
     kinematics, o = kinematic_views(buffer, n)
@@ -137,7 +145,8 @@ def composite_momenta(packed, q, buffer):
     S_world, o = take(buffer, o, (n, 6, 6))
     R, p, S, world_R, world_p = kinematics.R, kinematics.p, kinematics.S, kinematics.world_R, kinematics.world_p
     for i in range(n):  # body_poses_kernel, world_motion_subspaces and world_body_inertias in one pass
-        joint_placement(model, i, q, R, p)
+        if not placed:
+            joint_placement(model, i, q, R, p)
         place_in_world(i, model.parent[i], R, p, world_R, world_p)
         joint_world_subspace(model, i, q, S, world_R, world_p, S_world)
         world_body_inertia(model, i, world_R, world_p, mass_c, first_moment_c, inertia_c, False)
@@ -156,15 +165,16 @@ def composite_momentum(composite, i, k):
 
 
 @njit(cache=True, inline="always")
-def composite_inertias(packed, model, q, M, buffer, full):
+def composite_inertias(packed, model, q, M, buffer, full, placed):
     """M += the CRBA's H (F&O eqs. 9-10), from the leaves: f = I^C_i S_i[:, k]
     (world axes, about the world origin), H_ji = S_j^T f for i's own
     coordinates j (H_ii), then for each j on the path to the root; and the
     armature on the diagonal. Touches only the entries of coordinates on one
     path to the root: both triangles if `full`, else the lower alone (what
-    the sparse factor reads, without the column stores of the upper)."""
+    the sparse factor reads, without the column stores of the upper);
+    placed: placed_composite_momenta's."""
     parent, v_start, nv_joint = model.parent, model.v_start, model.nv_joint
-    composite = composite_momenta(packed, q, buffer)
+    composite = placed_composite_momenta(packed, q, buffer, placed)
     S = composite.S_world
     for i in range(parent.shape[0] - 1, -1, -1):
         ni, vi = nv_joint[i], v_start[i]
@@ -202,7 +212,7 @@ def crba(packed, q, M, buffer):
     for r in range(M.shape[0]):
         for c in range(M.shape[1]):
             M[r, c] = 0.0
-    composite_inertias(packed, model, q, M, buffer, True)
+    composite_inertias(packed, model, q, M, buffer, True, False)
     return 0 if all_finite(M) else NONFINITE_RESULT
 
 
@@ -214,12 +224,14 @@ def crba_kernel(packed, q, M, buffer):
 
 
 @njit(cache=True)
-def crba_paths_kernel(packed, dof_parent, q, M, buffer):
+def crba_paths_kernel(packed, dof_parent, q, M, buffer, placed):
     """crba_kernel writing only the entries M[k, j] of each coordinate k
     and those j on its path to the root (dof_parent), the lower triangle, the
     rest left as they were: what the sparse factor (ltl_factor) reads, at a cost
     that grows with the coordinates and their depth, not with their square
-    (a hundred free objects: nv = 609). Same returns."""
+    (a hundred free objects: nv = 609). placed (np.bool_: a literal would be
+    compiled apart): the buffer holds the joint placements at q, rnea_kernel's
+    on it (placed_composite_momenta). Same returns."""
     model = unpack_model(packed)
     if invalid(model, q, q[:0], q[:0]):
         return INVALID_INPUT
@@ -228,7 +240,7 @@ def crba_paths_kernel(packed, dof_parent, q, M, buffer):
         while j >= 0:
             M[k, j] = 0.0
             j = dof_parent[j]
-    composite_inertias(packed, model, q, M, buffer, False)
+    composite_inertias(packed, model, q, M, buffer, False, placed)
     for k in range(M.shape[0]):
         j = k
         while j >= 0:

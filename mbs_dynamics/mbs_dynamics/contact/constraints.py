@@ -409,7 +409,7 @@ def _contact_dynamics_kernel(packed, dof_parent, q, v, tau, kinds, bodies, local
         return 1, 0.0
     M, h = np.empty((nv, nv)), np.empty(nv)
     if rnea_kernel(packed, q, v, np.zeros(nv), np.empty((0, 6)), h, buffer) \
-            or crba_paths_kernel(packed, dof_parent, q, M, buffer) or ltl_factor(M, dof_parent) >= 0:
+            or crba_paths_kernel(packed, dof_parent, q, M, buffer, np.bool_(True)) or ltl_factor(M, dof_parent) >= 0:
         return 1, 0.0
     free = tau - h
     ltl_solve(M, dof_parent, free)

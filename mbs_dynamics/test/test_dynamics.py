@@ -137,6 +137,42 @@ def test_real_robot_invariants(name):
     close(h[3:], model.total_mass * mbs.center_of_mass_velocity(model, q, v))
 
 
+@pytest.mark.parametrize("name", ["solo12", "talos", "panda"])
+def test_mass_matrix_paths_on_the_rneas_placements_are_the_mass_matrix(name):
+    """The step's and contact dynamics' CRBA (crba_paths_kernel, placed) reads
+    the joint placements the RNEA left in the same buffer at the same q: the
+    entries on the paths to the root are mass_matrix's, bit for bit, and
+    those it computes placing the joints itself; after another q's RNEA they
+    differ (what it reads is the buffer's)."""
+    from mbs_dynamics.algorithms.crba import crba_paths_kernel
+    from mbs_dynamics.algorithms.rnea import rnea_kernel
+    from mbs_dynamics.multibody.workspace import scratch
+
+    pair = Pair(robot_path(name), floating_base=name in FLOATING)
+    model = pair.model
+    rng = np.random.default_rng(12)
+    buffer, h, no_force = scratch(model), np.empty(model.nv), np.zeros((0, 6))
+    dof_parent = model.dof_parent
+    on_paths = np.zeros((model.nv, model.nv), dtype=bool)
+    for k in range(model.nv):
+        j = k
+        while j >= 0:
+            on_paths[k, j] = True
+            j = dof_parent[j]
+    for _ in range(3):
+        q, v, _ = pair.random_state(rng)
+        other_q = pair.random_state(rng)[0]
+        placed, computed, stale = (np.zeros((model.nv, model.nv)) for _ in range(3))
+        assert rnea_kernel(model.packed, q, v, np.zeros(model.nv), no_force, h, buffer) == 0
+        assert crba_paths_kernel(model.packed, dof_parent, q, placed, buffer, np.bool_(True)) == 0
+        assert crba_paths_kernel(model.packed, dof_parent, q, computed, buffer, np.bool_(False)) == 0
+        assert placed.tobytes() == computed.tobytes()
+        assert placed[on_paths].tobytes() == mbs.mass_matrix(model, q)[on_paths].tobytes()
+        assert rnea_kernel(model.packed, other_q, v, np.zeros(model.nv), no_force, h, buffer) == 0
+        assert crba_paths_kernel(model.packed, dof_parent, q, stale, buffer, np.bool_(True)) == 0
+        assert not np.array_equal(stale, placed)
+
+
 def test_tree_zeros_between_branches():
     model = mbs.Model.from_urdf_file(robot_path("talos"), floating_base=True)
     q = Pair(robot_path("talos"), floating_base=True).random_state(np.random.default_rng(16))[0]

@@ -158,6 +158,15 @@ def body_motion_views(packed, q, buffer):
 
 
 @njit(cache=True, inline="always")
+def pass_body_twists(buffer, n):
+    """The body twists vel (n, 6) a body form's pass at q and v left in
+    `buffer` (body_motion_views' layout): valid until the buffer is used again."""
+    _, o = kinematic_views(buffer, n)
+    vel, _ = take(buffer, o, (n, 6))
+    return vel
+
+
+@njit(cache=True, inline="always")
 def add_armature(model, a, tau):
     """tau += armature a: the rotors' inertia on their coordinates (model.armature)."""
     for k in range(tau.shape[0]):

@@ -11,7 +11,7 @@ from numba import njit
 
 from mbs_dynamics.algorithms.crba import crba_paths_kernel, ltl_factor, ltl_solve
 from mbs_dynamics.collision.shapes import ShapeSet
-from mbs_dynamics.algorithms.rnea import rnea_kernel
+from mbs_dynamics.algorithms.rnea import pass_body_twists, rnea_kernel
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_MATRIX, all_finite, invalid
 from mbs_dynamics.multibody.configuration import integrate_kernel
 from mbs_dynamics.multibody.model import unpack_model
@@ -192,14 +192,15 @@ def implicit_step(packed, dof_parent, world, actuation, step, q, v, results, wor
     model = unpack_model(packed)
     spheres, obstacles, terms = world.spheres, world.obstacles, world.terms
     nv = v.shape[0]
-    if rnea_kernel(packed, q, v, work.zero, work.no_force, work.h, buffer) \
-            or crba_paths_kernel(packed, dof_parent, q, work.M_nominal, buffer, np.bool_(True)):  # placed by the RNEA
-        # the inputs were checked: what else fails is overflow
+    touchable = (spheres.shape[0] > 0 and obstacles.shape[0] > 0) or world.shapes.shapes.shape[0] > 1
+    # the inputs were checked: what fails here is overflow
+    if rnea_kernel(packed, q, v, work.zero, work.no_force, work.h, buffer):
+        return StepOutcome(NONFINITE_RESULT, 0, 0.0, 0, -1, False, 0)
+    if touchable:  # the body twists at v (body_twists'), the RNEA's, before the CRBA takes their place in the buffer
+        work.vel[:] = pass_body_twists(buffer, model.parent.shape[0])
+    if crba_paths_kernel(packed, dof_parent, q, work.M_nominal, buffer, np.bool_(True)):  # placed by the RNEA
         return StepOutcome(NONFINITE_RESULT, 0, 0.0, 0, -1, False, 0)
     kinematics, _ = point_positions(packed, q, spheres, buffer, work.positions, True)
-    touchable = (spheres.shape[0] > 0 and obstacles.shape[0] > 0) or world.shapes.shapes.shape[0] > 1
-    if touchable:
-        body_twists(model, kinematics, v, work.vel)
     work.clamp[:] = 0.0
     gaps = results.points["gap"]
     sweeps, residual, limits, softened, dropped = 0, 0.0, 0, False, 0

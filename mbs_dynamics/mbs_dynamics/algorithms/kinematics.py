@@ -13,7 +13,7 @@ from mbs_dynamics.multibody.joints import body_acceleration, body_jerk, body_vel
     motion_subspace, parent_placement, world_column, world_subspace
 from mbs_dynamics.multibody.model import FLOATING, PRISMATIC, REVOLUTE, Model, body_count, frame_count, \
     frame_placement, unflatten, unpack_model
-from mbs_dynamics.multibody.workspace import kinematic_views, scratch, call_scratch, take
+from mbs_dynamics.multibody.workspace import kinematic_views, scratch, call_scratch, take, untracked_views
 from mbs_dynamics.spatial.algebra import cross, motion_cross, rotate, rotate_back
 from mbs_dynamics.spatial.lie import pose
 
@@ -297,14 +297,16 @@ def frame_jacobian_kernel(packed, q, placement, representation, J, buffer):
     columns, o = take(buffer, o, (n, 6, 6))  # by depth: the world columns of the body's coordinates
     S, o = take(buffer, o, (n, 6, 6))
     path, o = take(buffer, o, (n,))  # the bodies from `body` to the root
-    # distinct: each body's coordinates before its child's (no column that two bodies move, a mimic's)
-    depth, j, distinct = 0, body, True
+    # distinct: each body's coordinates before its child's (no column that two bodies move, a mimic's);
+    # the child's first column kept at hand, not read back from path (a float: a store, load and conversion)
+    depth, j, distinct, child_start = 0, body, True, model.v_start[body] + model.nv_joint[body]
     while j >= 0:
-        if depth > 0 and model.v_start[j] + model.nv_joint[j] > model.v_start[int(path[depth - 1])]:
+        start = model.v_start[j]
+        if start + model.nv_joint[j] > child_start:
             distinct = False
         path[depth] = j
         depth += 1
-        j = model.parent[j]
+        j, child_start = model.parent[j], start
     for d in range(depth):  # apart from the chain below: the sines and cosines overlap
         R, p = parent_placement(model, int(path[d]), q)
         for k in range(9):
@@ -381,6 +383,7 @@ def _frame_jacobian_call(flat, q, frame, representation, J):
     """frame_jacobian_kernel of frame number `frame` (model.frame_numbers) on
     model.packed_flat and a scratch buffer of its own: frame_jacobian's path
     (inputs.ExactKernel). A wrong length or number: INVALID_INPUT."""
+    flat, q, J = untracked_views((flat, q, J))  # no reference counted on the views below (workspace)
     packed = unflatten(flat)
     if not (vectors_fit(packed[1], q, J[0], J[0]) and 0 <= frame < frame_count(flat)
             and 0 <= representation < len(REPRESENTATIONS)):

@@ -333,7 +333,9 @@ def frame_jacobian_kernel(packed, q, placement, representation, J, buffer):
     o1 = w[1] + W[3] * placement[10] + W[4] * placement[11] + W[5] * placement[12]
     o2 = w[2] + W[6] * placement[10] + W[7] * placement[11] + W[8] * placement[12]
     if distinct:  # each column once: added to zero (add_point_jacobian) and converted as it is made
-        nonfinite = 0.0  # (x - x) is 0 for finite x, NaN otherwise: all_finite over the columns made
+        # the entries' sum: finite when every entry is (an infinite or NaN one keeps it infinite or NaN); when
+        # not, all_finite tells (finite entries may sum past the largest float): 6 operations a column, not 12
+        total = 0.0
         for d in range(depth):
             j = int(path[d])
             for m in range(model.nv_joint[j]):
@@ -349,8 +351,8 @@ def frame_jacobian_kernel(packed, q, placement, representation, J, buffer):
                         u0, u1, u2 = f00 * u0 + f10 * u1 + f20 * u2, f01 * u0 + f11 * u1 + f21 * u2, \
                             f02 * u0 + f12 * u1 + f22 * u2
                 J[0, c], J[1, c], J[2, c], J[3, c], J[4, c], J[5, c] = w0, w1, w2, u0, u1, u2
-                nonfinite += (w0 - w0) + (w1 - w1) + (w2 - w2) + (u0 - u0) + (u1 - u1) + (u2 - u2)
-        return 0 if nonfinite == 0.0 else NONFINITE_RESULT
+                total += ((w0 + w1) + (w2 + u0)) + (u1 + u2)
+        return 0 if total - total == 0.0 or all_finite(J) else NONFINITE_RESULT
     for d in range(depth):  # add_point_jacobian's sums, from the body up
         j = int(path[d])
         for m in range(model.nv_joint[j]):
@@ -394,6 +396,7 @@ def _frame_jacobian_call(flat, q, frame, representation, J):
 
 _FRAME_JACOBIAN = ExactKernel(_frame_jacobian_call, types.int64, PACKED_FLAT, VECTOR, types.int64, types.int64,
                               RESULT_MATRIX)
+_frame_jacobian_entry = _FRAME_JACOBIAN.entry_global(globals(), "_frame_jacobian_entry")  # then the entry itself
 _REPRESENTATION_NUMBERS = {name: k for k, name in enumerate(REPRESENTATIONS)}  # frame_jacobian_kernel's
 _empty, _ndarray, _float64 = np.empty, inputs.NDARRAY, inputs.FLOAT64  # globals, not attributes: 20 ns a call
 
@@ -409,7 +412,7 @@ def frame_jacobian(model: Model, q, frame: str, representation: str = "body") ->
     J = _empty(model.jacobian_shape)
     if type(q) is _ndarray and q.ndim == 1 and q.dtype is _float64:  # inputs.exact(q)
         try:
-            if not _FRAME_JACOBIAN.entry(model.packed_flat, q, model.frame_numbers[frame],
+            if not _frame_jacobian_entry(model.packed_flat, q, model.frame_numbers[frame],
                                          _REPRESENTATION_NUMBERS[representation], J):
                 return J
         except (KeyError, TypeError):  # an unknown or unhashable name: explained below

@@ -116,6 +116,18 @@ class ExactKernel:
         self.lock = threading.Lock()
         self.call = self.entry = self._first_call
 
+    def entry_global(self, namespace: dict, name: str):
+        """A function to put in namespace[name] (a module's globals) that
+        calls `entry` (compiling or loading it) and puts the entry itself
+        in its place: a per-call function that calls the global saves some
+        30 ns a call over `kernel.entry(...)` (Python 3.11 does not
+        specialise the method call of an instance attribute)."""
+        def first_call(*args):
+            status = self.entry(*args)
+            namespace[name] = self.entry
+            return status
+        return first_call
+
     def _first_call(self, *args):
         with self.lock:
             if self.call == self._first_call:

@@ -74,6 +74,12 @@ def test_an_exact_kernel_calls_its_compiled_entry_which_reads_the_arrays_strides
     readonly = np.arange(3.0)
     readonly.setflags(write=False)
     assert kernel.entry(readonly, out) and kernel.entry(np.arange(8.0)[::8], out)  # one element: any stride
+    other_kernel, namespace = ExactKernel(_stride, types.boolean, VECTOR, RESULT), {}
+    namespace["stride"] = other_kernel.entry_global(namespace, "stride")  # a module's global, before the first call
+    assert namespace["stride"](np.arange(4.0), out) and out[0] == 8
+    assert namespace["stride"] is other_kernel.entry and other_kernel.entry is not other_kernel.call, \
+        "entry_global left its first-call function in the global's place, not the compiled entry"
+    assert not namespace["stride"](strided, out) and out[0] == 16
     for other in (np.arange(4, dtype=np.float32), [0.0, 1.0], np.zeros((2, 2)), np.arange(4), 3.0,
                   np.arange(4.0).astype(">f8"), np.arange(4.0).view(np.matrix)):
         assert not exact(other), other

@@ -168,6 +168,22 @@ def test_frame_motion_rejects_bad_input():
         mbs.frame_velocity(model, q, v[:3], "panda_link7")
 
 
+def test_jacobian_near_overflow_is_returned_and_an_overflowing_one_refused():
+    """A spatial Jacobian of a base 1.7e308 from the origin has finite
+    entries whose column sums overflow (the kernel's quick test): it is
+    returned, equal to the hybrid one's angular rows and o x w added to its
+    linear ones; a prismatic joint pushed past the largest float raises."""
+    model = mbs.Model.from_urdf_file(robot_path("solo12"), floating_base=True)
+    q = model.neutral_configuration()
+    q[:3] = 1.7e308, -1.7e308, 1.5e308
+    spatial = mbs.frame_jacobian(model, q, "FL_FOOT", "spatial")
+    hybrid = mbs.frame_jacobian(model, q, "FL_FOOT", "hybrid")
+    assert np.all(np.isfinite(spatial)) and np.max(np.abs(spatial)) > 1e308
+    np.testing.assert_array_equal(spatial[:3], hybrid[:3])
+    with pytest.raises(ValueError, match="too large"):
+        mbs.frame_jacobian(chain("independent"), np.full(7, 1e308), "l6", "spatial")
+
+
 # --- SE(3) and spatial algebra ---------------------------------------------
 
 

@@ -13,7 +13,7 @@ from mbs_dynamics.multibody.joints import body_acceleration, body_jerk, body_vel
     motion_subspace, parent_placement, world_column, world_subspace
 from mbs_dynamics.multibody.model import FLOATING, PRISMATIC, REVOLUTE, Model, body_count, frame_count, \
     frame_placement, unflatten, unpack_model
-from mbs_dynamics.multibody.workspace import kinematic_views, scratch, call_scratch, take
+from mbs_dynamics.multibody.workspace import kinematic_views, scratch, call_scratch, take, untracked_views
 from mbs_dynamics.spatial.algebra import cross, motion_cross, rotate, rotate_back
 from mbs_dynamics.spatial.lie import pose
 
@@ -297,14 +297,16 @@ def frame_jacobian_kernel(packed, q, placement, representation, J, buffer):
     columns, o = take(buffer, o, (n, 6, 6))  # by depth: the world columns of the body's coordinates
     S, o = take(buffer, o, (n, 6, 6))
     path, o = take(buffer, o, (n,))  # the bodies from `body` to the root
-    # distinct: each body's coordinates before its child's (no column that two bodies move, a mimic's)
-    depth, j, distinct = 0, body, True
+    # distinct: each body's coordinates before its child's (no column that two bodies move, a mimic's);
+    # the child's first column kept at hand, not read back from path (a float: a store, load and conversion)
+    depth, j, distinct, child_start = 0, body, True, model.v_start[body] + model.nv_joint[body]
     while j >= 0:
-        if depth > 0 and model.v_start[j] + model.nv_joint[j] > model.v_start[int(path[depth - 1])]:
+        start = model.v_start[j]
+        if start + model.nv_joint[j] > child_start:
             distinct = False
         path[depth] = j
         depth += 1
-        j = model.parent[j]
+        j, child_start = model.parent[j], start
     for d in range(depth):  # apart from the chain below: the sines and cosines overlap
         R, p = parent_placement(model, int(path[d]), q)
         for k in range(9):
@@ -331,7 +333,9 @@ def frame_jacobian_kernel(packed, q, placement, representation, J, buffer):
     o1 = w[1] + W[3] * placement[10] + W[4] * placement[11] + W[5] * placement[12]
     o2 = w[2] + W[6] * placement[10] + W[7] * placement[11] + W[8] * placement[12]
     if distinct:  # each column once: added to zero (add_point_jacobian) and converted as it is made
-        nonfinite = 0.0  # (x - x) is 0 for finite x, NaN otherwise: all_finite over the columns made
+        # the entries' sum: finite when every entry is (an infinite or NaN one keeps it infinite or NaN); when
+        # not, all_finite tells (finite entries may sum past the largest float): 6 operations a column, not 12
+        total = 0.0
         for d in range(depth):
             j = int(path[d])
             for m in range(model.nv_joint[j]):
@@ -347,8 +351,8 @@ def frame_jacobian_kernel(packed, q, placement, representation, J, buffer):
                         u0, u1, u2 = f00 * u0 + f10 * u1 + f20 * u2, f01 * u0 + f11 * u1 + f21 * u2, \
                             f02 * u0 + f12 * u1 + f22 * u2
                 J[0, c], J[1, c], J[2, c], J[3, c], J[4, c], J[5, c] = w0, w1, w2, u0, u1, u2
-                nonfinite += (w0 - w0) + (w1 - w1) + (w2 - w2) + (u0 - u0) + (u1 - u1) + (u2 - u2)
-        return 0 if nonfinite == 0.0 else NONFINITE_RESULT
+                total += ((w0 + w1) + (w2 + u0)) + (u1 + u2)
+        return 0 if total - total == 0.0 or all_finite(J) else NONFINITE_RESULT
     for d in range(depth):  # add_point_jacobian's sums, from the body up
         j = int(path[d])
         for m in range(model.nv_joint[j]):
@@ -381,6 +385,7 @@ def _frame_jacobian_call(flat, q, frame, representation, J):
     """frame_jacobian_kernel of frame number `frame` (model.frame_numbers) on
     model.packed_flat and a scratch buffer of its own: frame_jacobian's path
     (inputs.ExactKernel). A wrong length or number: INVALID_INPUT."""
+    flat, q, J = untracked_views((flat, q, J))  # no reference counted on the views below (workspace)
     packed = unflatten(flat)
     if not (vectors_fit(packed[1], q, J[0], J[0]) and 0 <= frame < frame_count(flat)
             and 0 <= representation < len(REPRESENTATIONS)):
@@ -391,6 +396,7 @@ def _frame_jacobian_call(flat, q, frame, representation, J):
 
 _FRAME_JACOBIAN = ExactKernel(_frame_jacobian_call, types.int64, PACKED_FLAT, VECTOR, types.int64, types.int64,
                               RESULT_MATRIX)
+_frame_jacobian_entry = _FRAME_JACOBIAN.entry_global(globals(), "_frame_jacobian_entry")  # then the entry itself
 _REPRESENTATION_NUMBERS = {name: k for k, name in enumerate(REPRESENTATIONS)}  # frame_jacobian_kernel's
 _empty, _ndarray, _float64 = np.empty, inputs.NDARRAY, inputs.FLOAT64  # globals, not attributes: 20 ns a call
 
@@ -406,7 +412,7 @@ def frame_jacobian(model: Model, q, frame: str, representation: str = "body") ->
     J = _empty(model.jacobian_shape)
     if type(q) is _ndarray and q.ndim == 1 and q.dtype is _float64:  # inputs.exact(q)
         try:
-            if not _FRAME_JACOBIAN.entry(model.packed_flat, q, model.frame_numbers[frame],
+            if not _frame_jacobian_entry(model.packed_flat, q, model.frame_numbers[frame],
                                          _REPRESENTATION_NUMBERS[representation], J):
                 return J
         except (KeyError, TypeError):  # an unknown or unhashable name: explained below

@@ -272,7 +272,7 @@ def inverse_mass_setup(packed, q, buffer):
     body or -1."""
     nv = unpack_model(packed).armature.shape[0]
     rest, qdd = np.zeros(nv), np.empty(nv)
-    status = aba_kernel(packed, q, rest, rest, np.empty((0, 6)), qdd, buffer)
+    status = aba_kernel(packed, readonly(q), readonly(rest), readonly(rest), np.empty((0, 6)), qdd, buffer)
     return -1 - status if status < 0 else -1
 
 

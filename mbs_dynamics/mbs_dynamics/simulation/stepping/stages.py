@@ -192,7 +192,7 @@ def implicit_step(packed, dof_parent, world, actuation, step, q, v, results, wor
     model = unpack_model(packed)
     spheres, obstacles, terms = world.spheres, world.obstacles, world.terms
     nv = v.shape[0]
-    if rnea_kernel(packed, q, v, work.zero, work.no_force, work.h, buffer) \
+    if rnea_kernel(packed, readonly(q), readonly(v), readonly(work.zero), work.no_force, work.h, buffer) \
             or crba_paths_kernel(packed, dof_parent, q, work.M_nominal, buffer):
         # the inputs were checked: what else fails is overflow
         return StepOutcome(NONFINITE_RESULT, 0, 0.0, 0, -1, False, 0)

@@ -355,7 +355,8 @@ def rnea_batch_kernel(packed, q, v, a, tau, status):
     """The body form (rnea_kernel) of each state of a batch."""
     no_force, buffer = np.empty((0, 6)), new_scratch(body_count(packed))
     for b in range(q.shape[0]):
-        status[b] = rnea_kernel(packed, q[b], v[b], a[b], no_force, tau[b], buffer)
+        # each state typed read-only, as a single one is (_inverse_dynamics_call): one compiled RNEA for both
+        status[b] = rnea_kernel(packed, readonly(q[b]), readonly(v[b]), readonly(a[b]), no_force, tau[b], buffer)
 
 
 @njit(cache=True, nogil=True)

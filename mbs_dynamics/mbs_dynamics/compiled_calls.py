@@ -34,6 +34,14 @@ the mismatch (some 100 us). The per-call paths avoid these:
   (inputs.exact: about as long as the dispatcher's look-up for one vector,
   longer for several).
 
+For compile time, plain_argument_types: a compiled function that other
+kernels call with constants (an offset 0, a shape (n, 6)) compiled once
+per plain type of its arguments, not once per constant: numba types a
+call's constant arguments as literals, and the dispatcher's
+`get_call_template` (which types a call from compiled code, compiling a
+version for it) is replaced, on the instance, by one that takes their
+plain types (types.unliteral); the call's constants are cast to them.
+
 And one hook of numba's compiler, for compile time (share_inlined_scopes):
 the inline='always' pass copies an inlined function's IR block by block,
 each block with a copy of the function's scope, which holds all its
@@ -41,7 +49,7 @@ variables; the copies share it instead.
 """
 import functools
 
-from numba import njit
+from numba import njit, types
 from numba.core import inline_closurecall
 
 
@@ -64,6 +72,24 @@ def exact_dispatcher(function, signature, conversions=()):
     dispatcher._explain_matching_error = _no_match
     for from_type, to_type in conversions:
         dispatcher.typingctx.install_possible_conversions([from_type], [to_type])
+    return dispatcher
+
+
+def plain_argument_types(dispatcher):
+    """`dispatcher` (a compiled function, numba's Dispatcher), compiled for
+    calls from compiled code in the plain types of their arguments (module
+    docstring): workspace.take was compiled once per literal shape a kernel
+    lays out (28 versions, take_unchecked 42), gjk.triangle_nearest for the
+    constant indices (0, 1, 2) and again for variables. The compiled code
+    computes the same (the constants are the same values); it is only not
+    specialised for them before LLVM sees them."""
+    call_template = dispatcher.get_call_template
+
+    def plain_call_template(argument_types, keyword_types):
+        return call_template(tuple(types.unliteral(argument) for argument in argument_types),
+                             {name: types.unliteral(argument) for name, argument in keyword_types.items()})
+
+    dispatcher.get_call_template = plain_call_template
     return dispatcher
 
 

@@ -32,6 +32,33 @@ def test_numba_still_has_the_dispatcher_hooks():
     assert isinstance(dispatcher.overloads, dict), "numba's Dispatcher.overloads is no longer a dict"
 
 
+def _first_elements(buffer, shape):
+    size = 1
+    for extent in shape:
+        size *= extent
+    return buffer[:size].reshape(shape).sum()
+
+
+def test_a_plain_argument_types_dispatcher_compiles_once_for_constants_and_variables():
+    """plain_argument_types replaces numba's Dispatcher.get_call_template: a kernel that calls it with a constant
+    shape, another shape, and a variable one compiles it once (numba would for each literal shape: three times),
+    and each call computes as without it."""
+    assert callable(getattr(Dispatcher, "get_call_template", None)), \
+        "numba's Dispatcher no longer has get_call_template: compiled_calls.plain_argument_types replaces it"
+    plain = compiled_calls.plain_argument_types(njit(_first_elements))
+    literal = njit(_first_elements)
+
+    def calls(elements):
+        @njit
+        def kernel(buffer, n):
+            return elements(buffer, (2, 3)), elements(buffer, (3, 2)), elements(buffer, (n, 2)), elements(buffer, (4,))
+        return kernel
+
+    buffer = np.arange(12.0)
+    assert calls(plain)(buffer, 5) == calls(literal)(buffer, 5) == (15.0, 15.0, 45.0, 6.0)
+    assert len(plain.signatures) == 2 and len(literal.signatures) == 4  # (one per number of dimensions)
+
+
 def test_an_exact_dispatcher_takes_its_types_and_refuses_others_without_compiling():
     """One signature (a read-only float64 vector), which a writable one
     converts to; every other type raises the hooks' TypeError: numba's C

@@ -169,6 +169,31 @@ def _callee_types(kernel, arguments, callees):
     return found
 
 
+def test_the_step_calls_the_aba_and_the_rnea_in_the_types_the_nodes_call_them_in(monkeypatch):
+    """The step's rnea_kernel and its smooth integrator's aba_kernel take q, v and tau (the RNEA's a) read-only,
+    as the nodes' forward dynamics and nonlinear effects pass them (inputs.VECTOR, their ExactKernels' types):
+    one compiled version of each in the warm-up, not a second for writable arrays (about 16 CPU-s)."""
+    from mbs_dynamics.algorithms.aba import aba_kernel
+    from mbs_dynamics.algorithms.rnea import rnea_kernel
+    from mbs_dynamics.inputs import VECTOR
+
+    model = mbs.Model.from_urdf_file(mbs.bundled_robot("quadruped"), floating_base=True)
+    smooth_step, calls = integrator.smooth_step, []
+    monkeypatch.setattr(integrator, "smooth_step",
+                        lambda *arguments: calls.append(arguments) or smooth_step(*arguments))
+    warmup.step_callees(model, "LF_FOOT")  # (in the step's own types: the test above)
+    aba_types = _callee_types(smooth_step, calls[0], (aba_kernel,))[aba_kernel]
+    simulation = mbs.Simulation(model, mbs.World(mbs.Ground(), (mbs.PointContact("LF_FOOT"),)), 1e-3)
+    system = simulation.system
+    rnea_types = _callee_types(stages.simulate_kernel, (
+        system.packed, system.dof_parent, simulation._world, simulation._actuation, simulation._settings,
+        simulation._q, simulation._v, tuple(simulation._results), simulation._buffer, *simulation._work),
+        (rnea_kernel,))[rnea_kernel]
+    for name, called_types in (("aba_kernel", aba_types), ("rnea_kernel", rnea_types)):
+        assert len(called_types) == 1, name
+        assert next(iter(called_types))[1:4] == (VECTOR, VECTOR, VECTOR), name
+
+
 def test_step_callees_compiles_the_callees_in_the_signatures_the_step_calls_them_in(monkeypatch):
     """The warm-up's step_callees compiles the step's Coulomb solver and smooth integrator on the other process,
     for the step to load: in other types than the step's (a change of the step's views, records or model),

@@ -261,7 +261,8 @@ def aba_batch_kernel(packed, q, v, tau, qdd, status):
     """aba_kernel for each state of a batch (parallel.run_batch)."""
     no_force, buffer = np.empty((0, 6)), new_scratch(body_count(packed))
     for b in range(q.shape[0]):
-        status[b] = aba_kernel(packed, q[b], v[b], tau[b], no_force, qdd[b], buffer)
+        # each state typed read-only, as a single one is (_forward_dynamics_call): one compiled ABA for both
+        status[b] = aba_kernel(packed, readonly(q[b]), readonly(v[b]), readonly(tau[b]), no_force, qdd[b], buffer)
 
 
 @njit(cache=True)
@@ -272,7 +273,7 @@ def inverse_mass_setup(packed, q, buffer):
     body or -1."""
     nv = unpack_model(packed).armature.shape[0]
     rest, qdd = np.zeros(nv), np.empty(nv)
-    status = aba_kernel(packed, q, rest, rest, np.empty((0, 6)), qdd, buffer)
+    status = aba_kernel(packed, readonly(q), readonly(rest), readonly(rest), np.empty((0, 6)), qdd, buffer)
     return -1 - status if status < 0 else -1
 
 

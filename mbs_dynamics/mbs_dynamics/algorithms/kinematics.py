@@ -13,7 +13,7 @@ from mbs_dynamics.multibody.joints import body_acceleration, body_jerk, body_vel
     motion_subspace, parent_placement, world_column, world_subspace
 from mbs_dynamics.multibody.model import FLOATING, PRISMATIC, REVOLUTE, Model, body_count, frame_count, \
     frame_placement, unflatten, unpack_model
-from mbs_dynamics.multibody.workspace import kinematic_views, scratch, call_scratch, take, untracked_views
+from mbs_dynamics.multibody.workspace import call_scratch, kinematic_views, readonly, scratch, take, untracked_views
 from mbs_dynamics.spatial.algebra import cross, motion_cross, rotate, rotate_back
 from mbs_dynamics.spatial.lie import pose
 
@@ -22,7 +22,7 @@ from mbs_dynamics.spatial.lie import pose
 def body_poses_kernel(packed, q, R, p, S, world_R, world_p):
     """World <- body for every body (world_R, world_p), from the parent placements."""
     model = unpack_model(packed)
-    forward_pass(packed, q, R, p, S)
+    forward_pass(packed, readonly(q), R, p, S)  # (as the RNEA passes it: one compiled version)
     for i in range(model.parent.shape[0]):
         place_in_world(i, model.parent[i], R, p, world_R, world_p)
 

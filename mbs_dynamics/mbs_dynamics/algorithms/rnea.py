@@ -364,7 +364,8 @@ def rnea_batch_kernel(packed, q, v, a, tau, status):
     """The body form (rnea_kernel) of each state of a batch."""
     no_force, buffer = np.empty((0, 6)), new_scratch(body_count(packed))
     for b in range(q.shape[0]):
-        status[b] = rnea_kernel(packed, q[b], v[b], a[b], no_force, tau[b], buffer)
+        # each state typed read-only, as a single one is (_inverse_dynamics_call): one compiled RNEA for both
+        status[b] = rnea_kernel(packed, readonly(q[b]), readonly(v[b]), readonly(a[b]), no_force, tau[b], buffer)
 
 
 @njit(cache=True, nogil=True)
@@ -372,7 +373,8 @@ def rnea_spatial_batch_kernel(packed, q, v, a, tau, status):
     """The spatial form (rnea_spatial_kernel) of each state of a batch."""
     no_force, buffer = np.empty((0, 6)), new_scratch(body_count(packed))
     for b in range(q.shape[0]):
-        status[b] = rnea_spatial_kernel(packed, q[b], v[b], a[b], no_force, tau[b], buffer)
+        status[b] = rnea_spatial_kernel(packed, readonly(q[b]), readonly(v[b]), readonly(a[b]), no_force, tau[b],
+                                        buffer)
 
 
 @njit(cache=True, nogil=True)
@@ -380,7 +382,8 @@ def rnea_hybrid_batch_kernel(packed, q, v, a, tau, status):
     """The hybrid form (rnea_hybrid_kernel) of each state of a batch."""
     no_force, buffer = np.empty((0, 6)), new_scratch(body_count(packed))
     for b in range(q.shape[0]):
-        status[b] = rnea_hybrid_kernel(packed, q[b], v[b], a[b], no_force, tau[b], buffer)
+        status[b] = rnea_hybrid_kernel(packed, readonly(q[b]), readonly(v[b]), readonly(a[b]), no_force, tau[b],
+                                       buffer)
 
 
 # --- one state from Python (inputs.ExactKernel) ---------------------------------
@@ -430,6 +433,13 @@ def _form(representation) -> int:
                          f"got {representation!r}") from None
 
 
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """A read-only view of `array` (the caller's array stays writable)."""
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
 def _rnea(model: Model, q, v, a, form: int, f_ext_bodies=_NO_FORCE, names=("v", "a")) -> np.ndarray:
     """RNEA of `form` on shaped inputs, one state or a batch; invalid values
     and overflows raise (inputs.refuse)."""
@@ -440,7 +450,10 @@ def _rnea(model: Model, q, v, a, form: int, f_ext_bodies=_NO_FORCE, names=("v", 
         failed = status.any()
     else:
         tau = np.empty(model.nv)
-        status = _KERNELS[form](model.packed, q, v, a, f_ext_bodies, tau, scratch(model))
+        # q, v, a as read-only views: the types of the fast paths' and the batches' calls (one compiled RNEA:
+        # the writable one cost the warm-up's inverse dynamics task 7 CPU-s)
+        status = _KERNELS[form](model.packed, _read_only(q), _read_only(v), _read_only(a), f_ext_bodies, tau,
+                                scratch(model))
         failed = status != 0
     if failed:
         inputs.refuse(model, status, "the inverse dynamics", q,

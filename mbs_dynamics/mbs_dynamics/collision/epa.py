@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit
 
 from mbs_dynamics.collision.gjk import minkowski_support
+from mbs_dynamics.compiled_calls import plain_argument_types
 
 EPA_MAX_VERTICES = 128
 EPA_MAX_FACES = 2 * EPA_MAX_VERTICES
@@ -52,6 +53,7 @@ def _dot(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
+@plain_argument_types  # called with constants and with variables: one version
 @njit(cache=True)
 def set_face(polytope, f, i, j, k):
     """Face f = (i, j, k), counter-clockwise seen from outside."""

@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit
 
 from mbs_dynamics.collision.support import world_support
+from mbs_dynamics.compiled_calls import plain_argument_types
 
 # A shape record (shapes.SHAPE) placed at (R, p): world <- shape
 Placed = namedtuple("Placed", "shape R p")
@@ -51,6 +52,7 @@ def _dot(W, i, x0, x1, x2):
     return W[i, 0] * x0 + W[i, 1] * x1 + W[i, 2] * x2
 
 
+@plain_argument_types  # called with (0, 1, 2) and with variables: one version
 @njit(cache=True)
 def triangle_nearest(W, i, j, k):
     """The point of triangle (W[i], W[j], W[k]) nearest the origin, by its

@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit
 
 from mbs_dynamics.collision.shapes import BOX, CAPSULE, CONVEX, CYLINDER, HALFSPACE
+from mbs_dynamics.compiled_calls import plain_argument_types
 
 # A feature is flat enough to carry a patch when its normal is within this cosine of the contact normal
 FACE_ALIGNMENT = 0.999
@@ -177,6 +178,7 @@ def _area(locations, i, j, k, normal):
     return normal[0] * (e1 * f2 - e2 * f1) + normal[1] * (e2 * f0 - e0 * f2) + normal[2] * (e0 * f1 - e1 * f0)
 
 
+@plain_argument_types  # called with count 0 and with a variable: one version
 @njit(cache=True)
 def reduce_manifold(locations, gaps, count, normal):
     """At most MANIFOLD_POINTS (4) points of a patch that span it: the

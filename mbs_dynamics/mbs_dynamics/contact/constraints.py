@@ -39,7 +39,7 @@ from mbs_dynamics.algorithms.kinematics import frame_placements, frames_motion, 
 from mbs_dynamics.algorithms.rnea import inverse_dynamics, nonlinear_effects, rnea_kernel
 from mbs_dynamics.inputs import all_finite, invalid
 from mbs_dynamics.multibody.model import Model, unpack_model
-from mbs_dynamics.multibody.workspace import scratch
+from mbs_dynamics.multibody.workspace import readonly, scratch
 from mbs_dynamics.spatial.lie import so3_log
 
 # Singular values of G below this, relative to the largest, count as zero.
@@ -408,7 +408,7 @@ def _contact_dynamics_kernel(packed, dof_parent, q, v, tau, kinds, bodies, local
     if not _certainly_full_rank(G):
         return 1, 0.0
     M, h = np.empty((nv, nv)), np.empty(nv)
-    if rnea_kernel(packed, q, v, np.zeros(nv), np.empty((0, 6)), h, buffer) \
+    if rnea_kernel(packed, readonly(q), readonly(v), readonly(np.zeros(nv)), np.empty((0, 6)), h, buffer) \
             or crba_paths_kernel(packed, dof_parent, q, M, buffer, np.bool_(True)) or ltl_factor(M, dof_parent) >= 0:
         return 1, 0.0
     free = tau - h

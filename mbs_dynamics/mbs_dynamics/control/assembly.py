@@ -20,7 +20,7 @@ from mbs_dynamics.algorithms.kinematics import frames_motion_kernel
 from mbs_dynamics.algorithms.rnea import rnea_kernel
 from mbs_dynamics.inputs import INVALID_INPUT, invalid
 from mbs_dynamics.multibody.model import unpack_model
-from mbs_dynamics.multibody.workspace import take
+from mbs_dynamics.multibody.workspace import readonly, take
 from mbs_dynamics.spatial.algebra import quaternion_to_rotation
 
 # task table columns (one row of TASK_COLUMNS floats per task)
@@ -84,7 +84,7 @@ def cycle_state_kernel(packed, q, v, frames, cycle, momentum_matrix, mass, buffe
         return status
     zero, _ = take(buffer, buffer.shape[0] - nv, (nv,))  # past the RNEA's layout
     zero[:] = 0.0
-    status = rnea_kernel(packed, q, v, zero, take(buffer, 0, (0, 6))[0], h, buffer)
+    status = rnea_kernel(packed, readonly(q), readonly(v), readonly(zero), take(buffer, 0, (0, 6))[0], h, buffer)
     if status:
         return status
     q_joints, v_joints = cycle.q_joints, cycle.v_joints

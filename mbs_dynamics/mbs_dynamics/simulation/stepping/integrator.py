@@ -13,6 +13,7 @@ from numba import njit
 from mbs_dynamics.algorithms.aba import aba_kernel
 from mbs_dynamics.multibody.configuration import integrate_kernel
 from mbs_dynamics.multibody.model import FLOATING, unpack_model
+from mbs_dynamics.multibody.workspace import readonly
 
 # The integrators of the smooth steps (SETTINGS.integrator).
 EULER, RK4, RKMK4 = 0, 1, 2
@@ -75,7 +76,9 @@ def smooth_step(packed, q, v, actuation, terms, dt, lie_group, stages, q_out, v_
             tau[r] = actuation[r].effort - terms[r].damping * stages.v[r] - terms[r].offset
         integrate_kernel(packed, q, increment, 1.0, stages.q)
         increment_rate(model, increment, stages.v, stages.rate_x[s], lie_group)
-        status = aba_kernel(packed, stages.q, stages.v, tau, no_force, stages.rate_v[s], buffer)
+        # q, v, tau typed read-only, as the nodes' forward dynamics passes them: one compiled ABA for both
+        status = aba_kernel(packed, readonly(stages.q), readonly(stages.v), readonly(tau), no_force, stages.rate_v[s],
+                            buffer)
         if status != 0:
             return status
     for r in range(nv):

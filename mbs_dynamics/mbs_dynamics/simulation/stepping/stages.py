@@ -194,7 +194,7 @@ def implicit_step(packed, dof_parent, world, actuation, step, q, v, results, wor
     nv = v.shape[0]
     touchable = (spheres.shape[0] > 0 and obstacles.shape[0] > 0) or world.shapes.shapes.shape[0] > 1
     # the inputs were checked: what fails here is overflow
-    if rnea_kernel(packed, q, v, work.zero, work.no_force, work.h, buffer):
+    if rnea_kernel(packed, readonly(q), readonly(v), readonly(work.zero), work.no_force, work.h, buffer):
         return StepOutcome(NONFINITE_RESULT, 0, 0.0, 0, -1, False, 0)
     if touchable:  # the body twists at v (body_twists'), the RNEA's, before the CRBA takes their place in the buffer
         work.vel[:] = pass_body_twists(buffer, model.parent.shape[0])

@@ -159,16 +159,23 @@ def test_mass_matrix_paths_on_the_rneas_placements_are_the_mass_matrix(name):
         while j >= 0:
             on_paths[k, j] = True
             j = dof_parent[j]
+
+    def read_only(x):  # as the step passes them to the RNEA (its one compiled version)
+        x = x.copy()
+        x.flags.writeable = False
+        return x
+
+    zero = read_only(np.zeros(model.nv))
     for _ in range(3):
         q, v, _ = pair.random_state(rng)
         other_q = pair.random_state(rng)[0]
         placed, computed, stale = (np.zeros((model.nv, model.nv)) for _ in range(3))
-        assert rnea_kernel(model.packed, q, v, np.zeros(model.nv), no_force, h, buffer) == 0
+        assert rnea_kernel(model.packed, read_only(q), read_only(v), zero, no_force, h, buffer) == 0
         assert crba_paths_kernel(model.packed, dof_parent, q, placed, buffer, np.bool_(True)) == 0
         assert crba_paths_kernel(model.packed, dof_parent, q, computed, buffer, np.bool_(False)) == 0
         assert placed.tobytes() == computed.tobytes()
         assert placed[on_paths].tobytes() == mbs.mass_matrix(model, q)[on_paths].tobytes()
-        assert rnea_kernel(model.packed, other_q, v, np.zeros(model.nv), no_force, h, buffer) == 0
+        assert rnea_kernel(model.packed, read_only(other_q), read_only(v), zero, no_force, h, buffer) == 0
         assert crba_paths_kernel(model.packed, dof_parent, q, stale, buffer, np.bool_(True)) == 0
         assert not np.array_equal(stale, placed)
 

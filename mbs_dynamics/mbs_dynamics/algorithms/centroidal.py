@@ -187,6 +187,8 @@ def _centroidal_momentum_matrix_call(flat, q, A):
 _CENTROIDAL_MOMENTUM = ExactKernel(_centroidal_momentum_call, types.int64, PACKED_FLAT, VECTOR, VECTOR, RESULT)
 _CENTROIDAL_MOMENTUM_MATRIX = ExactKernel(_centroidal_momentum_matrix_call, types.int64, PACKED_FLAT, VECTOR,
                                           RESULT_MATRIX)
+_centroidal_momentum_matrix_entry = _CENTROIDAL_MOMENTUM_MATRIX.entry_global(  # then the entry itself
+    globals(), "_centroidal_momentum_matrix_entry")
 _empty, _ndarray, _float64 = np.empty, inputs.NDARRAY, inputs.FLOAT64  # globals, not attributes: 20 ns a call
 
 
@@ -265,8 +267,7 @@ def centroidal_momentum_matrix(model: Model, q) -> np.ndarray:
     """A_G (6, nv) with h_G = A_G v."""
     if type(q) is _ndarray and q.ndim == 1 and q.dtype is _float64:  # inputs.exact(q)
         A = _empty(model.jacobian_shape)
-        entry = _CENTROIDAL_MOMENTUM_MATRIX.entry  # read, then called: a method-style call of it costs 15-30 ns more
-        if not entry(model.packed_flat, q, A):
+        if not _centroidal_momentum_matrix_entry(model.packed_flat, q, A):
             return A
     q = inputs.shaped(model, q, model.nq, "q", batch=False)
     A = np.empty((6, model.nv))

@@ -269,6 +269,7 @@ def _mass_matrix_call(flat, q, M):
 
 
 _MASS_MATRIX = ExactKernel(_mass_matrix_call, types.int64, PACKED_FLAT, VECTOR, RESULT_MATRIX)
+_mass_matrix_entry = _MASS_MATRIX.entry_global(globals(), "_mass_matrix_entry")  # then the entry itself
 _empty, _ndarray, _float64 = np.empty, inputs.NDARRAY, inputs.FLOAT64  # globals, not attributes: 20 ns a call
 
 
@@ -276,8 +277,7 @@ def mass_matrix(model: Model, q) -> np.ndarray:
     """M(q), (nv, nv), full and symmetric (CRBA); q may carry a leading batch dimension."""
     if type(q) is _ndarray and q.ndim == 1 and q.dtype is _float64:  # inputs.exact(q)
         M = _empty(model.mass_matrix_shape)
-        entry = _MASS_MATRIX.entry  # read, then called: a method-style call of it costs 15-30 ns more
-        if not entry(model.packed_flat, q, M):
+        if not _mass_matrix_entry(model.packed_flat, q, M):
             return M
     q = inputs.shaped(model, q, model.nq, "q")
     if q.ndim == 2:

@@ -115,6 +115,8 @@ def test_floating_base_and_mimic_options():
     coupled = mbs.Model.from_urdf_file(robot_path("panda"))
     independent = mbs.Model.from_urdf_file(robot_path("panda"), mimic="independent")
     assert (coupled.nv, independent.nv) == (8, 9)
+    # the coupled finger moves its master's coordinate: a column of A_G that two bodies share
+    assert (coupled.shared_coordinates.tolist(), independent.shared_coordinates.tolist()) == ([1], [0])
     with pytest.raises(ValueError, match="mimic joint"):
         coupled.v_index("panda_finger_joint2")
     with pytest.raises(ValueError, match="mimic must be"):

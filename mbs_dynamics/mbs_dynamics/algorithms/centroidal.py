@@ -19,7 +19,8 @@ from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RE
     ExactKernel, all_finite, invalid, vectors_fit
 from mbs_dynamics.multibody.joints import axis_forward_pass, body_velocity
 from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
-from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, call_scratch, take
+from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, call_scratch, take, \
+    untracked_views
 from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import force_to_parent, inertia_times, rotate, row, store
 
@@ -139,10 +140,7 @@ def momentum_matrix_kernel(packed, q, A, com, buffer):
                 com[r] += first_moment_c[i, r]
     c0, c1, c2 = center_of_mass_from(total_mass, com)
     com[0], com[1], com[2] = c0, c1, c2
-    distinct = True  # each body's coordinates after its predecessor's: no column that two bodies move (a mimic's)
-    for i in range(1, n):
-        if v_start[i] < v_start[i - 1] + nv_joint[i - 1]:
-            distinct = False
+    distinct = model.shared_coordinates[0] == 0  # no column that two bodies move (a mimic's and its master's)
     if not distinct:
         A[:] = 0.0
     for i in range(n - 1, -1, -1):  # the rotational inertias completed on the way
@@ -177,6 +175,7 @@ def _centroidal_momentum_matrix_call(flat, q, A):
     """A = A_G (6, nv) by momentum_matrix_kernel on model.packed_flat and a
     scratch buffer of its own: centroidal_momentum_matrix's fast path
     (inputs.ExactKernel). A wrong length: INVALID_INPUT."""
+    flat, q, A = untracked_views((flat, q, A))  # arguments live until it returns: no references counted
     packed = unflatten(flat)
     if not vectors_fit(packed[1], q, A[0], A[0]):
         return INVALID_INPUT
@@ -188,6 +187,8 @@ def _centroidal_momentum_matrix_call(flat, q, A):
 _CENTROIDAL_MOMENTUM = ExactKernel(_centroidal_momentum_call, types.int64, PACKED_FLAT, VECTOR, VECTOR, RESULT)
 _CENTROIDAL_MOMENTUM_MATRIX = ExactKernel(_centroidal_momentum_matrix_call, types.int64, PACKED_FLAT, VECTOR,
                                           RESULT_MATRIX)
+_centroidal_momentum_matrix_entry = _CENTROIDAL_MOMENTUM_MATRIX.entry_global(  # then the entry itself
+    globals(), "_centroidal_momentum_matrix_entry")
 _empty, _ndarray, _float64 = np.empty, inputs.NDARRAY, inputs.FLOAT64  # globals, not attributes: 20 ns a call
 
 
@@ -266,7 +267,7 @@ def centroidal_momentum_matrix(model: Model, q) -> np.ndarray:
     """A_G (6, nv) with h_G = A_G v."""
     if type(q) is _ndarray and q.ndim == 1 and q.dtype is _float64:  # inputs.exact(q)
         A = _empty(model.jacobian_shape)
-        if not _CENTROIDAL_MOMENTUM_MATRIX.entry(model.packed_flat, q, A):
+        if not _centroidal_momentum_matrix_entry(model.packed_flat, q, A):
             return A
     q = inputs.shaped(model, q, model.nq, "q", batch=False)
     A = np.empty((6, model.nv))

@@ -19,7 +19,7 @@ from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RE
     all_finite, invalid, vectors_fit
 from mbs_dynamics.multibody.joints import joint_placement, joint_world_subspace, world_subspace
 from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
-from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, call_scratch, take
+from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, scratch, call_scratch, take, untracked_views
 from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import inertia_times, row
 
@@ -261,6 +261,7 @@ def crba_batch_kernel(packed, q, M, status):
 def _mass_matrix_call(flat, q, M):
     """crba on model.packed_flat and a scratch buffer of its own:
     mass_matrix's fast path (inputs.ExactKernel). A wrong length: INVALID_INPUT."""
+    flat, q, M = untracked_views((flat, q, M))  # arguments live until it returns: no references counted
     packed = unflatten(flat)
     if not (vectors_fit(packed[1], q, M[0], M[0]) and M.shape[0] == M.shape[1]):
         return INVALID_INPUT
@@ -268,6 +269,7 @@ def _mass_matrix_call(flat, q, M):
 
 
 _MASS_MATRIX = ExactKernel(_mass_matrix_call, types.int64, PACKED_FLAT, VECTOR, RESULT_MATRIX)
+_mass_matrix_entry = _MASS_MATRIX.entry_global(globals(), "_mass_matrix_entry")  # then the entry itself
 _empty, _ndarray, _float64 = np.empty, inputs.NDARRAY, inputs.FLOAT64  # globals, not attributes: 20 ns a call
 
 
@@ -275,7 +277,7 @@ def mass_matrix(model: Model, q) -> np.ndarray:
     """M(q), (nv, nv), full and symmetric (CRBA); q may carry a leading batch dimension."""
     if type(q) is _ndarray and q.ndim == 1 and q.dtype is _float64:  # inputs.exact(q)
         M = _empty(model.mass_matrix_shape)
-        if not _MASS_MATRIX.entry(model.packed_flat, q, M):
+        if not _mass_matrix_entry(model.packed_flat, q, M):
             return M
     q = inputs.shaped(model, q, model.nq, "q")
     if q.ndim == 2:

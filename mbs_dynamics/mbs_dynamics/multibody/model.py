@@ -21,6 +21,9 @@ Everything the compiled recursions need is a flat per-body array:
                               spatial inertia in the body frame, as m, h = m c
                               and the rotational inertia about the body origin
     nv_joint[i]               number of velocity coordinates of the body's joint
+    shared_coordinates[0]     1 when a body's coordinates do not all come after its
+                              predecessor's (a coupled mimic joint moves its master's:
+                              a coordinate two bodies move), else 0
 
 and per velocity coordinate, armature[k] (the reflected rotor inertia the
 RNEA, CRBA and ABA add to M's diagonal) and dof_parent[k]: the coordinate before k on the
@@ -306,6 +309,8 @@ class _Builder:
 
         model.quaternion_starts = np.array([start for start, _ in model.quaternions], dtype=np.int64)
         model.nv_joint = np.array([JOINT_NV[kind] for kind in joint_type], dtype=np.int64)
+        ends = model.v_start + model.nv_joint
+        model.shared_coordinates = np.array([int(np.any(model.v_start[1:] < ends[:-1]))], dtype=np.int64)
         model.dof_parent = self._dof_parents()
         self._pack()
 
@@ -440,8 +445,8 @@ class _Builder:
 # costs a microsecond a call to unbox.
 ModelArrays = namedtuple("ModelArrays", (
     "header", "parent", "joint_type", "q_start", "v_start", "coupling", "tree_rotation", "tree_translation", "axis",
-    "plane", "mass", "first_moment", "rotational_inertia", "quaternion_starts", "nv_joint", "gravity", "armature",
-    "inertia_scale", "nq"))
+    "plane", "mass", "first_moment", "rotational_inertia", "quaternion_starts", "nv_joint", "shared_coordinates",
+    "gravity", "armature", "inertia_scale", "nq"))
 
 
 @njit(cache=True, inline="always")
@@ -464,6 +469,7 @@ def lay_out_model(floats, ints, n, nquat, nv):
     v_start, o = take_unchecked(ints, o, (n,))
     quaternion_starts, o = take_unchecked(ints, o, (nquat,))
     nv_joint, o = take_unchecked(ints, o, (n,))
+    shared_coordinates, o = take_unchecked(ints, o, (1,))
     nq, int_end = take_unchecked(ints, o, (1,))
     coupling, o = take_unchecked(floats, 0, (n, 2))
     tree_rotation, o = take_unchecked(floats, o, (n, 3, 3))
@@ -479,8 +485,8 @@ def lay_out_model(floats, ints, n, nquat, nv):
     if n < 0 or nquat < 0 or nv < 0 or float_end > floats.shape[0] or int_end > ints.shape[0]:
         raise ValueError("model layout larger than its buffers")
     return ModelArrays(header, parent, joint_type, q_start, v_start, coupling, tree_rotation, tree_translation, axis,
-                       plane, mass, first_moment, rotational_inertia, quaternion_starts, nv_joint, gravity, armature,
-                       inertia_scale, nq), float_end, int_end
+                       plane, mass, first_moment, rotational_inertia, quaternion_starts, nv_joint, shared_coordinates,
+                       gravity, armature, inertia_scale, nq), float_end, int_end
 
 
 @njit(cache=True)

@@ -187,6 +187,7 @@ def _centroidal_momentum_matrix_call(flat, q, A):
 _CENTROIDAL_MOMENTUM = ExactKernel(_centroidal_momentum_call, types.int64, PACKED_FLAT, VECTOR, VECTOR, RESULT)
 _CENTROIDAL_MOMENTUM_MATRIX = ExactKernel(_centroidal_momentum_matrix_call, types.int64, PACKED_FLAT, VECTOR,
                                           RESULT_MATRIX)
+_centroidal_momentum_entry = _CENTROIDAL_MOMENTUM.entry_global(globals(), "_centroidal_momentum_entry")
 _centroidal_momentum_matrix_entry = _CENTROIDAL_MOMENTUM_MATRIX.entry_global(  # then the entry itself
     globals(), "_centroidal_momentum_matrix_entry")
 _empty, _ndarray, _float64 = np.empty, inputs.NDARRAY, inputs.FLOAT64  # globals, not attributes: 20 ns a call
@@ -230,7 +231,7 @@ def centroidal_momentum(model: Model, q, v) -> np.ndarray:
     if type(q) is _ndarray and type(v) is _ndarray and q.ndim == 1 and v.ndim == 1 and q.dtype is _float64 \
             and v.dtype is _float64:  # inputs.exact(q) and inputs.exact(v)
         h = _empty(6)
-        if not _CENTROIDAL_MOMENTUM.entry(model.packed_flat, q, v, h):
+        if not _centroidal_momentum_entry(model.packed_flat, q, v, h):
             return h
     q = inputs.shaped(model, q, model.nq, "q")
     v = inputs.shaped(model, v, model.nv, "v")

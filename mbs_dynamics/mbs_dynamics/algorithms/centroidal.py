@@ -127,7 +127,7 @@ def momentum_matrix_kernel(packed, q, A, com, buffer):
         return INVALID_INPUT
     parent, v_start, nv_joint = model.parent, model.v_start, model.nv_joint
     n = parent.shape[0]
-    composite = composite_momenta(packed, q, buffer)
+    composite = composite_momenta(packed, q, buffer, False)
     mass_c, first_moment_c = composite.mass_c, composite.first_moment_c
     for i in range(n - 1, -1, -1):  # the composites' masses and first moments, for c
         add_moments_to_parent(parent, i, mass_c, first_moment_c)

@@ -122,20 +122,14 @@ COMPOSITE_FLOATS_PER_BODY = 109
 
 
 @njit(cache=True, inline="always")
-def composite_momenta(packed, q, buffer):
+def composite_momenta(packed, q, buffer, placed):
     """The CompositeViews of `buffer` at q, after its KinematicViews (world
     placements), each body's own inertia in place of its composite: the
     caller completes them from the leaves (add_to_parent after a body's
     columns, in the loop that reads them: one pass where composite_sums
-    took one of its own)."""
-    return placed_composite_momenta(packed, q, buffer, False)
-
-
-@njit(cache=True, inline="always")
-def placed_composite_momenta(packed, q, buffer, placed):
-    """composite_momenta; where `placed`, the joint placements R, p of the
-    buffer's KinematicViews are those at q already (a pass at q on the same
-    buffer left them: rnea_kernel's), not computed again."""
+    took one of its own). Where `placed`, the joint placements R, p of the
+    KinematicViews are those at q already (a pass at q on the same buffer
+    left them: rnea_kernel's), not computed again."""
     model = unpack_model(packed)
     n = model.parent.shape[0]
     kinematics, o = kinematic_views(buffer, n)
@@ -172,9 +166,9 @@ def composite_inertias(packed, model, q, M, buffer, full, placed):
     armature on the diagonal. Touches only the entries of coordinates on one
     path to the root: both triangles if `full`, else the lower alone (what
     the sparse factor reads, without the column stores of the upper);
-    placed: placed_composite_momenta's."""
+    placed: composite_momenta's."""
     parent, v_start, nv_joint = model.parent, model.v_start, model.nv_joint
-    composite = placed_composite_momenta(packed, q, buffer, placed)
+    composite = composite_momenta(packed, q, buffer, placed)
     S = composite.S_world
     for i in range(parent.shape[0] - 1, -1, -1):
         ni, vi = nv_joint[i], v_start[i]
@@ -231,7 +225,7 @@ def crba_paths_kernel(packed, dof_parent, q, M, buffer, placed):
     that grows with the coordinates and their depth, not with their square
     (a hundred free objects: nv = 609). placed (np.bool_: a literal would be
     compiled apart): the buffer holds the joint placements at q, rnea_kernel's
-    on it (placed_composite_momenta). Same returns."""
+    on it (composite_momenta). Same returns."""
     model = unpack_model(packed)
     if invalid(model, q, q[:0], q[:0]):
         return INVALID_INPUT

@@ -34,6 +34,18 @@ the mismatch (some 100 us). The per-call paths avoid these:
   (inputs.exact: about as long as the dispatcher's look-up for one vector,
   longer for several).
 
+* BorrowedArray (the argument types of inputs.ExactKernel): an array
+  argument unboxed without a reference of numba's runtime. numba unboxes
+  an array by wrapping it in a new MemInfo (a malloc, a reference taken,
+  both undone as the call returns: some 20 ns an array, 60 of a UR5's
+  centroidal momentum matrix call of three); a borrowed one is read by
+  numba's own adaptor for its runtime-free mode (`numba_adapt_ndarray`
+  of its helper library: data, shape and strides, meminfo null), the
+  same struct as untracked_views' views. The caller's arguments live
+  until the call returns, so a function that borrows them must not keep
+  or return them: it converts them to plain array types first thing
+  (workspace.untracked_views), and nothing after it sees a borrowed type.
+
 For compile time, plain_argument_types: a compiled function that other
 kernels call with constants (an offset 0, a shape (n, 6)) compiled once
 per plain type of its arguments, not once per constant: numba types a
@@ -49,8 +61,11 @@ variables; the copies share it instead.
 """
 import functools
 
+from llvmlite import ir
 from numba import njit, types
-from numba.core import inline_closurecall
+from numba.core import cgutils, inline_closurecall
+from numba.core.datamodel.models import ArrayModel
+from numba.extending import NativeValue, register_model, unbox
 
 
 def _no_match(*args, **kws):
@@ -73,6 +88,49 @@ def exact_dispatcher(function, signature, conversions=()):
     for from_type, to_type in conversions:
         dispatcher.typingctx.install_possible_conversions([from_type], [to_type])
     return dispatcher
+
+
+class BorrowedArray(types.Array):
+    """An array argument unboxed without a reference (module docstring):
+    typed and laid out as the types.Array of the same dtype, dimensions,
+    layout and mutability, which `plain` gives (and numba's views of it
+    are: Array.copy makes plain arrays)."""
+
+    def __init__(self, dtype, ndim, layout, readonly=False, aligned=True):
+        super().__init__(dtype, ndim, layout, readonly=readonly, aligned=aligned,
+                         name=f"borrowed {'readonly ' if readonly else ''}array({dtype}, {ndim}d, {layout})")
+
+
+register_model(BorrowedArray)(ArrayModel)
+
+
+def borrowed(array_type: types.Array) -> BorrowedArray:
+    """The BorrowedArray of the plain array type `array_type`."""
+    return BorrowedArray(array_type.dtype, array_type.ndim, array_type.layout, readonly=not array_type.mutable,
+                         aligned=array_type.aligned)
+
+
+def plain(value_type):
+    """The plain type of a BorrowedArray; a tuple's with each element's; any other type as it is."""
+    if isinstance(value_type, BorrowedArray):
+        return types.Array(value_type.dtype, value_type.ndim, value_type.layout, readonly=not value_type.mutable,
+                           aligned=value_type.aligned)
+    if isinstance(value_type, types.BaseTuple):
+        return types.BaseTuple.from_types([plain(element) for element in value_type])
+    return value_type
+
+
+@unbox(BorrowedArray)
+def _unbox_borrowed(array_type, obj, c):
+    """numba's unbox_array (numba/core/boxing.py) with its runtime-free adaptor."""
+    array = c.context.make_array(array_type)(c.context, c.builder)
+    pointer = array._getpointer()
+    adapt = c.pyapi._get_function(ir.FunctionType(ir.IntType(32), [c.pyapi.pyobj, c.pyapi.voidptr]),
+                                  name="numba_adapt_ndarray")
+    failed = cgutils.is_not_null(c.builder, c.builder.call(adapt, (obj, c.builder.bitcast(pointer, c.pyapi.voidptr))))
+    with c.builder.if_then(failed, likely=False):
+        c.pyapi.err_set_string("PyExc_TypeError", "a borrowed array argument is not an array")
+    return NativeValue(c.builder.load(pointer), is_error=failed)
 
 
 def plain_argument_types(dispatcher):

@@ -17,7 +17,7 @@ import threading
 import numpy as np
 from numba import njit, types
 
-from mbs_dynamics.compiled_calls import compiled_entry, exact_dispatcher
+from mbs_dynamics.compiled_calls import BorrowedArray, borrowed, compiled_entry, exact_dispatcher, plain
 from mbs_dynamics.multibody.model import Model
 
 QUATERNION_TOLERANCE = 1e-3
@@ -74,12 +74,12 @@ def all_finite(x):
 # checking (same_batch) in Python: on a UR5 that is half of a call.
 
 # The argument types of ExactKernels: model.packed_flat, vectors (q, v, ...
-# read-only or not: a writable one converts at little cost) and results.
+# read-only or not: a writable one converts at little cost) and results
+# (borrowed by the kernels: ExactKernel).
 PACKED_FLAT = types.Array(types.int64, 1, "C", readonly=True)
 VECTOR = types.Array(types.float64, 1, "C", readonly=True)
 RESULT = types.Array(types.float64, 1, "C")
 RESULT_MATRIX = types.Array(types.float64, 2, "C")
-_WRITABLE_VECTOR = types.Array(types.float64, 1, "C")
 NDARRAY, FLOAT64 = np.ndarray, np.dtype(np.float64)
 
 
@@ -108,11 +108,17 @@ class ExactKernel:
       mismatch (some 100 µs): compiled_calls.exact_dispatcher.
     * `entry`: without numba's type resolution (compiled_calls.compiled_entry),
       reading its arguments as the signature's types unchecked: for the
-      caller's own arrays and users' vectors that `exact` accepted."""
+      caller's own arrays and users' vectors that `exact` accepted.
+
+    Its array arguments are borrowed (compiled_calls.BorrowedArray: no
+    reference of numba's runtime, some 20 ns an array a call): `function`
+    takes them through workspace.untracked_views first thing, as the plain
+    argument_types, and returns a status, never an array."""
 
     def __init__(self, function, result_type, *argument_types):
         self.function = function
-        self.signature = result_type(*argument_types)
+        self.signature = result_type(*(borrowed(argument) if isinstance(argument, types.Array) else argument
+                                       for argument in argument_types))
         self.lock = threading.Lock()
         self.call = self.entry = self._first_call
 
@@ -131,10 +137,20 @@ class ExactKernel:
     def _first_call(self, *args):
         with self.lock:
             if self.call == self._first_call:
-                dispatcher = exact_dispatcher(self.function, self.signature, [(_WRITABLE_VECTOR, VECTOR)])
+                dispatcher = exact_dispatcher(self.function, self.signature, self._conversions())
                 self.entry = compiled_entry(dispatcher, args)
                 self.call = dispatcher
         return self.call(*args)
+
+    def _conversions(self):
+        """The conversions `call` applies: to each borrowed argument type from its plain type (a user's array),
+        and to a read-only one from the writable plain type too."""
+        conversions = []
+        for argument in self.signature.args:
+            if isinstance(argument, BorrowedArray):
+                conversions += [(plain(argument), argument)] + ([] if argument.mutable else [
+                    (plain(argument).copy(readonly=False), argument)])
+        return conversions
 
 
 @njit(cache=True, inline="always")

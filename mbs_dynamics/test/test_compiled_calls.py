@@ -5,16 +5,21 @@ elsewhere (the per-call fast paths, inputs.ExactKernel, and contact_step)."""
 import copy
 import functools
 import inspect
+import sys
 
 import numpy as np
 import pytest
 from numba import njit, types
-from numba.core import inline_closurecall, ir
+from numba.core import cgutils, inline_closurecall, ir
 from numba.core.dispatcher import Dispatcher
+from numba.extending import intrinsic
 
+import mbs_dynamics as mbs
+from helpers import chain
 from mbs_dynamics import compiled_calls
 from mbs_dynamics.inputs import RESULT, VECTOR, ExactKernel, exact, unit_stride
-from mbs_dynamics.multibody.workspace import FLOATS_FIXED, FLOATS_PER_BODY, STACK_SCRATCH_FLOATS, call_scratch
+from mbs_dynamics.multibody.workspace import (FLOATS_FIXED, FLOATS_PER_BODY, STACK_SCRATCH_FLOATS, call_scratch,
+                                              untracked_views)
 
 
 def _total(x, out):
@@ -110,6 +115,73 @@ def test_an_exact_kernel_calls_its_compiled_entry_which_reads_the_arrays_strides
     for other in (np.arange(4, dtype=np.float32), [0.0, 1.0], np.zeros((2, 2)), np.arange(4), 3.0,
                   np.arange(4.0).astype(">f8"), np.arange(4.0).view(np.matrix)):
         assert not exact(other), other
+
+
+@intrinsic
+def _tracked(typingctx, array):
+    """True when `array` carries a MemInfo of numba's runtime (a reference it counts)."""
+    def codegen(context, builder, signature, args):
+        array_value = context.make_array(signature.args[0])(context, builder, value=args[0])
+        return cgutils.is_not_null(builder, array_value.meminfo)
+    return types.boolean(array), codegen
+
+
+def _sum_into(x, out):
+    tracked = _tracked(x) or _tracked(out)
+    x, out = untracked_views((x, out))
+    out[0] = x.sum()
+    return tracked
+
+
+def test_an_exact_kernels_arrays_are_borrowed_without_a_reference_and_read_and_written_as_arrays():
+    """compiled_calls.BorrowedArray: an ExactKernel's array arguments reach its function without a MemInfo (numba
+    unboxes a plain array argument into a new one: the same function compiled plainly shows it), by its entry and
+    by its dispatcher (which converts a user's writable or read-only array to the borrowed type); the values are
+    read and the result written as before, no reference is left behind, and what is not an array is refused."""
+    plain = njit(types.boolean(VECTOR, RESULT))(_sum_into)
+    kernel = ExactKernel(_sum_into, types.boolean, VECTOR, RESULT)
+    x, out = np.arange(5.0), np.zeros(1)
+    assert plain(x, out) and out[0] == 10.0, "numba no longer unboxes a plain array with a MemInfo"
+    assert all(isinstance(argument, compiled_calls.BorrowedArray) for argument in kernel.signature.args)
+    readonly = np.arange(4.0)
+    readonly.setflags(write=False)
+    for call in (kernel.entry, kernel.call, kernel.entry):  # the first call compiles, then each way
+        for vector, total in ((x, 10.0), (readonly, 6.0)):
+            out[0] = 0.0
+            assert not call(vector, out) and out[0] == total
+    references = sys.getrefcount(x), sys.getrefcount(out)
+    for _ in range(1000):
+        kernel.entry(x, out)
+        kernel.call(x, out)
+    assert (sys.getrefcount(x), sys.getrefcount(out)) == references
+    with pytest.raises(TypeError, match="a borrowed array argument is not an array"):
+        kernel.entry(3.0, out)
+    with pytest.raises(TypeError, match="the arguments are not of the kernel's types"):
+        kernel.call(x[::2], out)  # a strided vector: typed as another layout, no conversion to the signature's
+
+
+def test_borrowed_arrays_never_leave_the_exact_kernels():
+    """Every per-call function's ExactKernel takes its borrowed arguments through untracked_views first thing:
+    no compiled function of the package (a module's dispatcher) has a version for a borrowed type (a kernel
+    that kept a borrowed array would outlive its owner's reference; one compiled for it would be a second
+    version of a kernel the warm-up compiles in plain types)."""
+    model = mbs.Model.from_urdf_file(mbs.bundled_robot("quadruped"), floating_base=True)
+    coupled = chain("coupled")
+    for robot in (model, coupled):
+        q, v = robot.neutral_configuration(), np.full(robot.nv, 0.1)
+        mbs.inverse_dynamics(robot, q, v, v)
+        mbs.nonlinear_effects(robot, q, v)
+        mbs.forward_dynamics(robot, q, v, v)
+        mbs.mass_matrix(robot, q)
+        mbs.centroidal_momentum(robot, q, v)
+        mbs.centroidal_momentum_matrix(robot, q)
+        mbs.frame_jacobian(robot, q, list(robot.frames)[-1])
+    assert coupled.has_coupled_joints
+    borrowing = [f"{module}.{name}({', '.join(map(str, signature))})" for module, namespace in list(sys.modules.items())
+                 if module.startswith("mbs_dynamics") for name, value in list(vars(namespace).items())
+                 if isinstance(value, Dispatcher) for signature in value.overloads
+                 if any(isinstance(argument, compiled_calls.BorrowedArray) for argument in signature)]
+    assert not borrowing
 
 
 def test_a_compiled_entry_is_the_compiled_function_without_type_resolution():

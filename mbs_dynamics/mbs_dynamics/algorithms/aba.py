@@ -21,7 +21,7 @@ from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, PACKED_FLAT, RE
 from mbs_dynamics.multibody.joints import REST, body_velocity, gravity_acceleration, joint_bias, joint_placement, \
     motion_subspace, parent_row, subspace_times
 from mbs_dynamics.multibody.model import PRISMATIC, REVOLUTE, Model, body_count, unflatten, unpack_model
-from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, readonly, scratch, take
+from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, readonly, scratch, take, untracked_views
 from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import add, congruence_add, force_cross, force_to_parent, inertia_times, motion_cross, \
     motion_to_child, row, spatial_inertia_matrix, store, store_add
@@ -305,6 +305,7 @@ def _forward_dynamics_call(flat, q, v, tau, qdd):
     """aba_kernel without applied wrenches, on model.packed_flat and a scratch
     buffer of its own: forward_dynamics' fast path (inputs.ExactKernel).
     Wrong lengths: INVALID_INPUT."""
+    flat, q, v, tau, qdd = untracked_views((flat, q, v, tau, qdd))  # borrowed (inputs.ExactKernel): plain arrays
     packed = unflatten(flat)
     if not vectors_fit(packed[1], q, v, tau):
         return INVALID_INPUT
@@ -319,6 +320,7 @@ def _coupled_forward_dynamics_call(flat, dof_parent, q, v, tau, qdd):
     for such models (inputs.ExactKernel); any trouble (wrong lengths, a
     pivot that is not positive, a result that is not finite) returns a
     status, and forward_dynamics' dense path says what it is."""
+    flat, dof_parent, q, v, tau, qdd = untracked_views((flat, dof_parent, q, v, tau, qdd))
     packed = unflatten(flat)
     nv = v.shape[0]
     if not (vectors_fit(packed[1], q, v, tau) and dof_parent.shape[0] == nv):

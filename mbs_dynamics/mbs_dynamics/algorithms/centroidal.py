@@ -165,6 +165,7 @@ def _centroidal_momentum_call(flat, q, v, h):
     """h = h_G (6,) by momentum_kernel (without the energy) on
     model.packed_flat and a scratch buffer of its own: centroidal_momentum's
     fast path (inputs.ExactKernel). Wrong lengths: INVALID_INPUT."""
+    flat, q, v, h = untracked_views((flat, q, v, h))  # borrowed (inputs.ExactKernel): plain arrays
     packed = unflatten(flat)
     if not vectors_fit(packed[1], q, v, v):
         return INVALID_INPUT

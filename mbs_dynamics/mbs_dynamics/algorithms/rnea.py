@@ -42,7 +42,7 @@ from mbs_dynamics.multibody.joints import (
     parent_row,
 )
 from mbs_dynamics.multibody.model import Model, body_count, unflatten, unpack_model
-from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, readonly, scratch, take
+from mbs_dynamics.multibody.workspace import kinematic_views, new_scratch, readonly, scratch, take, untracked_views
 from mbs_dynamics.parallel import run_batch
 from mbs_dynamics.spatial.algebra import (
     add,
@@ -393,6 +393,7 @@ def _inverse_dynamics_call(flat, q, v, a, tau):
     """rnea_kernel, body form, no applied wrench, on model.packed_flat and a
     scratch buffer of its own: inverse_dynamics' fast path. Wrong lengths:
     INVALID_INPUT."""
+    flat, q, v, a, tau = untracked_views((flat, q, v, a, tau))  # borrowed (inputs.ExactKernel): plain arrays
     packed = unflatten(flat)
     if not vectors_fit(packed[1], q, v, a):
         return INVALID_INPUT
@@ -402,6 +403,7 @@ def _inverse_dynamics_call(flat, q, v, a, tau):
 
 def _nonlinear_effects_call(flat, q, v, tau):
     """_inverse_dynamics_call at a = 0: nonlinear_effects' fast path."""
+    flat, q, v, tau = untracked_views((flat, q, v, tau))
     packed = unflatten(flat)
     if not vectors_fit(packed[1], q, v, v):
         return INVALID_INPUT

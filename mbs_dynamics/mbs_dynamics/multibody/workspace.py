@@ -15,7 +15,7 @@ import numpy as np
 from numba import carray, njit, types
 from numba.extending import intrinsic
 
-from mbs_dynamics.compiled_calls import plain_argument_types
+from mbs_dynamics.compiled_calls import plain, plain_argument_types
 
 # Floats per body: more than any algorithm lays out (the ABA takes 198).
 FLOATS_PER_BODY = 256
@@ -177,10 +177,12 @@ def untracked_views(typingctx, value):
     type, each array an untracked view: for a kernel that passes its
     arguments on at every step (a compiled function takes a reference to
     each array it is passed: an atomic increment, and a decrement as it
-    returns)."""
+    returns). A borrowed array (compiled_calls.BorrowedArray: an
+    ExactKernel's argument, untracked already) comes out typed as the plain
+    array it is."""
     def codegen(context, builder, signature, args):
         return _untracked_value(context, builder, signature.args[0], args[0])
-    return value(value), codegen
+    return plain(value)(value), codegen
 
 
 # The arrays every recursion starts from (kinematic_views): parent placements

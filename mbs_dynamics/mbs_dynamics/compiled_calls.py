@@ -111,12 +111,18 @@ def borrowed(array_type: types.Array) -> BorrowedArray:
 
 
 def plain(value_type):
-    """The plain type of a BorrowedArray; a tuple's with each element's; any other type as it is."""
+    """The plain type of a BorrowedArray; a tuple's with each element's (a
+    named tuple's of its class); any other type, and a tuple without a
+    borrowed array, as it is (a rebuilt named tuple would be a plain tuple:
+    another signature of every kernel it is passed to)."""
     if isinstance(value_type, BorrowedArray):
         return types.Array(value_type.dtype, value_type.ndim, value_type.layout, readonly=not value_type.mutable,
                            aligned=value_type.aligned)
     if isinstance(value_type, types.BaseTuple):
-        return types.BaseTuple.from_types([plain(element) for element in value_type])
+        elements = [plain(element) for element in value_type]
+        if elements == list(value_type):
+            return value_type
+        return types.BaseTuple.from_types(elements, getattr(value_type, "instance_class", None))
     return value_type
 
 

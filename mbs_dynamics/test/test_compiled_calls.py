@@ -160,6 +160,22 @@ def test_an_exact_kernels_arrays_are_borrowed_without_a_reference_and_read_and_w
         kernel.call(x[::2], out)  # a strided vector: typed as another layout, no conversion to the signature's
 
 
+def test_plain_types_of_borrowed_arrays_keep_every_other_type_and_named_tuples_class():
+    """compiled_calls.plain: a borrowed array's plain array; a tuple (named or not) without one unchanged, with one
+    rebuilt of the same class (a named tuple made plain would be another signature of each kernel it reaches)."""
+    from collections import namedtuple
+
+    pair = namedtuple("Pair", ("first", "second"))
+    vector = compiled_calls.borrowed(VECTOR)
+    assert compiled_calls.plain(vector) == VECTOR and type(compiled_calls.plain(vector)) is types.Array
+    named = types.NamedTuple((VECTOR, types.int64), pair)
+    for unchanged in (VECTOR, types.int64, named, types.Tuple((named, RESULT))):
+        assert compiled_calls.plain(unchanged) is unchanged
+    assert compiled_calls.plain(types.NamedTuple((vector, types.int64), pair)) == named
+    assert compiled_calls.plain(types.Tuple((types.NamedTuple((vector, types.int64), pair), RESULT))) == \
+        types.Tuple((named, RESULT))
+
+
 def test_borrowed_arrays_never_leave_the_exact_kernels():
     """Every per-call function's ExactKernel takes its borrowed arguments through untracked_views first thing:
     no compiled function of the package (a module's dispatcher) has a version for a borrowed type (a kernel

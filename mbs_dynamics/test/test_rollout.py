@@ -191,9 +191,11 @@ def test_the_rollouts_call_the_simulations_compiled_step():
         joints = list(model.joint_names[1:])
         actuators = mbs.Actuators(joints, [5.0] * len(joints), [0.1] * len(joints))
         targets = np.zeros((2, 5, model.nv))
+        # the step first: called from Python the other way round, numba's dispatcher would convert a named tuple
+        # of the step's to the plain tuple of a version the rollouts compiled, and hide that they compiled one
+        mbs.Simulation(model, world, 1e-3, actuators=actuators).step(np.zeros(model.nv))
         mbs.rollout(model, np.tile(stance, (2, 1)), None, np.zeros((2, 5, model.nv)), position_targets=targets,
                     velocity_targets=targets, world=world, dt=1e-3, actuators=actuators, threads=2)
-        mbs.Simulation(model, world, 1e-3, actuators=actuators).step(np.zeros(model.nv))
         print(len(simulate_kernel.signatures), len(rollout_kernel.signatures))
     """)
     done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parent, capture_output=True, text=True,

@@ -211,3 +211,25 @@ def test_step_callees_compiles_the_callees_in_the_signatures_the_step_calls_them
         simulation._q, simulation._v, tuple(simulation._results), simulation._buffer, *simulation._work), called)
     for callee, signatures in called.items():
         assert len(signatures) == 1 and signatures == in_the_step[callee], callee.__name__
+
+
+def test_the_rollouts_call_the_step_in_the_types_the_simulation_calls_it_in(monkeypatch):
+    """The warm-up's rollouts task runs after the simulation's (warmup.AFTER) to load the step it compiled:
+    rollout_kernel must call simulate_kernel in exactly Simulation.step's types, or it compiles a second step (a
+    named tuple of the world's passed on as a plain tuple did: the rollouts' task 13 -> 66 CPU-s of the first
+    set-up). Typed, not counted: a rollout_kernel loaded from numba's cache brings its step along unseen, and
+    numba's dispatcher converts a named tuple to a plain one for a call from Python."""
+    from mbs_dynamics.simulation import rollout
+
+    model = mbs.Model.from_urdf_file(mbs.bundled_robot("quadruped"), floating_base=True)
+    calls, rollout_kernel = [], rollout.rollout_kernel
+    monkeypatch.setattr(rollout, "rollout_kernel", lambda *arguments: calls.append(arguments)
+                        or rollout_kernel(*arguments))
+    warmup.rollouts(model, "LF_FOOT")
+    in_the_rollouts = _callee_types(rollout_kernel, calls[0], (stages.simulate_kernel,))[stages.simulate_kernel]
+    simulation = mbs.Simulation(model, mbs.World(mbs.Ground(), (mbs.PointContact("LF_FOOT"),)), 1e-3)
+    system = simulation.system
+    in_the_simulation = {tuple(typeof(argument) for argument in (
+        system.packed, system.dof_parent, simulation._world, simulation._actuation, simulation._settings,
+        simulation._q, simulation._v, tuple(simulation._results), simulation._buffer, *simulation._work))}
+    assert in_the_rollouts == in_the_simulation

@@ -191,8 +191,9 @@ def test_the_rollouts_call_the_simulations_compiled_step():
         joints = list(model.joint_names[1:])
         actuators = mbs.Actuators(joints, [5.0] * len(joints), [0.1] * len(joints))
         targets = np.zeros((2, 5, model.nv))
-        # the step first: called from Python the other way round, numba's dispatcher would convert a named tuple
-        # of the step's to the plain tuple of a version the rollouts compiled, and hide that they compiled one
+        # the step first: the other way round, numba's dispatcher would convert a named tuple of the step's to the
+        # plain tuple of a version the rollouts compiled, and hide it (with the cache warm both are loaded, the
+        # rollouts' step unseen inside rollout_kernel: test_warmup types the call instead)
         mbs.Simulation(model, world, 1e-3, actuators=actuators).step(np.zeros(model.nv))
         mbs.rollout(model, np.tile(stance, (2, 1)), None, np.zeros((2, 5, model.nv)), position_targets=targets,
                     velocity_targets=targets, world=world, dt=1e-3, actuators=actuators, threads=2)

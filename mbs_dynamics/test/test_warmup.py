@@ -53,6 +53,13 @@ def _step_types(*arguments):
     return [typeof(argument) for argument in arguments]
 
 
+def _step_arguments(simulation):
+    """What Simulation.step passes its compiled step (stages.simulate_kernel)."""
+    system = simulation.system
+    return (system.packed, system.dof_parent, simulation._world, simulation._actuation, simulation._settings,
+            simulation._q, simulation._v, tuple(simulation._results), simulation._buffer, *simulation._work)
+
+
 @pytest.mark.parametrize("points", [(), ("LF_FOOT",)])
 def test_contact_step_and_the_simulation_call_the_step_in_one_signature(points):
     """contact_step's set-up (its world, with the joint terms on or off, its
@@ -64,10 +71,7 @@ def test_contact_step_and_the_simulation_call_the_step_in_one_signature(points):
     q, v = model.neutral_configuration(), np.zeros(model.nv)
     contacts = tuple(mbs.PointContact(frame) for frame in points)
     simulation = mbs.Simulation(model, mbs.World(mbs.Ground(), contacts))
-    system = simulation.system
-    simulation_types = _step_types(system.packed, system.dof_parent, simulation._world, simulation._actuation,
-                                   simulation._settings, simulation._q, simulation._v, tuple(simulation._results),
-                                   simulation._buffer, *simulation._work)
+    simulation_types = _step_types(*_step_arguments(simulation))
     for terms in (False, True):
         mbs.contact_step(model, q, v, v, 1e-3, contacts, mbs.Ground(height=1.0), joint_limits=terms,
                          joint_damping=terms, joint_friction=terms)
@@ -184,11 +188,7 @@ def test_the_step_calls_the_aba_and_the_rnea_in_the_types_the_nodes_call_them_in
     warmup.step_callees(model, "LF_FOOT")  # (in the step's own types: the test above)
     aba_types = _callee_types(smooth_step, calls[0], (aba_kernel,))[aba_kernel]
     simulation = mbs.Simulation(model, mbs.World(mbs.Ground(), (mbs.PointContact("LF_FOOT"),)), 1e-3)
-    system = simulation.system
-    rnea_types = _callee_types(stages.simulate_kernel, (
-        system.packed, system.dof_parent, simulation._world, simulation._actuation, simulation._settings,
-        simulation._q, simulation._v, tuple(simulation._results), simulation._buffer, *simulation._work),
-        (rnea_kernel,))[rnea_kernel]
+    rnea_types = _callee_types(stages.simulate_kernel, _step_arguments(simulation), (rnea_kernel,))[rnea_kernel]
     for name, called_types in (("aba_kernel", aba_types), ("rnea_kernel", rnea_types)):
         assert len(called_types) == 1, name
         assert next(iter(called_types))[1:4] == (VECTOR, VECTOR, VECTOR), name
@@ -205,10 +205,7 @@ def test_step_callees_compiles_the_callees_in_the_signatures_the_step_calls_them
             tuple(typeof(argument) for argument in arguments)) or callee(*arguments))
     warmup.step_callees(model, "LF_FOOT")
     simulation = mbs.Simulation(model, mbs.World(mbs.Ground(), (mbs.PointContact("LF_FOOT"),)), 1e-3)
-    system = simulation.system
-    in_the_step = _callee_types(stages.simulate_kernel, (
-        system.packed, system.dof_parent, simulation._world, simulation._actuation, simulation._settings,
-        simulation._q, simulation._v, tuple(simulation._results), simulation._buffer, *simulation._work), called)
+    in_the_step = _callee_types(stages.simulate_kernel, _step_arguments(simulation), called)
     for callee, signatures in called.items():
         assert len(signatures) == 1 and signatures == in_the_step[callee], callee.__name__
 
@@ -228,8 +225,5 @@ def test_the_rollouts_call_the_step_in_the_types_the_simulation_calls_it_in(monk
     warmup.rollouts(model, "LF_FOOT")
     in_the_rollouts = _callee_types(rollout_kernel, calls[0], (stages.simulate_kernel,))[stages.simulate_kernel]
     simulation = mbs.Simulation(model, mbs.World(mbs.Ground(), (mbs.PointContact("LF_FOOT"),)), 1e-3)
-    system = simulation.system
-    in_the_simulation = {tuple(typeof(argument) for argument in (
-        system.packed, system.dof_parent, simulation._world, simulation._actuation, simulation._settings,
-        simulation._q, simulation._v, tuple(simulation._results), simulation._buffer, *simulation._work))}
+    in_the_simulation = {tuple(_step_types(*_step_arguments(simulation)))}
     assert in_the_rollouts == in_the_simulation

@@ -24,7 +24,8 @@ stamps="$venv/.stamps"
 with_test=0
 [ "${1:-}" = "--test" ] && with_test=1
 
-say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+# each line with the seconds since the set-up started
+say() { printf '\033[1m[setup]\033[0m %3d s  %s\n' $(( $(date +%s) - started )) "$*"; }
 die() { printf '\033[1;31m[setup] %s\033[0m\n' "$*" >&2; exit 1; }
 
 # --- prerequisites: Python 3.10-3.13 with venv, CMake >= 3.16, a C++ compiler

@@ -54,18 +54,31 @@ call's constant arguments as literals, and the dispatcher's
 version for it) is replaced, on the instance, by one that takes their
 plain types (types.unliteral); the call's constants are cast to them.
 
+For compile time too, native_function and call_native: compiled code that
+calls a compiled function by its address, not linking it in. numba links a
+callee's LLVM module into its caller's library and optimises and compiles
+the whole again (the rollouts' loop around the simulation's step: 11 CPU-s
+of LLVM for a loop of a second's compile). Called by its address, the
+callee's own machine code runs (the caller's compile is its own alone). The
+callee is numba's native version (its calling convention: a status, the
+exception raised, arguments as their data models lay them out) for the
+argument types it was compiled for: the caller passes exactly those, and
+call_native checks it (their hash, given with the address) before the call.
+
 And one hook of numba's compiler, for compile time (share_inlined_scopes):
 the inline='always' pass copies an inlined function's IR block by block,
 each block with a copy of the function's scope, which holds all its
 variables; the copies share it instead.
 """
 import functools
+import hashlib
+from typing import NamedTuple
 
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils, inline_closurecall
 from numba.core.datamodel.models import ArrayModel
-from numba.extending import NativeValue, register_model, unbox
+from numba.extending import NativeValue, intrinsic, register_model, unbox
 
 
 def _no_match(*args, **kws):
@@ -185,6 +198,66 @@ def signature_entry(dispatcher, argument_types):
     if argument_types not in dispatcher.overloads:
         dispatcher.compile(argument_types)
     return dispatcher.overloads[argument_types].entry_point
+
+
+# --- calling a compiled function by its address ------------------------------------------------------------------
+
+
+class NativeFunction(NamedTuple):
+    """A compiled version of a numba function, for call_native: the address
+    of its native function and signature_key(its argument types)."""
+
+    address: int
+    signature: int
+
+
+def signature_key(argument_types) -> int:
+    """A 56-bit hash of the numba types `argument_types` (their names, which
+    spell out every field of a record, every element of a tuple)."""
+    return int.from_bytes(hashlib.sha256(str(tuple(argument_types)).encode()).digest()[:7], "little")
+
+
+def native_function(dispatcher, argument_types) -> NativeFunction:
+    """The NativeFunction of `dispatcher`'s version for the numba types
+    `argument_types`, compiled (or loaded from numba's cache) where it has
+    none. It lives as long as the dispatcher (a module's function: the
+    process)."""
+    argument_types = tuple(argument_types)
+    if argument_types not in dispatcher.overloads:
+        dispatcher.compile(argument_types)
+    version = dispatcher.overloads[argument_types]
+    address = version.library.get_pointer_to_function(version.fndesc.llvm_func_name)
+    if not address:
+        raise RuntimeError(f"numba has no native function of {dispatcher.py_func.__qualname__}{argument_types}")
+    return NativeFunction(address, signature_key(argument_types))
+
+
+@intrinsic
+def call_native(typingctx, function, arguments):
+    """function(*arguments) from compiled code, `function` a NativeFunction
+    (of a compiled function that returns None) called by its address; an
+    exception it raises propagates. Arguments of other types than it was
+    compiled for raise TypeError instead of calling it."""
+    if not (isinstance(function, types.NamedUniTuple) and function.instance_class is NativeFunction
+            and isinstance(arguments, types.BaseTuple)):
+        return None
+    argument_types = tuple(arguments)
+    key = signature_key(argument_types)
+
+    def codegen(context, builder, signature, values):
+        address, given_key = cgutils.unpack_tuple(builder, values[0], 2)
+        with builder.if_then(builder.icmp_unsigned("!=", given_key, ir.Constant(given_key.type, key)), likely=False):
+            context.call_conv.return_user_exc(builder, TypeError,
+                                              ("a compiled function called with arguments of other types",))
+        function_type = context.call_conv.get_function_type(types.none, argument_types)
+        callee = builder.inttoptr(address, function_type.as_pointer())
+        status, _ = context.call_conv.call_function(builder, callee, types.none, argument_types,
+                                                    cgutils.unpack_tuple(builder, values[1], len(argument_types)))
+        with cgutils.if_unlikely(builder, status.is_error):
+            context.call_conv.return_status_propagate(builder, status)
+        return context.get_dummy_value()
+
+    return types.none(function, arguments), codegen
 
 
 # --- compiling: an inlined function's IR copied without its scope -------------------------------------------------

@@ -270,7 +270,8 @@ def whole_body_control(model, frame):
 # call (aba, kinematics, rnea, crba) before those others (contact), which then load
 # them from the cache rather than compile them a second time. The rollouts last
 # (the dynamics server preloads them: left to it, the first run's server compiled
-# them at its start), once the step is in the cache (AFTER). mbs_dynamics_identify's
+# them at its start), once the step is in the cache (AFTER): their kernel calls it by its address and compiles
+# alone in about 1.5 CPU-s (linked in, the step was optimised again: 12). mbs_dynamics_identify's
 # regressor is left to the rest (`./dev run` does not call it; its first call
 # compiles it, about 4 CPU-s).
 NODE_TASKS = (simulation, collision_queries, step_callees, forward_dynamics, kinematics, inverse_dynamics, mass_matrix,
@@ -279,8 +280,9 @@ OTHER_TASKS = (derivatives, rnea_forms, id_rate, frame_motion, coriolis, batches
                regressor, whole_body_control)
 TASKS = {task.__name__: task for task in NODE_TASKS + OTHER_TASKS}
 # Tasks that call the simulation's step kernel in its signature (contact_step's set-up is typed as Simulation's; the
-# rollouts call it from their kernel), started only once the simulation's task has put it in the cache, which they
-# then load: started beside it, each compiled it again (contact_step ~2.5 CPU-minutes).
+# rollouts call it from their kernel, both by its address), started only once the simulation's task has put it in the
+# cache, which they then load: started beside it, each compiled it again (contact_step ~2.5 CPU-minutes); now they
+# would wait for it (_serialise_compiles), holding a worker.
 AFTER = {contact_step.__name__: simulation.__name__, rollouts.__name__: simulation.__name__}
 # The tasks of dense computations (O(nv^2) memory, O(nv^3) time), and the most coordinates of a model a node
 # preloads them for: a 5000-joint model's contact forward dynamics took 368 s at start-up.

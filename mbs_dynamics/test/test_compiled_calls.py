@@ -241,6 +241,42 @@ def test_a_signature_entry_is_compiled_for_the_types_given_and_reads_any_layout(
     assert entry(strided, out) == 3 and out[0] == 12.0
 
 
+def _scaled_add(out, x, scale):
+    if scale[0] < 0.0:
+        raise ValueError("a negative scale")
+    for i in range(out.shape[0]):
+        out[i] += scale[0] * x[i]
+
+
+@njit(nogil=True)
+def _call_by_address(function, out, x, scale, times):
+    for _ in range(times):
+        compiled_calls.call_native(function, (out, x, scale))
+
+
+def test_a_native_function_is_called_by_its_address_not_linked_in_and_checked_for_its_types():
+    """call_native calls the version native_function resolved, by its address (numba's native function,
+    `library.get_pointer_to_function(fndesc.llvm_func_name)`, its calling convention `call_conv`): it computes,
+    raises its exceptions, is not compiled into its caller, and refuses other argument types."""
+    callee = njit(_scaled_add)
+    out, x, scale = np.zeros(3), np.arange(3.0), np.array([2.0])
+    vector = types.Array(types.float64, 1, "C")
+    function = compiled_calls.native_function(callee, (vector, vector, vector))
+    assert list(callee.overloads) == [(vector, vector, vector)]
+    _call_by_address(function, out, x, scale, 5)
+    assert out.tolist() == [0.0, 10.0, 20.0]
+    with pytest.raises(ValueError, match="a negative scale"):
+        _call_by_address(function, out, x, -scale, 1)
+    caller_ir = next(iter(_call_by_address.inspect_llvm().values()))
+    name = callee.overloads[(vector, vector, vector)].fndesc.llvm_func_name
+    assert f"@{name}" not in caller_ir and f'@"{name}"' not in caller_ir  # neither defined nor declared there
+    read_only = compiled_calls.native_function(callee, (vector, vector, types.Array(types.float64, 1, "C",
+                                                                                     readonly=True)))
+    with pytest.raises(TypeError, match="a compiled function called with arguments of other types"):
+        _call_by_address(read_only, out, x, scale, 1)
+    assert out.tolist() == [0.0, 10.0, 20.0]
+
+
 @njit
 def _fill_scratch(nbodies, value):
     """A call_scratch buffer filled with value, read back: its size * 1000 + the mean."""

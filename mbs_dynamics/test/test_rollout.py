@@ -175,10 +175,11 @@ def test_an_unreachable_scheduler_is_refused_in_one_line(solo):
 
 
 def test_the_rollouts_call_the_simulations_compiled_step():
-    """rollout_kernel calls simulate_kernel, Simulation.step's kernel, in the
-    types Simulation.step passes it: one compiled step serves both (a second
-    copy inlined in the rollouts compiled the whole step again). Counted in a
-    fresh process: the suite's other tests call the step in other types."""
+    """rollout_kernel calls simulate_kernel, Simulation.step's kernel, by its
+    address, the version of the types Simulation.step passes it: one compiled
+    step serves both (a second copy inlined in the rollouts compiled the whole
+    step again). Counted in a fresh process: the suite's other tests call the
+    step in other types."""
     script = textwrap.dedent("""
         import numpy as np
         import mbs_dynamics as mbs
@@ -192,8 +193,7 @@ def test_the_rollouts_call_the_simulations_compiled_step():
         actuators = mbs.Actuators(joints, [5.0] * len(joints), [0.1] * len(joints))
         targets = np.zeros((2, 5, model.nv))
         # the step first: the other way round, numba's dispatcher would convert a named tuple of the step's to the
-        # plain tuple of a version the rollouts compiled, and hide it (with the cache warm both are loaded, the
-        # rollouts' step unseen inside rollout_kernel: test_warmup types the call instead)
+        # plain tuple of a version the rollouts compiled, and hide it (test_warmup types the rollouts' call too)
         mbs.Simulation(model, world, 1e-3, actuators=actuators).step(np.zeros(model.nv))
         mbs.rollout(model, np.tile(stance, (2, 1)), None, np.zeros((2, 5, model.nv)), position_targets=targets,
                     velocity_targets=targets, world=world, dt=1e-3, actuators=actuators, threads=2)

@@ -156,14 +156,20 @@ class _TypingOnly(compiler.CompilerBase):
         return [passes]
 
 
-def _callee_types(kernel, arguments, callees):
-    """{callee: the set of argument types `kernel` calls it with}, where `kernel` is called with `arguments`: its
-    type inference alone (its callees compiled or loaded from the cache on the way), not its lowering."""
+def _typed(kernel, arguments):
+    """(typemap, calltypes) of `kernel` called with `arguments`: its type inference alone (its callees compiled or
+    loaded from the cache on the way), not its lowering."""
     flags = compiler.Flags()
     kernel.targetdescr.options.parse_as_flags(flags, kernel.targetoptions)
     typemap, calltypes = compiler.compile_extra(
         kernel.targetdescr.typing_context, kernel.targetdescr.target_context, kernel.py_func,
         tuple(typeof(argument) for argument in arguments), None, flags, {}, pipeline_class=_TypingOnly)
+    return typemap, calltypes
+
+
+def _callee_types(kernel, arguments, callees):
+    """{callee: the set of argument types `kernel` calls it with}, where `kernel` is called with `arguments`."""
+    typemap, calltypes = _typed(kernel, arguments)
     found = {callee: set() for callee in callees}
     for expression, signature in calltypes.items():
         if isinstance(expression, ir.Expr) and expression.op == "call":
@@ -211,11 +217,12 @@ def test_step_callees_compiles_the_callees_in_the_signatures_the_step_calls_them
 
 
 def test_the_rollouts_call_the_step_in_the_types_the_simulation_calls_it_in(monkeypatch):
-    """The warm-up's rollouts task runs after the simulation's (warmup.AFTER) to load the step it compiled:
-    rollout_kernel must call simulate_kernel in exactly Simulation.step's types, or it compiles a second step (a
-    named tuple of the world's passed on as a plain tuple did: the rollouts' task 13 -> 66 CPU-s of the first
-    set-up). Typed, not counted: a rollout_kernel loaded from numba's cache brings its step along unseen, and
-    numba's dispatcher converts a named tuple to a plain one for a call from Python."""
+    """The warm-up's rollouts task runs after the simulation's (warmup.AFTER) to use the step it compiled:
+    rollout_kernel calls simulate_kernel by its address (compiled_calls.call_native), which must be the version of
+    Simulation.step's types, passed exactly those, or a second step compiles (a named tuple of the world's passed on
+    as a plain tuple did: the rollouts' task 13 -> 66 CPU-s of the first set-up). Typed: the call in the kernel,
+    and the version the rollouts resolve in Python."""
+    from mbs_dynamics.compiled_calls import call_native, signature_key
     from mbs_dynamics.simulation import rollout
 
     model = mbs.Model.from_urdf_file(mbs.bundled_robot("quadruped"), floating_base=True)
@@ -223,7 +230,13 @@ def test_the_rollouts_call_the_step_in_the_types_the_simulation_calls_it_in(monk
     monkeypatch.setattr(rollout, "rollout_kernel", lambda *arguments: calls.append(arguments)
                         or rollout_kernel(*arguments))
     warmup.rollouts(model, "LF_FOOT")
-    in_the_rollouts = _callee_types(rollout_kernel, calls[0], (stages.simulate_kernel,))[stages.simulate_kernel]
     simulation = mbs.Simulation(model, mbs.World(mbs.Ground(), (mbs.PointContact("LF_FOOT"),)), 1e-3)
-    in_the_simulation = {tuple(_step_types(*_step_arguments(simulation)))}
-    assert in_the_rollouts == in_the_simulation
+    in_the_simulation = tuple(_step_types(*_step_arguments(simulation)))
+    typemap, calltypes = _typed(rollout_kernel, calls[0])
+    native_calls = [tuple(signature.args[1]) for expression, signature in calltypes.items()
+                    if isinstance(expression, ir.Expr) and expression.op == "call"
+                    and getattr(typemap[expression.func.name], "typing_key", None) is call_native]
+    assert native_calls == [in_the_simulation]
+    assert calls[0][0].signature == signature_key(in_the_simulation)  # the version resolved in Python
+    assert calls[0][0].address == stages.simulate_kernel.overloads[in_the_simulation].library.get_pointer_to_function(
+        stages.simulate_kernel.overloads[in_the_simulation].fndesc.llvm_func_name)

@@ -13,7 +13,9 @@ call), the warm starts carried from step to step.
 In one process the rollouts are split among `threads` threads (the pool of
 parallel.py, the batches'), each with its own work arrays, results and
 actuators, each running its rollouts in one compiled call that releases the
-GIL (rollout_kernel). Given a Dask
+GIL (rollout_kernel), which calls the step by its address
+(compiled_calls.call_native): Simulation.step's own machine code, not a
+copy linked into the rollouts' kernel and compiled again. Given a Dask
 scheduler's address, the rollouts are split into tasks on that cluster's
 workers, results gathered in order: identical to the local run.
 
@@ -29,6 +31,7 @@ from functools import partial
 import numpy as np
 from numba import njit
 
+from mbs_dynamics.compiled_calls import call_native, native_function
 from mbs_dynamics.inputs import INVALID_INPUT, NONFINITE_RESULT, SINGULAR_MASS_MATRIX, finite_vector
 from mbs_dynamics.multibody.model import Model
 from mbs_dynamics.multibody.workspace import untracked_views
@@ -78,18 +81,20 @@ class Rollouts:
 
 
 @njit(cache=True, nogil=True)
-def rollout_kernel(packed, dof_parent, world, settings, actuation, results, buffer, work_floats, work_ints, q, v,
-                   q_start, v_start, q0, v0, efforts, position_targets, velocity_targets, contact_count, stride, first,
-                   every, q_out, v_out, forces_out, status, steps_taken, unconverged):
+def rollout_kernel(step, packed, dof_parent, world, settings, actuation, results, buffer, work_floats, work_ints, q,
+                   v, q_start, v_start, q0, v0, efforts, position_targets, velocity_targets, contact_count, stride,
+                   first, every, q_out, v_out, forces_out, status, steps_taken, unconverged):
     """Rollouts first, first + every, ... < N (module docstring), one at a time
-    in this workspace, the GIL released (one thread's share): the system's q,
+    in this workspace, the GIL released (one thread's share): step, the
+    NativeFunction of simulate_kernel in the types of the arguments it is
+    passed here (RolloutPlan.native_step); the system's q,
     v (from q_start, v_start: the objects' poses, the robot's from q0, v0),
     the actuation and results records (a plain tuple), the scratch buffer
     and the work buffers (work.work_buffers);
     settings: SETTINGS (1,) of one step a call. Efforts and targets of shape
     (N, T, nv), or (0, 0, 0): none (zero efforts; the targets the actuation
     holds). Each step is a call of simulate_kernel, Simulation.step's own
-    compiled kernel (compiled once for both, not a second copy of the step)."""
+    compiled kernel, by its address (compiled once for both)."""
     # untracked (workspace.untracked_views): simulate_kernel counts no reference to them at each step
     packed, dof_parent, world, settings, actuation, results, buffer, work_floats, work_ints, q, v = untracked_views(
         (packed, dof_parent, world, settings, actuation, results, buffer, work_floats, work_ints, q, v))
@@ -124,8 +129,8 @@ def rollout_kernel(packed, dof_parent, world, settings, actuation, results, buff
             if not (finite_vector(actuation["position_target"]) and finite_vector(actuation["velocity_target"])):
                 status[i] = INVALID_INPUT
             else:
-                simulate_kernel(packed, dof_parent, world, actuation, settings, q, v, results, buffer, work_floats,
-                                work_ints)
+                call_native(step, (packed, dof_parent, world, actuation, settings, q, v, results, buffer, work_floats,
+                                   work_ints))
                 status[i] = report[0].status
                 unconverged[i] += report[0].unconverged
             if status[i] != 0:
@@ -200,6 +205,14 @@ class RolloutPlan:
         system = sim._system.model
         return system.packed, system.dof_parent, sim._world, self.settings
 
+    def native_step(self, workspace):
+        """The NativeFunction of the compiled step (simulate_kernel) for these
+        arguments and a workspace's: the version Simulation.step calls."""
+        packed, dof_parent, world, settings = self.arguments()
+        actuation, results, buffer, work_floats, work_ints, q, v = workspace
+        arguments = (packed, dof_parent, world, actuation, settings, q, v, results, buffer, work_floats, work_ints)
+        return native_function(simulate_kernel, (simulate_kernel.typeof_pyval(argument) for argument in arguments))
+
 
 def rollout(model: Model, q0, v0=None, efforts=None, *, steps: int | None = None, position_targets=None,
             velocity_targets=None, world: World = World(), dt: float = 1e-3, integrator: str = DEFAULT_INTEGRATOR,
@@ -258,8 +271,10 @@ def _run(plan: RolloutPlan, q0, v0, controls, steps: int, stride: int, threads: 
     inputs = (q0, v0, efforts, position_targets, velocity_targets, contact_count, stride)
     outputs = (q_out, v_out, forces_out, status, steps_taken, unconverged)
     threads = max(1, min(threads, count))
-    run_together([partial(rollout_kernel, *shared, *plan.workspace(), q_start, v_start, *inputs, w, threads, *outputs)
-                  for w in range(threads)])
+    workspaces = [plan.workspace() for _ in range(threads)]
+    step = plan.native_step(workspaces[0])
+    run_together([partial(rollout_kernel, step, *shared, *workspace, q_start, v_start, *inputs, w, threads, *outputs)
+                  for w, workspace in enumerate(workspaces)])
     return Rollouts(q_out, v_out, forces_out, status, steps_taken, unconverged, stride, plan.template.dt)
 
 

@@ -16,7 +16,7 @@ from mbs_dynamics import inputs
 from mbs_dynamics.algorithms.aba import singular_mass_matrix
 from mbs_dynamics.algorithms.kinematics import frame_placements
 from mbs_dynamics.collision.shapes import NO_SHAPES
-from mbs_dynamics.compiled_calls import signature_entry
+from mbs_dynamics.compiled_calls import call_native, native_function, signature_entry
 from mbs_dynamics.contact.constraints import PointContact
 from mbs_dynamics.inputs import SINGULAR_MASS_MATRIX
 from mbs_dynamics.multibody.model import Model
@@ -289,21 +289,24 @@ class StepSetupType(types.StructRef):
 class StepSetup(structref.StructRefProxy):
     """What a contact_step call passes to simulate_kernel but its state, in one
     object (one argument to unbox, where passing them cost 23 arrays' unboxing,
-    0.8 us a call): simulate_kernel's first five arguments, its scratch
+    0.8 us a call): the step's NativeFunction (compiled_calls: simulate_kernel
+    called by its address, Simulation.step's version, not compiled into
+    kept_step_kernel again), simulate_kernel's first five arguments, its scratch
     buffer and its work buffers (work.work_buffers), the pools of result
     records and of the states a call returns (RESULTS_POOL rows each, zero:
     _KeptStep.new_pool) and the empty COLLISION records."""
 
-    def __new__(cls, packed, dof_parent, world, actuation, settings, buffer, work_floats, work_ints, points, contacts,
-                coordinates, bodies, collisions, reports, q_rows, v_rows):
-        return structref.StructRefProxy.__new__(cls, packed, dof_parent, world, actuation, settings, buffer,
+    def __new__(cls, step, packed, dof_parent, world, actuation, settings, buffer, work_floats, work_ints, points,
+                contacts, coordinates, bodies, collisions, reports, q_rows, v_rows):
+        return structref.StructRefProxy.__new__(cls, step, packed, dof_parent, world, actuation, settings, buffer,
                                                 work_floats, work_ints, points, contacts, coordinates, bodies,
                                                 collisions, reports, q_rows, v_rows)
 
 
-structref.define_proxy(StepSetup, StepSetupType, ["packed", "dof_parent", "world", "actuation", "settings", "buffer",
-                                                  "work_floats", "work_ints", "points", "contacts", "coordinates",
-                                                  "bodies", "collisions", "reports", "q_rows", "v_rows"])
+structref.define_proxy(StepSetup, StepSetupType, ["step", "packed", "dof_parent", "world", "actuation", "settings",
+                                                  "buffer", "work_floats", "work_ints", "points", "contacts",
+                                                  "coordinates", "bodies", "collisions", "reports", "q_rows",
+                                                  "v_rows"])
 
 
 @njit(cache=True)
@@ -328,9 +331,9 @@ def kept_step_kernel(setup, row, q, v, tau, warm_start):
         actuation[r].effort = tau[r]
     for k in range(warm_start.shape[0]):
         contacts[k, 0].impulse[:] = warm_start[k]
-    simulate_kernel(setup.packed, setup.dof_parent, setup.world, actuation, setup.settings, q_next, v_next,
-                    (setup.points[row], contacts, setup.coordinates[row], setup.bodies[row], setup.collisions, report),
-                    setup.buffer, setup.work_floats, setup.work_ints)
+    call_native(setup.step, (setup.packed, setup.dof_parent, setup.world, actuation, setup.settings, q_next, v_next,
+                             (setup.points[row], contacts, setup.coordinates[row], setup.bodies[row], setup.collisions,
+                              report), setup.buffer, setup.work_floats, setup.work_ints))
     return report[0].status
 
 
@@ -414,7 +417,11 @@ class _KeptStep:
         self.settings = fixed[4]
         pools = self.new_pools()
         self.work = work_buffers(model, fixed[2], NO_COLLISIONS)
-        self.setup = StepSetup(*fixed, buffer, *self.work, *pools.records[:4], NO_COLLISIONS, *pools.records[4:])
+        records = pools.records
+        step_arguments = (*fixed, records[5][0], records[6][0],
+                          (*(pool[0] for pool in records[:4]), NO_COLLISIONS, records[4][0]), buffer, *self.work)
+        step = native_function(simulate_kernel, (simulate_kernel.typeof_pyval(argument) for argument in step_arguments))
+        self.setup = StepSetup(step, *fixed, buffer, *self.work, *records[:4], NO_COLLISIONS, *records[4:])
         setup_type = self.setup._numba_type_
         self.entry = signature_entry(kept_step_kernel, (setup_type, types.int64, _ANY_VECTOR, _ANY_VECTOR,
                                                         _ANY_VECTOR, _ANY_MATRIX))

@@ -217,12 +217,12 @@ def signature_key(argument_types) -> int:
     return int.from_bytes(hashlib.sha256(str(tuple(argument_types)).encode()).digest()[:7], "little")
 
 
-def native_function(dispatcher, argument_types) -> NativeFunction:
-    """The NativeFunction of `dispatcher`'s version for the numba types
-    `argument_types`, compiled (or loaded from numba's cache) where it has
-    none. It lives as long as the dispatcher (a module's function: the
-    process)."""
-    argument_types = tuple(argument_types)
+def native_function(dispatcher, arguments) -> NativeFunction:
+    """The NativeFunction of `dispatcher`'s version for `arguments`, typed as
+    its call from Python types them (the version such a call runs),
+    compiled (or loaded from numba's cache) where it has none. It lives as
+    long as the dispatcher (a module's function: the process)."""
+    argument_types = tuple(dispatcher.typeof_pyval(argument) for argument in arguments)
     if argument_types not in dispatcher.overloads:
         dispatcher.compile(argument_types)
     version = dispatcher.overloads[argument_types]

@@ -261,7 +261,7 @@ def test_a_native_function_is_called_by_its_address_not_linked_in_and_checked_fo
     callee = njit(_scaled_add)
     out, x, scale = np.zeros(3), np.arange(3.0), np.array([2.0])
     vector = types.Array(types.float64, 1, "C")
-    function = compiled_calls.native_function(callee, (vector, vector, vector))
+    function = compiled_calls.native_function(callee, (out, x, scale))
     assert list(callee.overloads) == [(vector, vector, vector)]
     _call_by_address(function, out, x, scale, 5)
     assert out.tolist() == [0.0, 10.0, 20.0]
@@ -270,8 +270,9 @@ def test_a_native_function_is_called_by_its_address_not_linked_in_and_checked_fo
     caller_ir = next(iter(_call_by_address.inspect_llvm().values()))
     name = callee.overloads[(vector, vector, vector)].fndesc.llvm_func_name
     assert f"@{name}" not in caller_ir and f'@"{name}"' not in caller_ir  # neither defined nor declared there
-    read_only = compiled_calls.native_function(callee, (vector, vector, types.Array(types.float64, 1, "C",
-                                                                                     readonly=True)))
+    read_only_scale = scale.copy()
+    read_only_scale.setflags(write=False)
+    read_only = compiled_calls.native_function(callee, (out, x, read_only_scale))
     with pytest.raises(TypeError, match="a compiled function called with arguments of other types"):
         _call_by_address(read_only, out, x, scale, 1)
     assert out.tolist() == [0.0, 10.0, 20.0]

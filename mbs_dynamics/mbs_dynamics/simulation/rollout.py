@@ -210,8 +210,8 @@ class RolloutPlan:
         arguments and a workspace's: the version Simulation.step calls."""
         packed, dof_parent, world, settings = self.arguments()
         actuation, results, buffer, work_floats, work_ints, q, v = workspace
-        arguments = (packed, dof_parent, world, actuation, settings, q, v, results, buffer, work_floats, work_ints)
-        return native_function(simulate_kernel, (simulate_kernel.typeof_pyval(argument) for argument in arguments))
+        return native_function(simulate_kernel, (packed, dof_parent, world, actuation, settings, q, v, results, buffer,
+                                                 work_floats, work_ints))
 
 
 def rollout(model: Model, q0, v0=None, efforts=None, *, steps: int | None = None, position_targets=None,

@@ -418,9 +418,9 @@ class _KeptStep:
         pools = self.new_pools()
         self.work = work_buffers(model, fixed[2], NO_COLLISIONS)
         records = pools.records
-        step_arguments = (*fixed, records[5][0], records[6][0],
-                          (*(pool[0] for pool in records[:4]), NO_COLLISIONS, records[4][0]), buffer, *self.work)
-        step = native_function(simulate_kernel, (simulate_kernel.typeof_pyval(argument) for argument in step_arguments))
+        # simulate_kernel's version for what kept_step_kernel passes it: a pool row's states and result records
+        row_results = (*(pool[0] for pool in records[:4]), NO_COLLISIONS, records[4][0])
+        step = native_function(simulate_kernel, (*fixed, records[5][0], records[6][0], row_results, buffer, *self.work))
         self.setup = StepSetup(step, *fixed, buffer, *self.work, *records[:4], NO_COLLISIONS, *records[4:])
         setup_type = self.setup._numba_type_
         self.entry = signature_entry(kept_step_kernel, (setup_type, types.int64, _ANY_VECTOR, _ANY_VECTOR,
